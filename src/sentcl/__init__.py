@@ -1,0 +1,27 @@
+"""sentcl: sentence embeddings by contrastive learning (SimCSE and its family)."""
+
+from sentcl.config import TrainConfig, load_config
+from sentcl.modeling.encoder import SentenceEncoder
+
+__version__ = "0.1.0"
+
+
+def train(cfg: TrainConfig, resume: bool = False):  # noqa: ANN201 - lazy import keeps `import sentcl` light
+    """Train as ``cfg`` says; see sentcl.training.loop.train."""
+    from sentcl.training.loop import train as _train
+
+    return _train(cfg, resume=resume)
+
+
+def evaluate(
+    model: SentenceEncoder, tasks: list[str] | None = None, data_dir: str | None = None, batch_size: int = 128
+) -> dict:
+    """Evaluate ``model`` on named tasks (default: the seven STS tasks); see sentcl.evaluation.runner."""
+    from sentcl.evaluation.runner import evaluate as _evaluate
+    from sentcl.paths import resolve_data_dir
+
+    encode = lambda s: model.encode(s, batch_size=batch_size)  # noqa: E731
+    return _evaluate(encode, resolve_data_dir(data_dir), tasks or ["sts"])
+
+
+__all__ = ["SentenceEncoder", "TrainConfig", "evaluate", "load_config", "train"]

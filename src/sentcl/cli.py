@@ -1,0 +1,201 @@
+"""Command line: ``sentcl train | eval | encode``. Every option has a help line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from sentcl.config import POOLERS, ConfigError, TrainConfig, describe, load_config
+from sentcl.data.readers import DataFormatError, iter_text_lines
+from sentcl.paths import DataNotFoundError, ModelNotFoundError, resolve_data_dir
+
+logger = logging.getLogger("sentcl")
+
+
+def _config_keys_epilog() -> str:
+    rows = describe(TrainConfig)
+    width = max(len(key) for key, _, _ in rows)
+    lines = [f"  {key:<{width}}  {help_} (default {default})" for key, default, help_ in rows]
+    return "config keys (YAML sections, or --set section.key=value):\n" + "\n".join(lines)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="sentcl", description="Sentence embeddings by contrastive learning."
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="Log debug messages.")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "train",
+        help="Train an encoder from a YAML recipe.",
+        epilog=_config_keys_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", type=Path, help="YAML recipe (see configs/); omitted: all defaults.")
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override one config key, e.g. training.batch_size=32 (repeatable).",
+    )
+    p.add_argument(
+        "--data-dir", help="Data folder (sets data.data_dir; default $SENTCL_DATA or ../shared/data)."
+    )
+    p.add_argument("--output-dir", help="Run folder (sets training.output_dir).")
+    p.add_argument(
+        "--resume", action="store_true", help="Continue from the last checkpoint in the run folder."
+    )
+    p.set_defaults(func=cmd_train)
+
+    from sentcl.evaluation.runner import TASKS
+
+    p = sub.add_parser("eval", help="Evaluate a model on STS (and more) tasks.")
+    p.add_argument(
+        "--model", required=True, help="Local folder, hub id or offline short name (all-MiniLM-L6-v2)."
+    )
+    p.add_argument("--pooler", choices=POOLERS, help="Pooler (default: the model's saved one, else cls).")
+    p.add_argument(
+        "--tasks",
+        nargs="+",
+        default=["sts"],
+        choices=list(TASKS),
+        metavar="TASK",
+        help="Tasks: " + "; ".join(f"{k}: {h}" for k, (_, h) in TASKS.items()) + ".",
+    )
+    p.add_argument("--data-dir", help="Data folder (default $SENTCL_DATA or ../shared/data).")
+    p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
+    p.add_argument(
+        "--max-length", type=int, help="Truncate sentences to this many tokens (default: saved, else 32)."
+    )
+    p.add_argument("--output", type=Path, help="Write the results as JSON here.")
+    p.set_defaults(func=cmd_eval)
+
+    p = sub.add_parser("encode", help="Embed the sentences of a text file (one a line) into a .npy file.")
+    p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
+    p.add_argument(
+        "--input",
+        required=True,
+        type=Path,
+        help="UTF-8 text file, one sentence a line (row i of the output is line i).",
+    )
+    p.add_argument(
+        "--output", required=True, type=Path, help="Output .npy file: float32 (N, D), input order."
+    )
+    p.add_argument("--pooler", choices=POOLERS, help="Pooler (default: the model's saved one, else cls).")
+    p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
+    p.add_argument(
+        "--max-length", type=int, help="Truncate sentences to this many tokens (default: saved, else 32)."
+    )
+    p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings.")
+    p.set_defaults(func=cmd_encode)
+    return parser
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from sentcl.evaluation.sts import format_sts_table
+    from sentcl.training.loop import train
+
+    overrides = list(args.overrides)
+    if args.data_dir:
+        overrides.append(f"data.data_dir={args.data_dir}")
+    if args.output_dir:
+        overrides.append(f"training.output_dir={args.output_dir}")
+    cfg = load_config(TrainConfig, args.config, overrides)
+    result = train(cfg, resume=args.resume)
+    print(
+        f"best {cfg.eval.dev_task} = {result.best_score:.2f} at step {result.best_step}; model in {result.output_dir / 'best'}"
+    )
+    if "sts" in result.results:
+        columns = {}
+        if result.start_results and "sts" in result.start_results:
+            columns["start model"] = result.start_results["sts"]
+        columns["trained"] = result.results["sts"]
+        print(format_sts_table(columns))
+    return 0
+
+
+def _load_model(args: argparse.Namespace):
+    from sentcl.modeling.encoder import SentenceEncoder
+
+    return SentenceEncoder.from_pretrained(args.model, pooler=args.pooler, max_length=args.max_length)
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from sentcl.evaluation.runner import evaluate
+    from sentcl.evaluation.sts import format_sts_table
+
+    if args.batch_size <= 0:
+        raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
+    data_dir = resolve_data_dir(args.data_dir)
+    model = _load_model(args)
+    results = evaluate(lambda s: model.encode(s, batch_size=args.batch_size), data_dir, args.tasks)
+    for task, result in results.items():
+        print(f"## {task}")
+        print(format_sts_table({args.model: result}))
+    if args.output:
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+def cmd_encode(args: argparse.Namespace) -> int:
+    if args.batch_size <= 0:
+        raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
+    if not args.input.is_file():
+        raise FileNotFoundError(f"input file {args.input} does not exist")
+    sentences = [
+        text for _, text in iter_text_lines(args.input)
+    ]  # row i of the output is line i, empty or not
+    empty = sum(1 for s in sentences if not s.strip())
+    if empty:
+        logger.warning(
+            "%s: %d empty lines are encoded as empty sentences to keep rows aligned", args.input, empty
+        )
+    model = _load_model(args)
+    embeddings = model.encode(
+        sentences, batch_size=args.batch_size, normalize=args.normalize, show_progress=True
+    )
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    np.save(args.output, np.asarray(embeddings, dtype=np.float32).reshape(len(sentences), -1))
+    print(f"wrote {len(sentences)} x {model.embedding_dim} embeddings to {args.output}")
+    return 0
+
+
+USER_ERRORS = (
+    ConfigError,
+    DataFormatError,
+    DataNotFoundError,
+    ModelNotFoundError,
+    FileNotFoundError,
+    ValueError,
+    KeyError,
+)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    import transformers
+
+    transformers.utils.logging.disable_progress_bar()  # per-file load/save bars drown the training bar
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return int(args.func(args))
+    except USER_ERRORS as err:
+        message = err.args[0] if isinstance(err, KeyError) and err.args else err
+        print(f"sentcl {args.command}: error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

