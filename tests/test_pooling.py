@@ -109,3 +109,18 @@ def test_encode_keeps_input_order(tiny_bert: Path) -> None:
     a, b = together[:2], together[2:4]
     direct = (a @ b.T) / np.outer(np.linalg.norm(a, axis=1), np.linalg.norm(b, axis=1))
     np.testing.assert_allclose(sims, direct, rtol=1e-5, atol=1e-6)
+
+
+def test_encode_does_not_truncate_at_the_training_length(tiny_bert: Path) -> None:
+    """SimCSE's evaluation encodes whole sentences; max_length only truncates training batches."""
+    sentence = "the old man is reading a book near the river and the young woman plays a song on the piano"
+    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg", max_length=4)
+    assert len(model.tokenizer(sentence)["input_ids"]) > 4
+    plain = AutoModel.from_pretrained(str(tiny_bert)).eval()
+    batch = model.tokenizer([sentence], return_tensors="pt")
+    with torch.no_grad():
+        expected = plain(**batch).last_hidden_state.mean(dim=1).numpy()
+    np.testing.assert_allclose(model.encode([sentence]), expected, rtol=1e-5, atol=1e-6)
+    assert model.tokenize([sentence])["input_ids"].shape[1] == 4  # training batches are truncated
+    truncated = model.encode([sentence], max_length=4)
+    assert not np.allclose(truncated, expected, atol=1e-3)

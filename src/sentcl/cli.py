@@ -74,7 +74,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", help="Data folder (default $SENTCL_DATA or ../shared/data).")
     p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
     p.add_argument(
-        "--max-length", type=int, help="Truncate sentences to this many tokens (default: saved, else 32)."
+        "--max-length",
+        type=int,
+        help="Truncate sentences to this many tokens (default: the model's limit, at most 512).",
     )
     p.add_argument("--output", type=Path, help="Write the results as JSON here.")
     p.set_defaults(func=cmd_eval)
@@ -93,7 +95,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--pooler", choices=POOLERS, help="Pooler (default: the model's saved one, else cls).")
     p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
     p.add_argument(
-        "--max-length", type=int, help="Truncate sentences to this many tokens (default: saved, else 32)."
+        "--max-length",
+        type=int,
+        help="Truncate sentences to this many tokens (default: the model's limit, at most 512).",
     )
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings.")
     p.set_defaults(func=cmd_encode)
@@ -126,7 +130,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _load_model(args: argparse.Namespace):
     from sentcl.modeling.encoder import SentenceEncoder
 
-    return SentenceEncoder.from_pretrained(args.model, pooler=args.pooler, max_length=args.max_length)
+    return SentenceEncoder.from_pretrained(args.model, pooler=args.pooler)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -137,7 +141,11 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
     data_dir = resolve_data_dir(args.data_dir)
     model = _load_model(args)
-    results = evaluate(lambda s: model.encode(s, batch_size=args.batch_size), data_dir, args.tasks)
+    results = evaluate(
+        lambda s: model.encode(s, batch_size=args.batch_size, max_length=args.max_length),
+        data_dir,
+        args.tasks,
+    )
     for task, result in results.items():
         print(f"## {task}")
         print(format_sts_table({args.model: result}))
@@ -152,9 +160,8 @@ def cmd_encode(args: argparse.Namespace) -> int:
         raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
     if not args.input.is_file():
         raise FileNotFoundError(f"input file {args.input} does not exist")
-    sentences = [
-        text for _, text in iter_text_lines(args.input)
-    ]  # row i of the output is line i, empty or not
+    # row i of the output is line i, empty or not
+    sentences = [text for _, text in iter_text_lines(args.input)]
     empty = sum(1 for s in sentences if not s.strip())
     if empty:
         logger.warning(
@@ -162,7 +169,11 @@ def cmd_encode(args: argparse.Namespace) -> int:
         )
     model = _load_model(args)
     embeddings = model.encode(
-        sentences, batch_size=args.batch_size, normalize=args.normalize, show_progress=True
+        sentences,
+        batch_size=args.batch_size,
+        normalize=args.normalize,
+        show_progress=True,
+        max_length=args.max_length,
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
     np.save(args.output, np.asarray(embeddings, dtype=np.float32).reshape(len(sentences), -1))

@@ -131,7 +131,8 @@ class SentenceEncoder(nn.Module):
         ]
         (path / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
         (path / "sentence_bert_config.json").write_text(
-            json.dumps({"max_seq_length": self.max_length, "do_lower_case": False}, indent=2) + "\n",
+            json.dumps({"max_seq_length": self.inference_max_length, "do_lower_case": False}, indent=2)
+            + "\n",
             encoding="utf-8",
         )
         (path / "1_Pooling").mkdir(exist_ok=True)
@@ -150,6 +151,16 @@ class SentenceEncoder(nn.Module):
     def uses_head(self) -> bool:
         """The head applies in training, and at inference unless ``mlp_only_train``."""
         return self.head is not None and (self.training or not self.mlp_only_train)
+
+    @property
+    def inference_max_length(self) -> int:
+        """Truncation for ``encode``: the model's own limit (at most 512), as SimCSE's evaluation, which
+        does not truncate; ``max_length`` is the training truncation."""
+        limits = [512, getattr(self.backbone.config, "max_position_embeddings", 512)]
+        model_max = getattr(self.tokenizer, "model_max_length", None)
+        if isinstance(model_max, int) and model_max > 0:
+            limits.append(model_max)
+        return min(limits)
 
     @property
     def embedding_dim(self) -> int:
@@ -214,8 +225,12 @@ class SentenceEncoder(nn.Module):
         normalize: bool = False,
         convert_to_numpy: bool = True,
         show_progress: bool = False,
+        max_length: int | None = None,
     ) -> np.ndarray | Tensor:
-        """Embed sentences in input order (batches are sorted by token length internally)."""
+        """Embed sentences in input order (batches are sorted by token length internally).
+
+        ``max_length`` truncates; default ``inference_max_length`` (no truncation short of the model's limit).
+        """
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         single = isinstance(sentences, str)
