@@ -238,11 +238,8 @@ class SentenceEncoder(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            ids = (
-                self.tokenizer(texts, truncation=True, max_length=self.max_length)["input_ids"]
-                if texts
-                else []
-            )
+            limit = max_length or self.inference_max_length
+            ids = self.tokenizer(texts, truncation=True, max_length=limit)["input_ids"] if texts else []
             order = np.argsort([-len(x) for x in ids], kind="stable")
             chunks: list[Tensor] = []
             starts = range(0, len(texts), batch_size)
