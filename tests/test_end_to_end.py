@@ -134,3 +134,16 @@ def test_resume_without_checkpoint_is_an_error(
     recipe = write_recipe(tmp_path, tiny_bert, write_corpus(tmp_path / "c.txt", 40), data_dir)
     assert main(["train", "--config", str(recipe), "--resume"]) == 2
     assert "no checkpoint-<step> folder" in capsys.readouterr().err
+
+
+def test_bf16_autocast_trains_and_fp16_needs_cuda(tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys) -> None:
+    from conftest import write_corpus
+
+    corpus = write_corpus(tmp_path / "corpus.txt", 16)
+    recipe = write_recipe(tmp_path, tiny_bert, corpus, data_dir, max_steps=2, precision="bf16", device="cpu")
+    assert main(["train", "--config", str(recipe)]) == 0
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    losses = [r["loss"] for r in records if r["event"] == "train"]
+    assert len(losses) == 2 and all(np.isfinite(losses))
+    assert main(["train", "--config", str(recipe), "--set", "training.precision=fp16"]) == 2
+    assert "fp16 needs a CUDA device" in capsys.readouterr().err

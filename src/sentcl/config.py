@@ -101,6 +101,8 @@ class TrainingConfig:
     log_steps: int = opt(10, "Write a metrics line every N steps.")
     save_steps: int = opt(125, "Write a resumable checkpoint every N steps (0: only at the end).")
     num_threads: int | None = opt(None, "torch CPU threads (null: torch's default).")
+    device: str = opt("auto", "Device: auto (cuda if available, else cpu), cpu, cuda, cuda:N.")
+    precision: str = opt("fp32", "fp32, or autocast in bf16 (CPU or GPU) / fp16 (GPU, with loss scaling).")
     progress: bool = opt(True, "Show a progress bar.")
 
     def __post_init__(self) -> None:
@@ -109,6 +111,11 @@ class TrainingConfig:
         _positive("training.epochs", self.epochs)
         _positive("training.max_steps", self.max_steps, allow_none=True)
         _positive("training.num_threads", self.num_threads, allow_none=True)
+        _choice("training.precision", self.precision, ("fp32", "bf16", "fp16"))
+        if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
+            raise ConfigError(
+                f"training.device={self.device!r} is not valid; choose auto, cpu, cuda or cuda:N"
+            )
         for name in ("eval_steps", "log_steps", "save_steps", "warmup_steps"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)!r}")

@@ -36,6 +36,7 @@ from sentcl.training.checkpoint import (
     set_rng_state,
 )
 from sentcl.training.optim import build_optimizer, linear_schedule
+from sentcl.training.precision import autocast, check_precision, grad_scaler, resolve_device
 from sentcl.training.step import augment_tokens, embed_views, make_batch
 
 logger = logging.getLogger(__name__)
@@ -97,6 +98,8 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     out.mkdir(parents=True, exist_ok=True)
     if tcfg.num_threads:
         torch.set_num_threads(tcfg.num_threads)
+    device = resolve_device(tcfg.device)
+    check_precision(tcfg.precision, device)
     _seed_everything(tcfg.seed)
     metrics = MetricsLog(out / "metrics.jsonl")
     (out / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n", encoding="utf-8")
@@ -123,7 +126,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         mlp_only_train=mcfg.mlp_only_train,
         max_length=mcfg.max_length,
         dropout=mcfg.dropout,
-    )
+    ).to(device)
     encode = _encoder_fn(model, cfg.eval.batch_size)
     start_results = None
     start_file = out / "start_results.json"
@@ -138,6 +141,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     # ---- phase 4: optimizer, schedule, resume
     optimizer = build_optimizer(model, tcfg.learning_rate, tcfg.weight_decay)
     scheduler = linear_schedule(optimizer, tcfg.warmup_steps, total_steps)
+    scaler = grad_scaler(tcfg.precision, device)
     state = {"global_step": 0, "epoch": 0, "batch_in_epoch": 0, "best_score": None, "best_step": None}
     if resume:
         ckpt = latest_checkpoint(out)
@@ -145,10 +149,13 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             raise FileNotFoundError(f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}")
         saved = SentenceEncoder.from_pretrained(str(ckpt / "model"))
         model.load_state_dict(saved.state_dict())
-        payload = torch.load(ckpt / STATE_FILE, weights_only=False)
+        del saved
+        payload = torch.load(ckpt / STATE_FILE, weights_only=False, map_location="cpu")
         optimizer.load_state_dict(payload["optimizer"])
         scheduler.load_state_dict(payload["scheduler"])
         set_rng_state(payload["rng"])
+        if "scaler" in payload:
+            scaler.load_state_dict(payload["scaler"])
         state.update(payload["state"])
         logger.info("resumed from %s at step %d", ckpt, state["global_step"])
         metrics.write(event="resume", checkpoint=str(ckpt), step=state["global_step"])
@@ -162,6 +169,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
                 "optimizer": optimizer.state_dict(),
                 "scheduler": scheduler.state_dict(),
                 "rng": rng_state(),
+                "scaler": scaler.state_dict(),
                 "state": dict(state),
             }
             torch.save(payload, tmp / STATE_FILE)
@@ -190,12 +198,16 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         for index in epoch_batches[state["batch_in_epoch"] :]:
             examples = [corpus.examples[i] for i in index]
             batch = augment_tokens(make_batch(examples, method, model), method, len(examples))
-            z = embed_views(model, batch, method, len(examples))  # (B, V, D)
-            outputs = method.objective(z)
-            outputs["loss"].backward()
+            batch = {k: v.to(device) for k, v in batch.items()}
+            with autocast(tcfg.precision, device):
+                z = embed_views(model, batch, method, len(examples))  # (B, V, D)
+            outputs = method.objective(z.float())  # the loss in fp32 whatever the forward's precision
+            scaler.scale(outputs["loss"]).backward()
             if tcfg.max_grad_norm > 0:
+                scaler.unscale_(optimizer)
                 torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.max_grad_norm)
-            optimizer.step()
+            scaler.step(optimizer)
+            scaler.update()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             state["global_step"] += 1
