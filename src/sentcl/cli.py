@@ -101,6 +101,18 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings.")
     p.set_defaults(func=cmd_encode)
+
+    p = sub.add_parser(
+        "build-nli", help="Build supervised-SimCSE triples (nli_for_simcse.csv) from SentEval's SNLI."
+    )
+    p.add_argument(
+        "--senteval-snli", type=Path, help="SentEval SNLI folder (default: <data-dir>/senteval/SNLI)."
+    )
+    p.add_argument("--data-dir", help="Data folder (default $SENTCL_DATA or ../shared/data).")
+    p.add_argument("--splits", nargs="+", default=["dev", "test"], help="Splits to read (s1.<split>, ...).")
+    p.add_argument("--output", type=Path, required=True, help="CSV to write (header sent0,sent1,hard_neg).")
+    p.add_argument("--with-neutral", action="store_true", help="Add a neutral hypothesis as a 4th column.")
+    p.set_defaults(func=cmd_build_nli)
     return parser
 
 
@@ -115,6 +127,8 @@ def cmd_train(args: argparse.Namespace) -> int:
         overrides.append(f"training.output_dir={args.output_dir}")
     cfg = load_config(TrainConfig, args.config, overrides)
     result = train(cfg, resume=args.resume)
+    if result.best_score is None:  # not rank 0 of a torchrun job: rank 0 reports
+        return 0
     print(
         f"best {cfg.eval.dev_task} = {result.best_score:.2f} at step {result.best_step}; model in {result.output_dir / 'best'}"
     )
@@ -178,6 +192,19 @@ def cmd_encode(args: argparse.Namespace) -> int:
     args.output.parent.mkdir(parents=True, exist_ok=True)
     np.save(args.output, np.asarray(embeddings, dtype=np.float32).reshape(len(sentences), -1))
     print(f"wrote {len(sentences)} x {model.embedding_dim} embeddings to {args.output}")
+    return 0
+
+
+def cmd_build_nli(args: argparse.Namespace) -> int:
+    from sentcl.data.nli import build_nli_from_senteval
+
+    folder = args.senteval_snli or resolve_data_dir(args.data_dir) / "senteval" / "SNLI"
+    stats = build_nli_from_senteval(folder, args.splits, args.output, with_neutral=args.with_neutral)
+    skipped = ", ".join(f"{k.removeprefix('skipped_')}: {v}" for k, v in stats.skipped().items() if v)
+    print(
+        f"{stats.records} records, {stats.premises} premises -> {stats.triples} examples written to "
+        f"{args.output}; skipped premises/records: {skipped or 'none'}"
+    )
     return 0
 
 

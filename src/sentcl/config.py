@@ -54,10 +54,16 @@ class ModelConfig:
     dropout: float | None = opt(
         None, "Dropout rate for hidden and attention layers; null keeps the model's own."
     )
-    max_length: int = opt(32, "Maximum tokens per sentence (longer ones are truncated).")
+    max_length: int = opt(32, "Maximum tokens per sentence in training (longer ones are truncated).")
+    same_dropout_mask: bool = opt(
+        False, "Both views share one dropout mask (the paper's 'fixed 0.1' collapse case)."
+    )
+    two_encoders: bool = opt(False, "Separate encoders: f for view 0 (anchor), g for the other views.")
+    dual_embedding: str = opt("f", "Inference embedding of a two-encoder model: f, or concat ([f(s); g(s)]).")
 
     def __post_init__(self) -> None:
         _choice("model.pooler", self.pooler, POOLERS)
+        _choice("model.dual_embedding", self.dual_embedding, ("f", "concat"))
         _positive("model.max_length", self.max_length)
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout!r}")
@@ -72,18 +78,72 @@ class DataConfig:
     reader: str | None = opt(None, "Reader of the training file (lines, ...); null: the method's own.")
     max_examples: int | None = opt(None, "Use only the first N training examples (null: all).")
     no_duplicates_in_batch: bool = opt(False, "Keep identical texts out of the same batch (false negatives).")
+    augmentation: str | None = opt(
+        None,
+        "Text augmentation of the positive view: crop, word_deletion, delete_one_word, "
+        "synonym_replacement, mlm_replacement (null: none, dropout only).",
+    )
+    augmentation_rate: float = opt(0.1, "Fraction k of words the text augmentation crops/deletes/replaces.")
+    token_augmentation: str | None = opt(
+        None,
+        "ConSERT augmentation of the positive view: token_shuffle, token_cutoff, span_cutoff, feature_cutoff.",
+    )
+    token_augmentation_rate: float = opt(
+        0.1, "Fraction of tokens (or feature dims) the token augmentation cuts."
+    )
+    cutoff_token: str = opt(
+        "unk", "Token that replaces cut-off tokens: unk, pad or mask (never [CLS]/[SEP])."
+    )
+    mlm_augmentation_model: str | None = opt(
+        None, "Masked-LM for mlm_replacement (null: the encoder's own checkpoint)."
+    )
+    wordnet_dir: str | None = opt(
+        None, "WordNet dict folder for synonym_replacement (default $SENTCL_WORDNET or /usr/share/wordnet)."
+    )
+    next_sentence_window: int = opt(
+        1, "next_sentence: positive is s_(i+1) (1) or one of the next 3 sentences (3)."
+    )
+    use_neutral: bool = opt(
+        False, "Supervised: neutral hypotheses as extra hard negatives (needs them in the data)."
+    )
 
     def __post_init__(self) -> None:
         _positive("data.max_examples", self.max_examples, allow_none=True)
+        _choice("data.cutoff_token", self.cutoff_token, ("unk", "pad", "mask"))
+        _choice("data.next_sentence_window", self.next_sentence_window, (1, 3))
+        for name in ("augmentation_rate", "token_augmentation_rate"):
+            if not 0.0 <= getattr(self, name) < 1.0:
+                raise ConfigError(f"data.{name} must be in [0, 1), got {getattr(self, name)!r}")
 
 
 @dataclass
 class ObjectiveConfig:
     name: str = opt("unsup_simcse", "Training method (views + objective), e.g. unsup_simcse.")
     temperature: float = opt(0.05, "Temperature tau of InfoNCE: logits are cos(h_i, h_j) / tau.")
+    hard_negative_weight: float = opt(
+        0.0,
+        "Supervised: w added to the logit of the anchor's own hard negative (alpha = e^w; 0 is alpha = 1).",
+    )
+    margin: float = opt(0.2, "cutoff_triplet: margin m of max(0, m + sim(s, s**) - sim(s, s*)).")
+    triplet_weight: float = opt(1.0, "cutoff_triplet: weight of the triplet term added to InfoNCE.")
+    weak_cutoff: float = opt(0.1, "cutoff_triplet: fraction of tokens cut in the weak view s*.")
+    strong_cutoff: float = opt(0.2, "cutoff_triplet: fraction of tokens cut in the strong view s**.")
+    strong_activation: str = opt(
+        "leaky_relu", "cutoff_triplet: head activation of the strong view (tanh or leaky_relu)."
+    )
+    context_size: int = opt(1, "quick_thoughts: neighbours on each side that are targets.")
+    mlm_weight: float = opt(0.0, "Auxiliary MLM loss weight lambda (SimCSE uses 0.1; 0 disables).")
+    mlm_probability: float = opt(0.15, "Fraction of tokens masked for the auxiliary MLM loss.")
+    mlm_new_head: bool = opt(False, "Allow a freshly initialised MLM head when the checkpoint has none.")
 
     def __post_init__(self) -> None:
         _positive("objective.temperature", self.temperature)
+        _positive("objective.context_size", self.context_size)
+        _choice("objective.strong_activation", self.strong_activation, ("tanh", "leaky_relu"))
+        if self.mlm_weight < 0:
+            raise ConfigError(f"objective.mlm_weight must be >= 0, got {self.mlm_weight!r}")
+        if not 0.0 < self.mlm_probability < 1.0:
+            raise ConfigError(f"objective.mlm_probability must be in (0, 1), got {self.mlm_probability!r}")
 
 
 @dataclass

@@ -160,6 +160,15 @@ def all_gather(x: Tensor) -> Tensor:
         return _gather_rows(x)[0]
 
 
+def all_gather_object(obj: object) -> list[object]:
+    """Every rank's (picklable) object, in rank order; ``[obj]`` when not distributed."""
+    if not is_distributed():
+        return [obj]
+    gathered: list[object] = [None] * world_size()
+    dist.all_gather_object(gathered, obj)
+    return gathered
+
+
 def gather_views(z: Tensor) -> Tensor:
     """(B_local, V, D) on each rank -> (B_global, V, D) on every rank, differentiable."""
     if z.dim() != 3:

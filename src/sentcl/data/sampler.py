@@ -41,3 +41,13 @@ def batches_without_duplicates(
             done.append(target[0])
     done.extend(members for members, _ in open_batches)
     return done
+
+
+def example_key(example: object) -> Hashable:
+    """What makes two examples duplicates: the text itself, or the first text (anchor) of a tuple."""
+    if isinstance(example, str):
+        return example
+    if isinstance(example, tuple) and example and isinstance(example[0], str):
+        return example[0]
+    text = getattr(example, "text", None)
+    return text if isinstance(text, str) else repr(example)

@@ -1,17 +1,39 @@
-"""Readers by name: a method says which reader yields its examples (``Method.reader``)."""
+"""Readers by name: a method names the reader that yields its examples (``MethodSpec.reader``).
+
+Every reader is ``(path, max_examples) -> Corpus``; ``with_neutral`` (supervised SimCSE's neutral hard
+negatives) goes to the NLI readers that group hypotheses by premise.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
+from sentcl.config import ConfigError
+from sentcl.data import nli, ordered
 from sentcl.data.readers import Corpus, read_lines
 from sentcl.registry import Registry
 
-Reader = Callable[[Path, int | None], Corpus]
 READERS: Registry[Corpus] = Registry("reader")
 READERS.register("lines")(read_lines)
+READERS.register("nli_csv")(nli.read_nli_csv)  # neutral hypotheses: a 4th column `neutral`
+READERS.register("nli_jsonl")(nli.read_nli_jsonl)
+READERS.register("senteval_snli")(nli.read_senteval_snli)  # train_file: the SNLI folder; splits dev + test
+READERS.register("ordered_lines")(ordered.read_ordered_lines)
+READERS.register("next_sentence")(ordered.read_next_sentence)
+NEUTRAL_READERS = ("nli_jsonl", "senteval_snli")
 
 
-def read_training_data(reader: str, path: Path, max_examples: int | None = None) -> Corpus:
-    return READERS.get(reader)(path, max_examples)
+def read_training_data(
+    reader: str, path: Path, max_examples: int | None = None, with_neutral: bool = False
+) -> Corpus:
+    try:
+        read = READERS.get(reader)
+    except KeyError as err:
+        raise ConfigError(f"data.reader: {err.args[0]}") from None
+    if with_neutral and reader in NEUTRAL_READERS:
+        return read(path, max_examples, with_neutral=True)
+    if with_neutral and reader != "nli_csv":
+        raise ConfigError(
+            f"data.use_neutral needs an NLI reader ({', '.join(('nli_csv',) + NEUTRAL_READERS)}), not {reader!r}"
+        )
+    return read(path, max_examples)

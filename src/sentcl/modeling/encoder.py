@@ -265,15 +265,15 @@ class SentenceEncoder(nn.Module):
         self, a: str | Sequence[str] | np.ndarray | Tensor, b: str | Sequence[str] | np.ndarray | Tensor
     ) -> np.ndarray:
         """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
-        ea = self._as_matrix(a)
-        eb = self._as_matrix(b)
-        return cosine_matrix(ea, eb).numpy()
+        return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
 
-    def _as_matrix(self, x: str | Sequence[str] | np.ndarray | Tensor) -> Tensor:
-        if isinstance(x, str):
-            x = [x]
-        if isinstance(x, np.ndarray | Tensor):
-            t = torch.as_tensor(x, dtype=torch.float32)
-        else:
-            t = self.encode(list(x), convert_to_numpy=False)  # type: ignore[assignment]
-        return t.unsqueeze(0) if t.dim() == 1 else t
+
+def embedding_matrix(encoder: nn.Module, x: str | Sequence[str] | np.ndarray | Tensor) -> Tensor:
+    """Sentences (encoded with ``encoder.encode``) or ready embeddings -> a float tensor (N, D)."""
+    if isinstance(x, str):
+        x = [x]
+    if isinstance(x, np.ndarray | Tensor):
+        t = torch.as_tensor(x, dtype=torch.float32)
+    else:
+        t = encoder.encode(list(x), convert_to_numpy=False)
+    return t.unsqueeze(0) if t.dim() == 1 else t

@@ -1,8 +1,10 @@
-"""The training loop, in named phases: setup -> data -> model -> optimizer/resume -> steps -> final evaluation.
+"""The training loop, in named phases: setup -> data -> model + method -> optimizer/resume -> steps -> evaluation.
 
 Every ``eval_steps`` the dev score (STS-B dev by default) is computed and the best model is kept in
 ``<output_dir>/best`` (as the SimCSE paper does); ``checkpoint-<step>`` folders make ``--resume`` continue
-from the last saved step with the same data order, RNG streams and schedule.
+from the last saved step with the same data order, RNG streams and schedule. Under ``torchrun`` each rank
+encodes its slice of the global batch and ``sentcl.distributed`` gathers the embeddings (with gradients),
+so the objective sees every rank's negatives; only rank 0 writes files and evaluates.
 """
 
 from __future__ import annotations
@@ -17,15 +19,20 @@ from typing import Any
 
 import numpy as np
 import torch
+from torch import nn
 from tqdm.auto import tqdm
 
-from sentcl.config import ConfigError, TrainConfig, to_dict
+from sentcl import distributed
+from sentcl.config import TrainConfig, to_dict
 from sentcl.data.readers import Corpus
-from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation
+from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation, example_key
 from sentcl.data.sources import read_training_data
 from sentcl.evaluation.runner import check_tasks, dev_score, evaluate
-from sentcl.methods import Method, build_method
-from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.methods import Method, build_method, method_spec
+from sentcl.modeling.build import build_encoder
+from sentcl.modeling.dual import DualEncoder, load_encoder
+from sentcl.modeling.mlm_head import attach_mlm_head
+from sentcl.objectives.mlm import add_mlm
 from sentcl.paths import data_file, resolve_data_dir
 from sentcl.training.checkpoint import (
     STATE_FILE,
@@ -37,7 +44,7 @@ from sentcl.training.checkpoint import (
 )
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import autocast, check_precision, grad_scaler, resolve_device
-from sentcl.training.step import augment_tokens, embed_views, make_batch
+from sentcl.training.step import augment_tokens, embed_views, make_batch, mlm_step_loss
 
 logger = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 2
@@ -54,14 +61,15 @@ class TrainResult:
 
 
 class MetricsLog:
-    """Append-only JSON lines: one line per log step and per evaluation."""
+    """Append-only JSON lines: one line per log step and per evaluation (rank 0 only)."""
 
-    def __init__(self, path: Path) -> None:
-        self.path = path
+    def __init__(self, path: Path, enabled: bool = True) -> None:
+        self.path, self.enabled = path, enabled
 
     def write(self, **record: Any) -> None:
-        with open(self.path, "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(record) + "\n")
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as handle:
+                handle.write(json.dumps(record) + "\n")
 
 
 def _seed_everything(seed: int) -> None:
@@ -70,67 +78,77 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def _epoch_batches(corpus: Corpus, cfg: TrainConfig, epoch: int) -> list[list[int]]:
-    order = epoch_permutation(len(corpus), cfg.training.seed, epoch)
+def epoch_batches(method: Method, cfg: TrainConfig, epoch: int, global_batch: int) -> list[list[int]]:
+    """The global batches of one epoch (indices into method.examples); the same on every rank."""
+    n, seed = len(method.examples), cfg.training.seed
+    if method.sampler == "contiguous":
+        from sentcl.data.ordered import contiguous_batches
+
+        return contiguous_batches(n, global_batch, seed, epoch)
+    order = epoch_permutation(n, seed, epoch)
     if cfg.data.no_duplicates_in_batch:
-        return batches_without_duplicates(order, corpus.examples, cfg.training.batch_size)
-    return batches(order, cfg.training.batch_size)
+        return batches_without_duplicates(order, [example_key(e) for e in method.examples], global_batch)
+    return batches(order, global_batch)
 
 
-def _encoder_fn(model: SentenceEncoder, batch_size: int):
+def _encode_fn(model: nn.Module, batch_size: int):
     return lambda sentences: model.encode(sentences, batch_size=batch_size)
 
 
 def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     """Train a sentence encoder as ``cfg`` says; returns where it went and how it scored."""
-    # ---- phase 1: setup and checks that must fail before any work
+    # ---- phase 1: setup and the checks that must fail before any work
     tcfg = cfg.training
+    is_dist = distributed.init_from_env()
+    world, rank, main = distributed.world_size(), distributed.rank(), distributed.is_main_process()
     data_dir = resolve_data_dir(cfg.data.data_dir)
     check_tasks(cfg.eval.final_tasks)
-    try:
-        method: Method = build_method(cfg)
-    except KeyError as err:
-        raise ConfigError(f"objective.name: {err.args[0]}") from None
+    spec = method_spec(cfg)
     train_path = Path(cfg.data.train_file)
     if not train_path.is_absolute():
         train_path = data_file(data_dir, cfg.data.train_file)
     out = Path(tcfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
     if tcfg.num_threads:
         torch.set_num_threads(tcfg.num_threads)
-    device = resolve_device(tcfg.device)
+    device = distributed.default_device() if is_dist else resolve_device(tcfg.device)
     check_precision(tcfg.precision, device)
-    _seed_everything(tcfg.seed)
-    metrics = MetricsLog(out / "metrics.jsonl")
-    (out / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n", encoding="utf-8")
+    global_batch = tcfg.batch_size * world
 
     # ---- phase 2: data
-    corpus = read_training_data(cfg.data.reader or method.reader, train_path, cfg.data.max_examples)
-    if len(corpus) < tcfg.batch_size:
+    corpus: Corpus = read_training_data(
+        cfg.data.reader or spec.reader, train_path, cfg.data.max_examples, cfg.data.use_neutral
+    )
+    if len(corpus) < global_batch:
         raise ValueError(
             f"training file {train_path} has {len(corpus)} examples, fewer than one batch "
-            f"(training.batch_size={tcfg.batch_size})"
+            f"(training.batch_size={tcfg.batch_size}{f' x {world} processes' if world > 1 else ''})"
         )
+    if main:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n", encoding="utf-8")
+    metrics = MetricsLog(out / "metrics.jsonl", enabled=main)
     logger.info("read %d examples from %s (skipped: %s)", len(corpus), train_path, corpus.skipped)
     metrics.write(event="data", path=str(train_path), examples=len(corpus), skipped=corpus.skipped)
-    steps_per_epoch = len(_epoch_batches(corpus, cfg, 0))
-    total_steps = tcfg.epochs * steps_per_epoch
-    if tcfg.max_steps is not None:
-        total_steps = min(total_steps, tcfg.max_steps)
 
-    # ---- phase 3: model
-    mcfg = cfg.model
-    model = SentenceEncoder.from_pretrained(
-        mcfg.name_or_path,
-        pooler=mcfg.pooler,
-        mlp_only_train=mcfg.mlp_only_train,
-        max_length=mcfg.max_length,
-        dropout=mcfg.dropout,
-    ).to(device)
-    encode = _encoder_fn(model, cfg.eval.batch_size)
+    # ---- phase 3: model and method (identical initialisation on every rank, then per-rank dropout streams)
+    _seed_everything(tcfg.seed)
+    model = build_encoder(cfg.model).to(device)
+    method = build_method(cfg, corpus, model.tokenizer)
+    if len(method.examples) < global_batch:
+        raise ValueError(
+            f"{cfg.objective.name} uses {len(method.examples)} examples of {train_path}, "
+            f"fewer than one batch ({global_batch})"
+        )
+    mlm_model = None
+    if cfg.objective.mlm_weight > 0:
+        f = model.f if isinstance(model, DualEncoder) else model
+        mlm_model = attach_mlm_head(f, cfg.model.name_or_path, cfg.objective.mlm_new_head).to(device)
+    trainable = nn.ModuleDict({"encoder": model, **({"mlm": mlm_model} if mlm_model is not None else {})})
+    _seed_everything(tcfg.seed + rank)
+    encode = _encode_fn(model, cfg.eval.batch_size)
     start_results = None
-    start_file = out / "start_results.json"
-    if cfg.eval.compare_with_start:
+    if cfg.eval.compare_with_start and main:
+        start_file = out / "start_results.json"
         if start_file.is_file():
             start_results = json.loads(start_file.read_text(encoding="utf-8"))
         else:
@@ -139,84 +157,117 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             start_file.write_text(json.dumps(start_results, indent=2) + "\n", encoding="utf-8")
 
     # ---- phase 4: optimizer, schedule, resume
-    optimizer = build_optimizer(model, tcfg.learning_rate, tcfg.weight_decay)
+    steps_per_epoch = len(epoch_batches(method, cfg, 0, global_batch))
+    total_steps = tcfg.epochs * steps_per_epoch
+    if tcfg.max_steps is not None:
+        total_steps = min(total_steps, tcfg.max_steps)
+    optimizer = build_optimizer(trainable, tcfg.learning_rate, tcfg.weight_decay)
     scheduler = linear_schedule(optimizer, tcfg.warmup_steps, total_steps)
     scaler = grad_scaler(tcfg.precision, device)
-    state = {"global_step": 0, "epoch": 0, "batch_in_epoch": 0, "best_score": None, "best_step": None}
+    state: dict[str, Any] = {
+        "global_step": 0,
+        "epoch": 0,
+        "batch_in_epoch": 0,
+        "best_score": None,
+        "best_step": None,
+    }
     if resume:
         ckpt = latest_checkpoint(out)
         if ckpt is None:
             raise FileNotFoundError(f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}")
-        saved = SentenceEncoder.from_pretrained(str(ckpt / "model"))
-        model.load_state_dict(saved.state_dict())
-        del saved
         payload = torch.load(ckpt / STATE_FILE, weights_only=False, map_location="cpu")
+        trainable.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
         scheduler.load_state_dict(payload["scheduler"])
-        set_rng_state(payload["rng"])
-        if "scaler" in payload:
-            scaler.load_state_dict(payload["scaler"])
+        scaler.load_state_dict(payload["scaler"])
+        set_rng_state(payload["rng"][rank] if isinstance(payload["rng"], list) else payload["rng"])
         state.update(payload["state"])
         logger.info("resumed from %s at step %d", ckpt, state["global_step"])
         metrics.write(event="resume", checkpoint=str(ckpt), step=state["global_step"])
 
     def save_checkpoint() -> None:
-        step = state["global_step"]
+        rngs = distributed.all_gather_object(rng_state())  # every rank's dropout stream, in rank order
+        if not main:
+            return
 
         def write(tmp: Path) -> None:
             model.save_pretrained(tmp / "model")
-            payload = {
-                "optimizer": optimizer.state_dict(),
-                "scheduler": scheduler.state_dict(),
-                "rng": rng_state(),
-                "scaler": scaler.state_dict(),
-                "state": dict(state),
-            }
-            torch.save(payload, tmp / STATE_FILE)
+            torch.save(
+                {
+                    "model": trainable.state_dict(),
+                    "optimizer": optimizer.state_dict(),
+                    "scheduler": scheduler.state_dict(),
+                    "scaler": scaler.state_dict(),
+                    "rng": rngs,
+                    "state": dict(state),
+                },
+                tmp / STATE_FILE,
+            )
 
-        atomic_dir_write(out / f"checkpoint-{step}", write)
+        atomic_dir_write(out / f"checkpoint-{state['global_step']}", write)
         prune_checkpoints(out, KEEP_CHECKPOINTS)
 
     def run_dev_eval() -> None:
-        rng = rng_state()  # evaluation must not shift the training RNG streams
-        score = dev_score(encode, data_dir, cfg.eval.dev_task)
-        set_rng_state(rng)
-        step = state["global_step"]
-        improved = state["best_score"] is None or score > state["best_score"]
-        metrics.write(event="eval", step=step, **{cfg.eval.dev_task: score}, best=improved)
-        logger.info("step %d: %s = %.2f%s", step, cfg.eval.dev_task, score, " (best)" if improved else "")
-        if improved:
-            state["best_score"], state["best_step"] = score, step
-            atomic_dir_write(out / "best", model.save_pretrained)
+        if main:
+            rng = rng_state()  # evaluation must not shift the training RNG streams
+            score = dev_score(encode, data_dir, cfg.eval.dev_task)
+            set_rng_state(rng)
+            step = state["global_step"]
+            improved = state["best_score"] is None or score > state["best_score"]
+            metrics.write(event="eval", step=step, **{cfg.eval.dev_task: score}, best=improved)
+            logger.info("step %d: %s = %.2f%s", step, cfg.eval.dev_task, score, " (best)" if improved else "")
+            if improved:
+                state["best_score"], state["best_step"] = score, step
+                atomic_dir_write(out / "best", model.save_pretrained)
+        distributed.barrier()
 
     # ---- phase 5: steps
-    model.train()
-    bar = tqdm(total=total_steps, initial=state["global_step"], disable=not tcfg.progress, desc="train")
+    trainable.train()
+    mlm_generator = torch.Generator().manual_seed(tcfg.seed)
+    bar = tqdm(
+        total=total_steps, initial=state["global_step"], disable=not (tcfg.progress and main), desc="train"
+    )
     window_start, window_sentences = time.perf_counter(), 0
     while state["global_step"] < total_steps:
-        epoch_batches = _epoch_batches(corpus, cfg, state["epoch"])
-        for index in epoch_batches[state["batch_in_epoch"] :]:
-            examples = [corpus.examples[i] for i in index]
+        method.set_epoch(state["epoch"])
+        for index in epoch_batches(method, cfg, state["epoch"], global_batch)[state["batch_in_epoch"] :]:
+            if world > 1 and len(index) < global_batch:
+                continue  # ranks need equal slices: the epoch's last, partial global batch is left out
+            method.reseed(tcfg.seed, state["global_step"])
+            examples = [method.examples[i] for i in index[rank * tcfg.batch_size :][: tcfg.batch_size]]
             batch = augment_tokens(make_batch(examples, method, model), method, len(examples))
             batch = {k: v.to(device) for k, v in batch.items()}
             with autocast(tcfg.precision, device):
-                z = embed_views(model, batch, method, len(examples))  # (B, V, D)
-            outputs = method.objective(z.float())  # the loss in fp32 whatever the forward's precision
+                z = embed_views(model, batch, method, len(examples))  # (B_local, V, D)
+                mlm = None
+                if mlm_model is not None:
+                    mlm_generator.manual_seed((tcfg.seed * 1_000_003 + state["global_step"]) * 64 + rank)
+                    mlm = mlm_step_loss(
+                        mlm_model, model.tokenizer, batch, cfg.objective.mlm_probability, mlm_generator
+                    )
+            z = distributed.gather_views(z.float())  # (B_global, V, D), gradients flow to this rank's rows
+            meta = {
+                k: distributed.all_gather(v.to(device))
+                for k, v in (method.meta(examples) if method.meta else {}).items()
+            }
+            outputs = method.objective(z, **meta)  # the loss in fp32 whatever the forward's precision
+            if mlm is not None:
+                outputs = add_mlm(outputs, mlm.float(), cfg.objective.mlm_weight)
             scaler.scale(outputs["loss"]).backward()
+            distributed.sync_gradients(trainable)
             if tcfg.max_grad_norm > 0:
                 scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(model.parameters(), tcfg.max_grad_norm)
+                torch.nn.utils.clip_grad_norm_(trainable.parameters(), tcfg.max_grad_norm)
             scaler.step(optimizer)
             scaler.update()
             scheduler.step()
             optimizer.zero_grad(set_to_none=True)
             state["global_step"] += 1
             state["batch_in_epoch"] += 1
-            window_sentences += len(examples)
+            window_sentences += len(index)
             step = state["global_step"]
             if tcfg.log_steps and step % tcfg.log_steps == 0:
-                elapsed = time.perf_counter() - window_start
-                rate = window_sentences / max(elapsed, 1e-9)
+                rate = window_sentences / max(time.perf_counter() - window_start, 1e-9)
                 scalars = {k: float(v.detach()) for k, v in outputs.items()}
                 metrics.write(
                     event="train",
@@ -239,23 +290,29 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             state["epoch"] += 1
             state["batch_in_epoch"] = 0
     bar.close()
-    step = state["global_step"]
-    if tcfg.eval_steps == 0 or step % tcfg.eval_steps != 0:
+    if tcfg.eval_steps == 0 or state["global_step"] % tcfg.eval_steps != 0:
         run_dev_eval()  # the last step is always a candidate for the best model
     save_checkpoint()
 
-    # ---- phase 6: final evaluation of the best model
-    best = SentenceEncoder.from_pretrained(str(out / "best"))
-    logger.info(
-        "evaluating the best model (step %s) on %s", state["best_step"], ", ".join(cfg.eval.final_tasks)
+    # ---- phase 6: final evaluation of the best model (rank 0)
+    result = TrainResult(
+        out, state["global_step"], state["best_step"], state["best_score"], {}, start_results
     )
-    results = evaluate(_encoder_fn(best, cfg.eval.batch_size), data_dir, cfg.eval.final_tasks)
-    summary = {
-        "best_step": state["best_step"],
-        "best_dev_score": state["best_score"],
-        "dev_task": cfg.eval.dev_task,
-        "global_step": step,
-        "results": results,
-    }
-    (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
-    return TrainResult(out, step, state["best_step"], state["best_score"], results, start_results)
+    if main:
+        best = load_encoder(str(out / "best")).to(device)
+        logger.info(
+            "evaluating the best model (step %s) on %s", state["best_step"], ", ".join(cfg.eval.final_tasks)
+        )
+        result.results = evaluate(_encode_fn(best, cfg.eval.batch_size), data_dir, cfg.eval.final_tasks)
+        summary = {
+            "best_step": state["best_step"],
+            "best_dev_score": state["best_score"],
+            "dev_task": cfg.eval.dev_task,
+            "global_step": state["global_step"],
+            "results": result.results,
+        }
+        (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    distributed.barrier()
+    if is_dist:
+        distributed.shutdown()
+    return result

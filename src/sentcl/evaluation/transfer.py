@@ -1,0 +1,256 @@
+"""SentEval transfer tasks: logistic regression on frozen sentence embeddings (SentEval's sklearn protocol).
+
+A classifier p(y | f(x)) = softmax(W f(x) + b), trained with L2 penalty ‖W‖²/(2C) (sklearn's
+LogisticRegression, lbfgs), sees only the frozen embeddings f(x). The regularisation C is chosen on
+validation data, as SentEval does for each kind of task:
+
+* MR, CR, SUBJ, MPQA (one labelled set): outer k-fold stratified CV (k=10); inside each outer fold,
+  C is picked by an inner k-fold CV on the outer training part, the classifier is refit on that whole
+  part and scored on the outer test fold. acc = mean test accuracy over the outer folds.
+* SST-2 (train/dev/test): C picked by dev accuracy; refit on train; scored on test.
+* TREC, MRPC (train/test): C picked by k-fold CV on train; refit on train; scored on test.
+  MRPC features are [u, v, |u−v|, u∗v] of the two sentences' embeddings (``mrpc_include_uv=False``
+  gives SentEval's own [|u−v|, u∗v]); MRPC also reports F1 of the paraphrase class.
+
+C grids (SentEval's sklearn grids): 2^-2..2^3 for the inner-CV and dev-split tasks, 2^-1..2^5 for
+TREC/MRPC. ``fast=True`` (for development): 5 folds instead of 10 and every other C of each grid.
+**Unit: every accuracy and F1 is in percent.** Result layout of :func:`evaluate_transfer`::
+
+    {"MR": {"acc": 77.1, "dev_acc": 77.4, "n": 10662, "C": [per-fold C]}, ...,
+     "SST2": {"acc": ..., "dev_acc": ..., "n": 70042, "n_train": ..., "n_dev": ..., "n_test": ..., "C": 1.0},
+     "MRPC": {"acc": ..., "f1": ..., "dev_acc": ..., "n": 5801, "n_train": 4076, "n_test": 1725, "C": 2.0},
+     "avg": mean "acc" over the tasks evaluated}
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.metrics import f1_score
+from sklearn.model_selection import StratifiedKFold
+from threadpoolctl import threadpool_limits
+
+from sentcl.evaluation.senteval_readers import (
+    BINARY_FILES,
+    LabelledSentences,
+    read_binary_task,
+    read_mrpc,
+    read_sst2,
+    read_trec,
+)
+from sentcl.paths import resolve_data_dir
+
+TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
+EncodeFn = Callable[[list[str]], np.ndarray]
+Folds = list[tuple[np.ndarray, np.ndarray]]
+
+C_GRID_INNER = tuple(2.0**t for t in range(-2, 4))  # SentEval InnerKFoldClassifier / SplitClassifier
+C_GRID_KFOLD = tuple(2.0**t for t in range(-1, 6))  # SentEval KFoldClassifier (TREC, MRPC)
+MAX_ITER = 1000
+# The fits are small: one BLAS/OpenMP thread is as fast unloaded and 10-50x faster on a busy machine
+# (measured: TREC lbfgs fits took 10-25 s with 2 threads under load, 0.3 s with 1).
+CLASSIFIER_THREADS = 1
+
+
+# ---------------------------------------------------------------------- building blocks
+
+
+def stratified_folds(labels: np.ndarray, k: int, seed: int) -> Folds:
+    """k (train_idx, test_idx) splits: test folds are disjoint, cover every index, keep class proportions."""
+    labels = np.asarray(labels)
+    if labels.ndim != 1:
+        raise ValueError(f"labels must be 1-D, got shape {labels.shape}")
+    if not 2 <= k <= len(labels):
+        raise ValueError(f"need 2 <= k <= number of examples ({len(labels)}), got k={k}")
+    _, counts = np.unique(labels, return_counts=True)
+    if counts.max() < k:
+        raise ValueError(f"k={k} folds but no class has {k} examples (class counts {counts.tolist()})")
+    skf = StratifiedKFold(n_splits=k, shuffle=True, random_state=seed)
+    return [(train, test) for train, test in skf.split(np.zeros(len(labels)), labels)]
+
+
+def mrpc_features(u: np.ndarray, v: np.ndarray, include_uv: bool = True) -> np.ndarray:
+    """Pair features [u, v, |u−v|, u∗v] (N, 4D); ``include_uv=False`` gives SentEval's [|u−v|, u∗v] (N, 2D)."""
+    u, v = np.asarray(u), np.asarray(v)
+    if u.shape != v.shape or u.ndim != 2:
+        raise ValueError(f"u and v must be (N, D) arrays of one shape, got {u.shape} and {v.shape}")
+    parts = [u, v, np.abs(u - v), u * v] if include_uv else [np.abs(u - v), u * v]
+    return np.concatenate(parts, axis=1)  # (N, 4D) or (N, 2D)
+
+
+def _accuracies_by_c(
+    x: np.ndarray, y: np.ndarray, folds: Folds, grid: Sequence[float], seed: int
+) -> np.ndarray:
+    """Mean held-out accuracy (fraction) of each C in ``grid`` over ``folds``: shape (len(grid),).
+
+    C runs in ascending order with warm starts: the L2-penalised loss is strictly convex, so the
+    optimum does not depend on the starting point; warm starts only save iterations.
+    """
+    scores = np.zeros((len(folds), len(grid)))  # (folds, C values)
+    order = np.argsort(grid)
+    for f, (train, test) in enumerate(folds):
+        clf = LogisticRegression(max_iter=MAX_ITER, random_state=seed, warm_start=True)
+        for j in order:
+            clf.set_params(C=grid[j])
+            clf.fit(x[train], y[train])
+            scores[f, j] = clf.score(x[test], y[test])
+    return scores.mean(axis=0)
+
+
+def _fit(x: np.ndarray, y: np.ndarray, c: float, seed: int) -> LogisticRegression:
+    return LogisticRegression(C=c, max_iter=MAX_ITER, random_state=seed).fit(x, y)
+
+
+def inner_kfold_accuracy(
+    x: np.ndarray, y: np.ndarray, k: int, grid: Sequence[float], seed: int
+) -> dict[str, Any]:
+    """SentEval's InnerKFoldClassifier: outer k-fold test accuracy, C picked per outer fold by inner k-fold."""
+    test_acc, dev_acc, chosen = [], [], []
+    with threadpool_limits(limits=CLASSIFIER_THREADS):
+        for train, test in stratified_folds(y, k, seed):
+            inner = _accuracies_by_c(x[train], y[train], stratified_folds(y[train], k, seed), grid, seed)
+            best = int(np.argmax(inner))
+            clf = _fit(x[train], y[train], grid[best], seed)
+            test_acc.append(clf.score(x[test], y[test]))
+            dev_acc.append(inner[best])
+            chosen.append(grid[best])
+    return {"acc": 100 * float(np.mean(test_acc)), "dev_acc": 100 * float(np.mean(dev_acc)), "C": chosen}
+
+
+def kfold_then_test(
+    x_train: np.ndarray,
+    y_train: np.ndarray,
+    x_test: np.ndarray,
+    y_test: np.ndarray,
+    k: int,
+    grid: Sequence[float],
+    seed: int,
+) -> tuple[dict[str, Any], np.ndarray]:
+    """SentEval's KFoldClassifier: C by k-fold CV on train, refit on train, score test; also returns predictions."""
+    with threadpool_limits(limits=CLASSIFIER_THREADS):
+        cv = _accuracies_by_c(x_train, y_train, stratified_folds(y_train, k, seed), grid, seed)
+        best = int(np.argmax(cv))
+        pred = _fit(x_train, y_train, grid[best], seed).predict(x_test)
+    return {
+        "acc": 100 * float(np.mean(pred == y_test)),
+        "dev_acc": 100 * float(cv[best]),
+        "C": grid[best],
+    }, pred
+
+
+def dev_split_accuracy(
+    train: tuple[np.ndarray, np.ndarray],
+    dev: tuple[np.ndarray, np.ndarray],
+    test: tuple[np.ndarray, np.ndarray],
+    grid: Sequence[float],
+    seed: int,
+) -> dict[str, Any]:
+    """SentEval's SplitClassifier: C by dev accuracy, refit on train, score test."""
+    scores = np.zeros(len(grid))
+    with threadpool_limits(limits=CLASSIFIER_THREADS):
+        clf = LogisticRegression(max_iter=MAX_ITER, random_state=seed, warm_start=True)
+        for j in np.argsort(grid):
+            clf.set_params(C=grid[j])
+            clf.fit(*train)
+            scores[j] = clf.score(*dev)
+        best = int(np.argmax(scores))
+        acc = _fit(*train, grid[best], seed).score(*test)
+    return {"acc": 100 * float(acc), "dev_acc": 100 * float(scores[best]), "C": grid[best]}
+
+
+# ---------------------------------------------------------------------- tasks
+
+
+def _encode_unique(encode: EncodeFn, *text_lists: Sequence[str]) -> list[np.ndarray]:
+    """Encode the distinct sentences of all lists in one call; one (len(list), D) float64 array per list."""
+    unique = list(dict.fromkeys(t for texts in text_lists for t in texts))
+    emb = np.asarray(encode(unique))
+    if emb.ndim != 2 or emb.shape[0] != len(unique):
+        raise ValueError(f"encode returned shape {emb.shape} for {len(unique)} sentences; expected (N, D)")
+    row = {t: i for i, t in enumerate(unique)}
+    return [emb[np.array([row[t] for t in texts], dtype=np.int64)].astype(np.float64) for texts in text_lists]
+
+
+def _run_task(
+    task: str, encode: EncodeFn, data_dir: Path, k: int, fast: bool, seed: int, mrpc_include_uv: bool
+) -> dict[str, Any]:
+    grid_inner = C_GRID_INNER[::2] if fast else C_GRID_INNER
+    grid_kfold = C_GRID_KFOLD[::2] if fast else C_GRID_KFOLD
+    if task in BINARY_FILES:
+        data = read_binary_task(data_dir, task)
+        (x,) = _encode_unique(encode, data.texts)
+        return {**inner_kfold_accuracy(x, data.labels, k, grid_inner, seed), "n": len(data)}
+    if task == "SST2":
+        sst = read_sst2(data_dir)
+        xs = _encode_unique(encode, *(sst[s].texts for s in ("train", "dev", "test")))
+        train, dev, test = ((x, sst[s].labels) for x, s in zip(xs, ("train", "dev", "test"), strict=True))
+        sizes = {f"n_{s}": len(sst[s]) for s in ("train", "dev", "test")}
+        return {**dev_split_accuracy(train, dev, test, grid_inner, seed), "n": sum(sizes.values()), **sizes}
+    if task == "TREC":
+        trec: dict[str, LabelledSentences] = read_trec(data_dir)
+        x_tr, x_te = _encode_unique(encode, trec["train"].texts, trec["test"].texts)
+        res, _ = kfold_then_test(x_tr, trec["train"].labels, x_te, trec["test"].labels, k, grid_kfold, seed)
+        return {
+            **res,
+            "n": len(trec["train"]) + len(trec["test"]),
+            "n_train": len(trec["train"]),
+            "n_test": len(trec["test"]),
+        }
+    if task == "MRPC":
+        mrpc = read_mrpc(data_dir)
+        a_tr, b_tr, a_te, b_te = _encode_unique(
+            encode, mrpc["train"].first, mrpc["train"].second, mrpc["test"].first, mrpc["test"].second
+        )
+        f_tr, f_te = mrpc_features(a_tr, b_tr, mrpc_include_uv), mrpc_features(a_te, b_te, mrpc_include_uv)
+        y_te = mrpc["test"].labels
+        res, pred = kfold_then_test(f_tr, mrpc["train"].labels, f_te, y_te, k, grid_kfold, seed)
+        n_tr, n_te = len(mrpc["train"]), len(mrpc["test"])
+        return {
+            **res,
+            "f1": 100 * float(f1_score(y_te, pred)),
+            "n": n_tr + n_te,
+            "n_train": n_tr,
+            "n_test": n_te,
+        }
+    raise ValueError(f"unknown transfer task {task!r}; valid: {', '.join(TRANSFER_TASKS)}")
+
+
+def evaluate_transfer(
+    encode: EncodeFn,
+    data_dir: str | Path | None,
+    tasks: Sequence[str] = TRANSFER_TASKS,
+    fast: bool = False,
+    seed: int = 0,
+    mrpc_include_uv: bool = True,
+) -> dict[str, Any]:
+    """Run the transfer ``tasks`` (layout in the module docstring; percent); "avg" = mean accuracy."""
+    unknown = [t for t in tasks if t not in TRANSFER_TASKS]
+    if unknown:
+        raise ValueError(f"unknown transfer task(s) {', '.join(unknown)}; valid: {', '.join(TRANSFER_TASKS)}")
+    root = resolve_data_dir(data_dir)
+    k = 5 if fast else 10
+    result: dict[str, Any] = {
+        task: _run_task(task, encode, root, k, fast, seed, mrpc_include_uv) for task in tasks
+    }
+    result["avg"] = float(np.mean([result[t]["acc"] for t in tasks])) if tasks else math.nan
+    return result
+
+
+def format_transfer_table(results_by_model: Mapping[str, Mapping[str, Any]]) -> str:
+    """Markdown table: a row per model, a column per task (accuracy) plus Avg., and MRPC F1 when present."""
+    tasks = [t for t in TRANSFER_TASKS if any(t in res for res in results_by_model.values())]
+    with_f1 = any("f1" in res.get("MRPC", {}) for res in results_by_model.values())
+    header = ["Model", *tasks, "Avg."] + (["MRPC F1"] if with_f1 else [])
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---:|" * (len(header) - 1)]
+    for model, res in results_by_model.items():
+        cells = [f"{float(res[t]['acc']):.2f}" if t in res else "-" for t in tasks]
+        cells.append(f"{float(res['avg']):.2f}" if "avg" in res else "-")
+        if with_f1:
+            cells.append(f"{float(res['MRPC']['f1']):.2f}" if "f1" in res.get("MRPC", {}) else "-")
+        lines.append(f"| {model} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,22 @@
+"""The encoder a training config asks for: one SentenceEncoder, or f and g."""
+
+from __future__ import annotations
+
+from sentcl.config import ModelConfig
+from sentcl.modeling.dual import DualEncoder
+from sentcl.modeling.encoder import SentenceEncoder
+
+
+def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
+    def one() -> SentenceEncoder:
+        return SentenceEncoder.from_pretrained(
+            cfg.name_or_path,
+            pooler=cfg.pooler,
+            mlp_only_train=cfg.mlp_only_train,
+            max_length=cfg.max_length,
+            dropout=cfg.dropout,
+        )
+
+    if cfg.two_encoders:
+        return DualEncoder(one(), one(), cfg.dual_embedding)
+    return one()

@@ -1,0 +1,111 @@
+"""Two encoders f and g (Quick-Thoughts; the SimCSE paper's "two encoders" ablation).
+
+View 0 of every example goes through f (the anchor / "input" encoder), the other views through g (the
+"context" encoder). At inference the embedding is f(s), or [f(s); g(s)] as in Quick-Thoughts.
+
+Saved as f's plain HF folder with g in ``context_encoder/`` beside it; f's ``sentcl.json`` says how to
+combine them, so ``load_encoder`` restores the pair while ``AutoModel`` still loads f alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import torch
+from torch import Tensor, nn
+
+from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder, embedding_matrix
+from sentcl.modeling.pooling import cosine_matrix
+from sentcl.paths import resolve_model_path
+
+CONTEXT_DIR = "context_encoder"
+COMBINE = ("f", "concat")
+
+
+class DualEncoder(nn.Module):
+    """f and g with SentenceEncoder's inference API; ``encode`` gives f(s) or [f(s); g(s)]."""
+
+    def __init__(self, f: SentenceEncoder, g: SentenceEncoder, combine: str = "f") -> None:
+        super().__init__()
+        if combine not in COMBINE:
+            raise ValueError(f"unknown dual embedding {combine!r}; valid: {', '.join(COMBINE)}")
+        self.f, self.g, self.combine = f, g, combine
+
+    @property
+    def tokenizer(self):  # noqa: ANN201 - a PreTrainedTokenizerBase
+        return self.f.tokenizer
+
+    @property
+    def max_length(self) -> int:
+        return self.f.max_length
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.f.embedding_dim * (2 if self.combine == "concat" else 1)
+
+    @property
+    def device(self) -> torch.device:
+        return self.f.device
+
+    def embed_views(
+        self,
+        batch: dict[str, Tensor],
+        num_examples: int,
+        num_views: int,
+        head_activation: Sequence[str] | None,
+    ) -> Tensor:
+        """Flat rows (B·V, L), example-major: view 0 through f, views 1.. through g -> (B, V, D)."""
+
+        def rows(views: slice) -> dict[str, Tensor]:
+            return {
+                k: v.view(num_examples, num_views, *v.shape[1:])[:, views].reshape(-1, *v.shape[1:])
+                for k, v in batch.items()
+            }  # (B·V', ...) each
+
+        acts = list(head_activation) if head_activation else None
+        z_f = self.f(**rows(slice(0, 1)), head_activation=acts[0] if acts else None)  # (B, D)
+        z_g = self.g(**rows(slice(1, None)), head_activation=acts[1:] if acts else None)  # (B·(V-1), D)
+        z_g = z_g.view(num_examples, num_views - 1, -1)  # (B, V-1, D)
+        return torch.cat([z_f.unsqueeze(1), z_g], dim=1)  # (B, V, D)
+
+    def encode(self, sentences: str | Sequence[str], **kwargs) -> np.ndarray | Tensor:  # noqa: ANN003
+        to_numpy = kwargs.pop("convert_to_numpy", True)
+        normalize = kwargs.pop("normalize", False)
+        f = self.f.encode(sentences, convert_to_numpy=False, **kwargs)
+        out = (
+            f
+            if self.combine == "f"
+            else torch.cat([f, self.g.encode(sentences, convert_to_numpy=False, **kwargs)], -1)
+        )
+        if normalize:
+            out = nn.functional.normalize(out, dim=-1)
+        return out.numpy() if to_numpy else out
+
+    def similarity(
+        self, a: str | Sequence[str] | np.ndarray, b: str | Sequence[str] | np.ndarray
+    ) -> np.ndarray:
+        """Cosine similarity of every a against every b, with this pair's inference embedding."""
+        return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
+
+    def save_pretrained(self, path: str | Path) -> None:
+        path = Path(path)
+        self.f.save_pretrained(path)
+        self.g.save_pretrained(path / CONTEXT_DIR)
+        meta = json.loads((path / SENTCL_CONFIG).read_text(encoding="utf-8"))
+        meta["dual"] = {"combine": self.combine, "context_encoder": CONTEXT_DIR}
+        (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+
+def load_encoder(name_or_path: str, **kwargs) -> SentenceEncoder | DualEncoder:  # noqa: ANN003
+    """SentenceEncoder, or DualEncoder when the folder was saved as a pair; kwargs as from_pretrained."""
+    path = Path(resolve_model_path(name_or_path))
+    meta_file = path / SENTCL_CONFIG
+    dual = json.loads(meta_file.read_text(encoding="utf-8")).get("dual") if meta_file.is_file() else None
+    f = SentenceEncoder.from_pretrained(name_or_path, **kwargs)
+    if not dual:
+        return f
+    g = SentenceEncoder.from_pretrained(str(path / dual["context_encoder"]), **kwargs)
+    return DualEncoder(f, g, dual["combine"])

@@ -1,0 +1,232 @@
+"""Nearest-neighbour search over sentence embeddings by cosine similarity (inner product of unit vectors).
+
+score(q, c) = ⟨q/‖q‖, c/‖c‖⟩ when ``normalize`` (cosine), else ⟨q, c⟩ (inner product).
+
+Backends: "exact" (numpy matmul over corpus chunks + argpartition; memory O(Q · chunk)), "faiss"
+(``faiss.IndexFlatIP``, also exact, faster on large corpora; ``pip install faiss-cpu``), "auto"
+(faiss when it is importable and the corpus has more than ``AUTO_FAISS_MIN`` rows, else exact).
+An index saves to a folder as ``embeddings.npy`` (the stored, possibly normalised, rows),
+``texts.jsonl`` (one JSON string a line, when texts were given) and ``index.json`` (settings).
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+EncodeFn = Callable[[list[str]], np.ndarray]
+BACKENDS = ("auto", "exact", "faiss")
+AUTO_FAISS_MIN = 50_000
+FAISS_HELP = (
+    "faiss is not installed: pip install faiss-cpu (or pip install 'sentcl[faiss]'), or use backend='exact'"
+)
+
+
+def _unit_rows(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+
+def _import_faiss() -> ModuleType:
+    try:
+        return importlib.import_module("faiss")
+    except ImportError as err:
+        raise ImportError(FAISS_HELP) from err
+
+
+def _faiss_available() -> bool:
+    try:
+        importlib.import_module("faiss")
+    except ImportError:
+        return False
+    return True
+
+
+def _as_matrix(x: np.ndarray, name: str, dim: int | None = None) -> np.ndarray:
+    x = np.ascontiguousarray(x, dtype=np.float32)
+    if x.ndim != 2 or (dim is not None and x.shape[1] != dim):
+        want = f"(N, {dim})" if dim is not None else "(N, D)"
+        raise ValueError(f"{name} must be a {want} array, got shape {x.shape}")
+    return x
+
+
+def _top_k(scores: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, the k best (score desc, then id asc) of ``scores``/``ids`` (Q, M) -> (Q, k), (Q, k)."""
+    if scores.shape[1] > k:
+        part = np.argpartition(-scores, k - 1, axis=1)[:, :k]  # (Q, k), unordered
+        scores, ids = np.take_along_axis(scores, part, 1), np.take_along_axis(ids, part, 1)
+    order = np.lexsort((ids, -scores), axis=1)  # (Q, k): by score desc, ties by lower id
+    return np.take_along_axis(scores, order, 1), np.take_along_axis(ids, order, 1)
+
+
+class SearchIndex:
+    """An embedding index; subclasses implement ``_search`` on prepared (normalised, float32) queries."""
+
+    backend = "base"
+
+    def __init__(
+        self, embeddings: np.ndarray, texts: Sequence[str] | None = None, normalize: bool = True
+    ) -> None:
+        emb = _as_matrix(embeddings, "embeddings")
+        if texts is not None and len(texts) != len(emb):
+            raise ValueError(f"got {len(texts)} texts for {len(emb)} embeddings; they must match one to one")
+        self.normalize = normalize
+        self.embeddings = _unit_rows(emb) if normalize else emb  # (N, D) as searched
+        self.texts = list(texts) if texts is not None else None
+
+    def __len__(self) -> int:
+        return len(self.embeddings)
+
+    @property
+    def dim(self) -> int:
+        return int(self.embeddings.shape[1])
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Top-k corpus rows per query: scores (Q, k) float32 descending, indices (Q, k) int64; k capped at N."""
+        q = _as_matrix(queries, "queries", self.dim)
+        if k < 1:
+            raise ValueError(f"k must be >= 1, got {k}")
+        if len(self) == 0:
+            raise ValueError("the index is empty")
+        q = _unit_rows(q) if self.normalize else q
+        return self._search(q, min(k, len(self)))
+
+    def _search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        raise NotImplementedError
+
+    def save(self, folder: str | Path) -> Path:
+        """Write embeddings.npy, texts.jsonl (if texts) and index.json to ``folder``; returns it."""
+        folder = Path(folder)
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / "embeddings.npy", self.embeddings)
+        if self.texts is not None:
+            with open(folder / "texts.jsonl", "w", encoding="utf-8") as f:
+                f.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in self.texts)
+        meta = {"normalize": self.normalize, "backend": self.backend, "size": len(self), "dim": self.dim}
+        (folder / "index.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        return folder
+
+
+class ExactIndex(SearchIndex):
+    """Brute-force search with numpy: scores = Q · C^T block by chunk, keeping a running top-k per query."""
+
+    backend = "exact"
+
+    def __init__(
+        self,
+        embeddings: np.ndarray,
+        texts: Sequence[str] | None = None,
+        normalize: bool = True,
+        chunk_size: int = 8192,
+        query_chunk_size: int = 1024,
+    ) -> None:
+        super().__init__(embeddings, texts, normalize)
+        if chunk_size < 1 or query_chunk_size < 1:
+            raise ValueError(f"chunk sizes must be >= 1, got {chunk_size} and {query_chunk_size}")
+        self.chunk_size = chunk_size
+        self.query_chunk_size = query_chunk_size
+
+    def _search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """Query blocks x corpus chunks: memory O(query_chunk_size · chunk_size) whatever Q and N."""
+        parts = [
+            self._search_block(q[i : i + self.query_chunk_size], k)
+            for i in range(0, len(q), self.query_chunk_size)
+        ]
+        scores = np.concatenate([p[0] for p in parts]) if parts else np.empty((0, k), np.float32)  # (Q, k)
+        ids = np.concatenate([p[1] for p in parts]) if parts else np.empty((0, k), np.int64)  # (Q, k)
+        return scores, ids
+
+    def _search_block(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        best_s = np.empty((len(q), 0), dtype=np.float32)  # (Q, <=k)
+        best_i = np.empty((len(q), 0), dtype=np.int64)  # (Q, <=k)
+        for start in range(0, len(self), self.chunk_size):
+            chunk = self.embeddings[start : start + self.chunk_size]  # (C, D)
+            s = q @ chunk.T  # (Q, C)
+            ids = np.broadcast_to(np.arange(start, start + len(chunk), dtype=np.int64), s.shape)  # (Q, C)
+            s, ids = _top_k(s, ids, min(k, len(chunk)))
+            best_s = np.concatenate([best_s, s], axis=1)  # (Q, <=2k)
+            best_i = np.concatenate([best_i, ids], axis=1)  # (Q, <=2k)
+            best_s, best_i = _top_k(best_s, best_i, min(k, best_s.shape[1]))
+        return best_s, best_i
+
+
+class FaissIndex(SearchIndex):
+    """``faiss.IndexFlatIP`` over the (normalised) rows: exact inner-product search in faiss."""
+
+    backend = "faiss"
+
+    def __init__(
+        self, embeddings: np.ndarray, texts: Sequence[str] | None = None, normalize: bool = True
+    ) -> None:
+        faiss = _import_faiss()
+        super().__init__(embeddings, texts, normalize)
+        self.index: Any = faiss.IndexFlatIP(self.dim)
+        self.index.add(self.embeddings)
+
+    def _search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        scores, ids = self.index.search(q, k)  # (Q, k), (Q, k)
+        return np.asarray(scores, dtype=np.float32), np.asarray(ids, dtype=np.int64)
+
+
+def build_index(
+    embeddings: np.ndarray,
+    backend: str = "auto",
+    normalize: bool = True,
+    *,
+    texts: Sequence[str] | None = None,
+) -> SearchIndex:
+    """An index over ``embeddings`` (N, D) (``texts[i]`` names row i); ``backend``: "exact", "faiss" or "auto"."""
+    if backend not in BACKENDS:
+        raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
+    if backend == "auto":
+        backend = "faiss" if len(embeddings) > AUTO_FAISS_MIN and _faiss_available() else "exact"
+    if backend == "faiss":
+        return FaissIndex(embeddings, texts, normalize)
+    return ExactIndex(embeddings, texts, normalize)
+
+
+def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
+    """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
+    folder = Path(folder)
+    meta_path = folder / "index.json"
+    if not meta_path.is_file():
+        raise FileNotFoundError(
+            f"{meta_path} not found: {folder} is not a saved index (SearchIndex.save writes it)"
+        )
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    emb = np.load(folder / "embeddings.npy")
+    texts = None
+    if (folder / "texts.jsonl").is_file():
+        texts = []
+        with open(folder / "texts.jsonl", encoding="utf-8") as f:
+            for lineno, line in enumerate(f, start=1):
+                try:
+                    value = json.loads(line)
+                except json.JSONDecodeError as err:
+                    raise ValueError(
+                        f"{folder / 'texts.jsonl'}, line {lineno}: not valid JSON ({err})"
+                    ) from err
+                if not isinstance(value, str):
+                    raise ValueError(
+                        f"{folder / 'texts.jsonl'}, line {lineno}: expected a JSON string, got {type(value).__name__}"
+                    )
+                texts.append(value)
+    return build_index(emb, backend, normalize=bool(meta["normalize"]), texts=texts)
+
+
+def search(
+    encode: EncodeFn, corpus: Sequence[str], queries: Sequence[str], k: int = 10, backend: str = "auto"
+) -> list[list[tuple[str, float]]]:
+    """Encode ``corpus`` and ``queries``; per query, its k most cosine-similar corpus texts with scores."""
+    index = build_index(np.asarray(encode(list(corpus))), backend, texts=corpus)
+    scores, ids = index.search(np.asarray(encode(list(queries))), k)
+    return [
+        [(corpus[j], float(s)) for s, j in zip(row_s, row_i, strict=True)]
+        for row_s, row_i in zip(scores, ids, strict=True)
+    ]
