@@ -222,3 +222,81 @@ def test_uncached_hub_id_offline_says_pass_a_local_path(tmp_path: Path) -> None:
     assert result.returncode == 2
     assert "could not load model 'some-org/not-a-cached-model'" in result.stderr
     assert "pass a local folder" in result.stderr
+
+
+def test_eval_alignment_uniformity_and_anisotropy(tmp_path: Path, tiny_bert: Path, data_dir: Path) -> None:
+    out = tmp_path / "r.json"
+    assert (
+        main(
+            [
+                "eval",
+                "--model",
+                str(tiny_bert),
+                "--pooler",
+                "avg",
+                "--tasks",
+                "align_uniform",
+                "anisotropy",
+                "--data-dir",
+                str(data_dir),
+                "--output",
+                str(out),
+            ]
+        )
+        == 0
+    )
+    result = json.loads(out.read_text())
+    # independent: STS-B test by hand, the Wang & Isola formulas in numpy
+    rows = [
+        line.split("\t")
+        for line in (data_dir / "senteval/STS/STSBenchmark/sts-test.csv")
+        .read_text(encoding="utf-8")
+        .splitlines()
+    ]
+    positives = [(r[5], r[6]) for r in rows if float(r[4]) > 4.0]
+    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg")
+    a = model.encode([p[0] for p in positives], normalize=True)
+    b = model.encode([p[1] for p in positives], normalize=True)
+    expected_alignment = float(np.mean(np.sum((a - b) ** 2, axis=1)))
+    assert result["align_uniform"]["alignment"] == pytest.approx(expected_alignment, rel=1e-3)
+    assert result["align_uniform"]["n_pos"] == len(positives)
+    spectrum = result["anisotropy"]["spectrum"]
+    assert spectrum[0] == pytest.approx(1.0) and all(
+        x >= y for x, y in zip(spectrum, spectrum[1:], strict=False)
+    )
+    assert set(result["anisotropy"]["similarity_by_gold"]) == {"0-1", "1-2", "2-3", "3-4", "4-5"}
+
+
+def test_training_tracks_alignment_uniformity(
+    tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path
+) -> None:
+    from sentcl.evaluation.alignment_uniformity import alignment_uniformity
+
+    args = ["train", "--data-dir", str(data_dir), "--output-dir", str(tmp_path / "run")]
+    for override in [
+        f"model.name_or_path={tiny_bert}",
+        f"data.train_file={corpus_file}",
+        "training.batch_size=8",
+        "training.max_steps=2",
+        "training.eval_steps=1",
+        "training.progress=false",
+        "eval.final_tasks=[stsb_dev]",
+        "eval.track_alignment_uniformity=true",
+    ]:
+        args += ["--set", override]
+    assert main(args) == 0
+    records = [json.loads(x) for x in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    start = next(r for r in records if r["event"] == "geometry")
+    evals = [r for r in records if r["event"] == "eval"]
+    assert start["step"] == 0 and [r["step"] for r in evals] == [1, 2]
+    assert all("alignment" in r and "uniformity" in r for r in evals)
+    # step 0 is the start model, rebuilt here as the loop builds it (seed 42, then the encoder and its fresh head)
+    from sentcl.config import ModelConfig
+    from sentcl.modeling.build import build_encoder
+    from sentcl.training.loop import _seed_everything
+
+    _seed_everything(42)
+    start_model = build_encoder(ModelConfig(name_or_path=str(tiny_bert)))
+    expected = alignment_uniformity(lambda s: start_model.encode(s), data_dir, split="dev")
+    assert start["alignment"] == pytest.approx(expected["alignment"], rel=1e-4)
+    assert start["uniformity"] == pytest.approx(expected["uniformity"], rel=1e-4)

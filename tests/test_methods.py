@@ -25,7 +25,9 @@ SENTENCES = ["a man is playing a guitar", "the dog runs near the river", "stock 
 
 def method_for(tiny_bert: Path, *overrides: str):
     cfg = load_config(TrainConfig, None, [f"model.name_or_path={tiny_bert}", *overrides])
-    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler=cfg.model.pooler, dropout=cfg.model.dropout)
+    model = SentenceEncoder.from_pretrained(
+        str(tiny_bert), pooler=cfg.model.pooler, dropout=cfg.model.dropout
+    )
     method = build_method(cfg, Corpus(Path("x"), list(SENTENCES)), model.tokenizer)
     return model, method
 
@@ -60,7 +62,8 @@ def test_cutoff_triplet_views_and_heads(tiny_bert: Path) -> None:
     ids = batch["input_ids"].view(len(SENTENCES), 3, -1)  # (B, V, L)
     unk = model.tokenizer.unk_token_id
     real = (batch["attention_mask"].view(len(SENTENCES), 3, -1) == 1) & ~torch.isin(
-        ids, torch.tensor([model.tokenizer.cls_token_id, model.tokenizer.sep_token_id]))
+        ids, torch.tensor([model.tokenizer.cls_token_id, model.tokenizer.sep_token_id])
+    )
     n = real[:, 0].sum(dim=1)
     assert torch.equal((ids[:, 0] == unk).sum(1), torch.zeros_like(n)), "the anchor is untouched"
     half_up = lambda rate: torch.clamp(torch.floor(rate * n + 0.5), min=1).long()  # noqa: E731
@@ -115,24 +118,53 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def test_torchrun_two_processes_equal_one_process(tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path) -> None:
+def test_torchrun_two_processes_equal_one_process(
+    tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path
+) -> None:
     """2 gloo ranks x batch 4 == 1 process x batch 8 (dropout 0 so the views are deterministic)."""
+
     def recipe(name: str, batch: int) -> Path:
-        cfg = {"model": {"name_or_path": str(tiny_bert), "pooler": "cls", "dropout": 0.0, "max_length": 16},
-               "data": {"data_dir": str(data_dir), "train_file": str(corpus_file)},
-               "training": {"output_dir": str(tmp_path / name), "batch_size": batch, "max_steps": 3, "eval_steps": 0,
-                            "save_steps": 0, "progress": False, "learning_rate": 1e-3, "device": "cpu"},
-               "eval": {"final_tasks": ["stsb_dev"]}}
+        cfg = {
+            "model": {"name_or_path": str(tiny_bert), "pooler": "cls", "dropout": 0.0, "max_length": 16},
+            "data": {"data_dir": str(data_dir), "train_file": str(corpus_file)},
+            "training": {
+                "output_dir": str(tmp_path / name),
+                "batch_size": batch,
+                "max_steps": 3,
+                "eval_steps": 0,
+                "save_steps": 0,
+                "progress": False,
+                "learning_rate": 1e-3,
+                "device": "cpu",
+            },
+            "eval": {"final_tasks": ["stsb_dev"]},
+        }
         path = tmp_path / f"{name}.yaml"
         path.write_text(yaml.safe_dump(cfg), encoding="utf-8")
         return path
 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    single = subprocess.run([sys.executable, "-m", "sentcl.cli", "train", "--config", str(recipe("single", 8))],
-                            capture_output=True, text=True, env=env, timeout=600)
+    single = subprocess.run(
+        [sys.executable, "-m", "sentcl.cli", "train", "--config", str(recipe("single", 8))],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+    )
     assert single.returncode == 0, single.stderr[-3000:]
-    launch = [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node=2", "--master_addr=127.0.0.1",
-              f"--master_port={free_port()}", "-m", "sentcl.cli", "train", "--config", str(recipe("multi", 4))]
+    launch = [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--nproc_per_node=2",
+        "--master_addr=127.0.0.1",
+        f"--master_port={free_port()}",
+        "-m",
+        "sentcl.cli",
+        "train",
+        "--config",
+        str(recipe("multi", 4)),
+    ]
     multi = subprocess.run(launch, capture_output=True, text=True, env=env, timeout=600)
     assert multi.returncode == 0, multi.stderr[-3000:]
     a = load_file(str(tmp_path / "single" / "checkpoint-3" / "model" / "model.safetensors"))

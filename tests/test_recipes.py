@@ -18,29 +18,52 @@ CPU_RECIPES = sorted(
 
 
 def write_nli_csv(path: Path) -> Path:
-    rows = [("a man plays a guitar", "a man plays music", "a woman eats"),
-            ("the dog runs near the river", "a dog is running", "the cat sits"),
-            ("the stock price falls", "a price falls", "the market rises"),
-            ("a child reads a book", "a child is reading", "nobody is reading"),
-            ("the old car is on the road", "a car is on the road", "the road is empty"),
-            ("a bird sits in the tree", "a bird is in a tree", "the tree has no birds")]
+    rows = [
+        ("a man plays a guitar", "a man plays music", "a woman eats"),
+        ("the dog runs near the river", "a dog is running", "the cat sits"),
+        ("the stock price falls", "a price falls", "the market rises"),
+        ("a child reads a book", "a child is reading", "nobody is reading"),
+        ("the old car is on the road", "a car is on the road", "the road is empty"),
+        ("a bird sits in the tree", "a bird is in a tree", "the tree has no birds"),
+    ]
     path.write_text("sent0,sent1,hard_neg\n" + "\n".join(",".join(r) for r in rows) + "\n", encoding="utf-8")
     return path
 
 
 def test_there_are_cpu_recipes_for_every_method() -> None:
     names = {p.stem for p in CPU_RECIPES}
-    assert {"demo", "sup_simcse_snli", "dropout_fixed", "augment_crop", "consert_token_cutoff", "next_sentence",
-            "quick_thoughts", "cutoff_triplet", "unsup_mlm"} <= names
+    assert {
+        "demo",
+        "sup_simcse_snli",
+        "dropout_fixed",
+        "augment_crop",
+        "consert_token_cutoff",
+        "next_sentence",
+        "quick_thoughts",
+        "cutoff_triplet",
+        "unsup_mlm",
+    } <= names
 
 
 @pytest.mark.parametrize("recipe", CPU_RECIPES, ids=lambda p: p.stem)
-def test_recipe_runs_and_saves(recipe: Path, tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path) -> None:
+def test_recipe_runs_and_saves(
+    recipe: Path, tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path
+) -> None:
     text = recipe.read_text(encoding="utf-8")
     train_file = write_nli_csv(tmp_path / "nli.csv") if "name: sup_simcse" in text else corpus_file
-    overrides = [f"model.name_or_path={tiny_bert}", f"data.train_file={train_file}", "training.batch_size=4",
-                 "training.max_steps=2", "training.eval_steps=2", "training.log_steps=1", "training.save_steps=0", "training.progress=false",
-                 "eval.final_tasks=[stsb_dev]", "eval.compare_with_start=false", f"training.output_dir={tmp_path / 'run'}"]
+    overrides = [
+        f"model.name_or_path={tiny_bert}",
+        f"data.train_file={train_file}",
+        "training.batch_size=4",
+        "training.max_steps=2",
+        "training.eval_steps=2",
+        "training.log_steps=1",
+        "training.save_steps=0",
+        "training.progress=false",
+        "eval.final_tasks=[stsb_dev]",
+        "eval.compare_with_start=false",
+        f"training.output_dir={tmp_path / 'run'}",
+    ]
     if "name: sup_simcse" in text:
         overrides.append("data.reader=nli_csv")
     args = ["train", "--config", str(recipe), "--data-dir", str(data_dir)]

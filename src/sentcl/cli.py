@@ -56,7 +56,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_train)
 
-    from sentcl.evaluation.runner import TASKS
+    from sentcl.evaluation.runner import TASKS, task_names
 
     p = sub.add_parser("eval", help="Evaluate a model on STS (and more) tasks.")
     p.add_argument(
@@ -67,9 +67,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--tasks",
         nargs="+",
         default=["sts"],
-        choices=list(TASKS),
+        choices=task_names(),
         metavar="TASK",
-        help="Tasks: " + "; ".join(f"{k}: {h}" for k, (_, h) in TASKS.items()) + ".",
+        help="Tasks: "
+        + "; ".join(f"{k}: {h}" for k, (_, h) in TASKS.items())
+        + "; full: sts + transfer; full_fast: sts + transfer_fast.",
     )
     p.add_argument("--data-dir", help="Data folder (default $SENTCL_DATA or ../shared/data).")
     p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
@@ -117,7 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from sentcl.evaluation.sts import format_sts_table
+    from sentcl.evaluation.runner import format_results
     from sentcl.training.loop import train
 
     overrides = list(args.overrides)
@@ -132,24 +134,19 @@ def cmd_train(args: argparse.Namespace) -> int:
     print(
         f"best {cfg.eval.dev_task} = {result.best_score:.2f} at step {result.best_step}; model in {result.output_dir / 'best'}"
     )
-    if "sts" in result.results:
-        columns = {}
-        if result.start_results and "sts" in result.start_results:
-            columns["start model"] = result.start_results["sts"]
-        columns["trained"] = result.results["sts"]
-        print(format_sts_table(columns))
+    columns = {"start model": result.start_results} if result.start_results else {}
+    print(format_results({**columns, "trained": result.results}))
     return 0
 
 
 def _load_model(args: argparse.Namespace):
-    from sentcl.modeling.encoder import SentenceEncoder
+    from sentcl.modeling.dual import load_encoder
 
-    return SentenceEncoder.from_pretrained(args.model, pooler=args.pooler)
+    return load_encoder(args.model, pooler=args.pooler)
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from sentcl.evaluation.runner import evaluate
-    from sentcl.evaluation.sts import format_sts_table
+    from sentcl.evaluation.runner import evaluate, format_results
 
     if args.batch_size <= 0:
         raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
@@ -160,9 +157,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         data_dir,
         args.tasks,
     )
-    for task, result in results.items():
-        print(f"## {task}")
-        print(format_sts_table({args.model: result}))
+    print(format_results({args.model: results}))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -186,6 +186,9 @@ class EvalConfig:
     dev_task: str = opt("stsb_dev", "Task scored during training to pick the best checkpoint.")
     final_tasks: list[str] = opt(["sts"], "Tasks evaluated on the best model after training (sts, dev, ...).")
     batch_size: int = opt(128, "Sentences per encoding batch during evaluation.")
+    track_alignment_uniformity: bool = opt(
+        False, "Also log alignment/uniformity on STS-B dev at step 0 and every eval (the paper's Figure 2)."
+    )
     compare_with_start: bool = opt(
         False, "Also evaluate the starting model on final_tasks, for a side-by-side table."
     )

@@ -27,6 +27,7 @@ from sentcl.config import TrainConfig, to_dict
 from sentcl.data.readers import Corpus
 from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation, example_key
 from sentcl.data.sources import read_training_data
+from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.runner import check_tasks, dev_score, evaluate
 from sentcl.methods import Method, build_method, method_spec
 from sentcl.modeling.build import build_encoder
@@ -207,14 +208,22 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         atomic_dir_write(out / f"checkpoint-{state['global_step']}", write)
         prune_checkpoints(out, KEEP_CHECKPOINTS)
 
+    def geometry() -> dict[str, float]:
+        """alignment/uniformity on STS-B dev, when tracked (the paper's Figure 2 trajectory)."""
+        if not cfg.eval.track_alignment_uniformity:
+            return {}
+        result = alignment_uniformity(encode, data_dir, split="dev")
+        return {"alignment": result["alignment"], "uniformity": result["uniformity"]}
+
     def run_dev_eval() -> None:
         if main:
             rng = rng_state()  # evaluation must not shift the training RNG streams
             score = dev_score(encode, data_dir, cfg.eval.dev_task)
+            extra = geometry()
             set_rng_state(rng)
             step = state["global_step"]
             improved = state["best_score"] is None or score > state["best_score"]
-            metrics.write(event="eval", step=step, **{cfg.eval.dev_task: score}, best=improved)
+            metrics.write(event="eval", step=step, **{cfg.eval.dev_task: score}, **extra, best=improved)
             logger.info("step %d: %s = %.2f%s", step, cfg.eval.dev_task, score, " (best)" if improved else "")
             if improved:
                 state["best_score"], state["best_step"] = score, step
@@ -222,6 +231,10 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         distributed.barrier()
 
     # ---- phase 5: steps
+    if main and cfg.eval.track_alignment_uniformity and state["global_step"] == 0:
+        rng = rng_state()
+        metrics.write(event="geometry", step=0, **geometry())
+        set_rng_state(rng)
     trainable.train()
     mlm_generator = torch.Generator().manual_seed(tcfg.seed)
     bar = tqdm(
