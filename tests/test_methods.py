@@ -173,3 +173,8 @@ def test_torchrun_two_processes_equal_one_process(
         torch.testing.assert_close(b[key], a[key], rtol=1e-5, atol=1e-5, msg=key)
     start = load_file(str(tiny_bert / "model.safetensors"))
     assert any(not torch.allclose(a[k], start[k]) for k in start), "training moved the weights"
+
+
+def test_mlm_replacement_refuses_a_checkpoint_without_mlm_head(tiny_bert: Path) -> None:
+    with pytest.raises(ValueError, match="has no masked-LM head weights"):
+        method_for(tiny_bert, "data.augmentation=mlm_replacement")

@@ -199,12 +199,17 @@ class MLMReplacement(TextAugmentation):
         if isinstance(model, str):
             path = resolve_model_path(model)
             try:
-                model, tokenizer = (
-                    AutoModelForMaskedLM.from_pretrained(path),
-                    tokenizer or AutoTokenizer.from_pretrained(path),
-                )
+                model, info = AutoModelForMaskedLM.from_pretrained(path, output_loading_info=True)
+                tokenizer = tokenizer or AutoTokenizer.from_pretrained(path)
             except OSError as err:
                 raise model_load_error(path, err) from err
+            prefix = model.base_model_prefix
+            missing = [k for k in info["missing_keys"] if not k.startswith(prefix + ".")]
+            if missing:  # a random head would "predict" noise: refuse instead of degrading silently
+                raise ValueError(
+                    f"mlm_replacement: checkpoint {path} has no masked-LM head weights (missing {missing[0]}, ...); "
+                    "pass a masked-LM checkpoint such as bert-base-uncased (data.mlm_augmentation_model)"
+                )
         if tokenizer is None:
             raise ValueError("MLMReplacement needs the tokenizer that goes with the masked-LM model")
         self.tokenizer = tokenizer
