@@ -79,17 +79,24 @@ def _seed_everything(seed: int) -> None:
     torch.manual_seed(seed)
 
 
-def epoch_batches(method: Method, cfg: TrainConfig, epoch: int, global_batch: int) -> list[list[int]]:
-    """The global batches of one epoch (indices into method.examples); the same on every rank."""
+def epoch_batches(
+    method: Method, cfg: TrainConfig, epoch: int, global_batch: int, world: int = 1
+) -> list[list[int]]:
+    """The global batches of one epoch (indices into method.examples); the same on every rank.
+
+    Under several processes the epoch's last, partial global batch is left out: every rank needs a full slice.
+    """
     n, seed = len(method.examples), cfg.training.seed
     if method.sampler == "contiguous":
         from sentcl.data.ordered import contiguous_batches
 
-        return contiguous_batches(n, global_batch, seed, epoch)
-    order = epoch_permutation(n, seed, epoch)
-    if cfg.data.no_duplicates_in_batch:
-        return batches_without_duplicates(order, [example_key(e) for e in method.examples], global_batch)
-    return batches(order, global_batch)
+        out = contiguous_batches(n, global_batch, seed, epoch)
+    elif cfg.data.no_duplicates_in_batch:
+        order = epoch_permutation(n, seed, epoch)
+        out = batches_without_duplicates(order, [example_key(e) for e in method.examples], global_batch)
+    else:
+        out = batches(epoch_permutation(n, seed, epoch), global_batch)
+    return [b for b in out if len(b) == global_batch] if world > 1 else out
 
 
 def _encode_fn(model: nn.Module, batch_size: int):
@@ -158,7 +165,13 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             start_file.write_text(json.dumps(start_results, indent=2) + "\n", encoding="utf-8")
 
     # ---- phase 4: optimizer, schedule, resume
-    steps_per_epoch = len(epoch_batches(method, cfg, 0, global_batch))
+    steps_per_epoch = len(epoch_batches(method, cfg, 0, global_batch, world))
+    if world > 1 and steps_per_epoch * global_batch < len(method.examples):
+        left_out = len(method.examples) - steps_per_epoch * global_batch
+        logger.info(
+            "%d examples per epoch left out: the partial last global batch (%d processes)", left_out, world
+        )
+        metrics.write(event="data", left_out_per_epoch=left_out, reason="partial global batch")
     total_steps = tcfg.epochs * steps_per_epoch
     if tcfg.max_steps is not None:
         total_steps = min(total_steps, tcfg.max_steps)
@@ -243,9 +256,9 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     window_start, window_sentences = time.perf_counter(), 0
     while state["global_step"] < total_steps:
         method.set_epoch(state["epoch"])
-        for index in epoch_batches(method, cfg, state["epoch"], global_batch)[state["batch_in_epoch"] :]:
-            if world > 1 and len(index) < global_batch:
-                continue  # ranks need equal slices: the epoch's last, partial global batch is left out
+        for index in epoch_batches(method, cfg, state["epoch"], global_batch, world)[
+            state["batch_in_epoch"] :
+        ]:
             method.reseed(tcfg.seed, state["global_step"])
             examples = [method.examples[i] for i in index[rank * tcfg.batch_size :][: tcfg.batch_size]]
             batch = augment_tokens(make_batch(examples, method, model), method, len(examples))
