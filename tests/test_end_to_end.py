@@ -136,7 +136,9 @@ def test_resume_without_checkpoint_is_an_error(
     assert "no checkpoint-<step> folder" in capsys.readouterr().err
 
 
-def test_bf16_autocast_trains_and_fp16_needs_cuda(tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys) -> None:
+def test_bf16_autocast_trains_and_fp16_needs_cuda(
+    tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys
+) -> None:
     from conftest import write_corpus
 
     corpus = write_corpus(tmp_path / "corpus.txt", 16)

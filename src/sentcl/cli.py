@@ -1,8 +1,9 @@
-"""Command line: ``sentcl train | eval | encode``. Every option has a help line."""
+"""Command line: ``sentcl train | eval | encode | build-nli | search | report | experiment``. Every option has a help line."""
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import logging
 import sys
@@ -115,7 +116,83 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--output", type=Path, required=True, help="CSV to write (header sent0,sent1,hard_neg).")
     p.add_argument("--with-neutral", action="store_true", help="Add a neutral hypothesis as a 4th column.")
     p.set_defaults(func=cmd_build_nli)
+    _add_search_report_experiment(sub)
     return parser
+
+
+def _add_search_report_experiment(sub: argparse._SubParsersAction) -> None:
+    from sentcl.evaluation.runner import task_names
+    from sentcl.retrieval import BACKENDS
+
+    p = sub.add_parser("search", help="Nearest corpus sentences (cosine) for one or more queries.")
+    p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
+    p.add_argument("--corpus", required=True, type=Path, help="UTF-8 text file, one sentence a line.")
+    p.add_argument(
+        "--query", action="append", default=[], metavar="TEXT", help="A query sentence (repeatable)."
+    )
+    p.add_argument("--queries", type=Path, help="A text file of queries, one a line.")
+    p.add_argument("-k", type=int, default=5, help="Hits per query (default 5).")
+    p.add_argument(
+        "--index",
+        type=Path,
+        help="Folder to save the corpus embeddings in and reuse them from (rebuilt if corpus or model changed).",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="exact (numpy), faiss, or auto (faiss when installed and the corpus is large).",
+    )
+    p.add_argument("--pooler", choices=POOLERS, help="Pooler (default: the model's saved one, else cls).")
+    p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
+    p.add_argument("--max-length", type=int, help="Truncate sentences to this many tokens.")
+    p.add_argument("--json", action="store_true", help="Print the hits as JSON instead of a table.")
+    p.set_defaults(func=cmd_search)
+
+    p = sub.add_parser("report", help="Markdown report with tables and PNG plots for runs or models.")
+    p.add_argument(
+        "runs", nargs="+", metavar="RUN_DIR", help="Run folders, model folders or offline short names."
+    )
+    p.add_argument("--output", type=Path, default=Path("report"), help="Output folder (default ./report).")
+    p.add_argument(
+        "--eval-tasks",
+        nargs="+",
+        choices=task_names(),
+        metavar="TASK",
+        help="Tasks to show; ones results.json lacks are computed and cached "
+        "(default: sts transfer_fast align_uniform anisotropy).",
+    )
+    p.add_argument("--data-dir", help="Data folder (default $SENTCL_DATA or ../shared/data).")
+    p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("experiment", help="Run a grid of training runs and write the paper-style table.")
+    p.add_argument("grid", type=Path, help="Grid file, e.g. configs/experiments/dropout.yaml.")
+    p.add_argument("--variant", default="cpu", help="Variant of the grid (cpu or full; default cpu).")
+    p.add_argument(
+        "--output", type=Path, default=Path("docs/results"), help="Folder for NAME-VARIANT.md/.png."
+    )
+    p.add_argument(
+        "--runs-dir", type=Path, default=Path("runs/experiments"), help="Run folders go below this."
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="Override a config key for every point (repeatable).",
+    )
+    p.add_argument(
+        "--metric",
+        choices=("stsb_dev", "stsb", "sts_avg"),
+        help="Metric of the table instead of the grid's own (sts_avg needs eval.final_tasks to include sts).",
+    )
+    p.add_argument("--data-dir", help="Data folder (sets data.data_dir).")
+    p.add_argument(
+        "--dry-run", action="store_true", help="Check the grid and list its points; train nothing."
+    )
+    p.set_defaults(func=cmd_experiment)
 
 
 def cmd_train(args: argparse.Namespace) -> int:
@@ -200,6 +277,67 @@ def cmd_build_nli(args: argparse.Namespace) -> int:
         f"{stats.records} records, {stats.premises} premises -> {stats.triples} examples written to "
         f"{args.output}; skipped premises/records: {skipped or 'none'}"
     )
+    return 0
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    from sentcl.search_cli import format_hits, hits_json, read_sentences, run_search
+
+    if args.batch_size <= 0:
+        raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
+    queries = list(args.query)
+    if args.queries:
+        queries += read_sentences(args.queries, "queries")[1]
+    hits, built = run_search(
+        args.model,
+        args.corpus,
+        queries,
+        k=args.k,
+        index_dir=args.index,
+        backend=args.backend,
+        pooler=args.pooler,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+    )
+    if args.index:
+        logger.info("index %s: %s", args.index, "built and saved" if built else "reused")
+    print(
+        json.dumps(hits_json(queries, hits), indent=2, ensure_ascii=False)
+        if args.json
+        else format_hits(queries, hits)
+    )
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from sentcl.report import DEFAULT_TASKS, make_report
+
+    if args.batch_size <= 0:
+        raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
+    report = make_report(
+        args.runs, args.output, args.eval_tasks or DEFAULT_TASKS, args.data_dir, args.batch_size
+    )
+    print(f"wrote {report.markdown} and {len(report.figures)} figure(s)")
+    return 0
+
+
+def cmd_experiment(args: argparse.Namespace) -> int:
+    from sentcl.experiments import load_grid, point_configs, run_grid
+    from sentcl.report.grid import write_grid_report
+
+    overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
+    spec = load_grid(args.grid)
+    if args.metric:
+        spec = dataclasses.replace(spec, metric=args.metric)
+    if args.dry_run:
+        for point, cfg in point_configs(spec, args.variant, args.runs_dir, overrides):
+            print(f"{point.name}: {cfg.training.output_dir}  {' '.join(point.overrides)}")
+        return 0
+    rows = run_grid(spec, args.variant, args.runs_dir, overrides)
+    command = " ".join(["sentcl experiment", str(args.grid), "--variant", args.variant])
+    command += f" --metric {args.metric}" if args.metric else ""
+    md, png = write_grid_report(spec, args.variant, rows, args.output, command)
+    print(f"wrote {md} and {png}")
     return 0
 
 

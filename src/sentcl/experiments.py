@@ -1,0 +1,321 @@
+"""Experiment grids: training runs that vary a few settings of a base recipe, and the table the paper prints.
+
+A grid file (``configs/experiments/NAME.yaml``)::
+
+    title: SimCSE Table 3 - dropout rate p
+    base: configs/demo.yaml                  # relative to the working directory, else to the grid's folders
+    metric: stsb_dev                         # or sts_avg (needs eval.final_tasks to include sts), stsb
+    vary: {model.dropout: [0.0, 0.1]}        # optional: the cartesian product of the lists, one point each
+    points:                                  # optional: named points with their own overrides
+      - {name: fixed 0.1, set: {model.dropout: 0.1, model.same_dropout_mask: true}, variants: [cpu, full]}
+    variants: {cpu: {training.max_steps: 60}, full: {model.name_or_path: bert-base-uncased}}
+    paper: {source: "Gao et al. 2021, Table 3", values: {"0.0": 71.1, fixed 0.1: 43.6}}
+
+A point's config is load_config(TrainConfig, base, variant overrides + point overrides + extra overrides)
+(later ones win); its run folder is ``<runs_dir>/<grid name>/<variant>/<point slug>``. A point whose folder
+has results.json is not trained again (a grid resumes); one with a checkpoint resumes from it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import logging
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sentcl.config import ConfigError, TrainConfig, load_config, to_dict
+from sentcl.evaluation.runner import expand
+from sentcl.evaluation.sts import main_score
+from sentcl.methods import method_spec
+
+logger = logging.getLogger(__name__)
+
+# metric name -> (the final task it needs, how to read it from results.json's "results", column title)
+METRICS: dict[str, tuple[str, Callable[[Mapping[str, Any]], float], str]] = {
+    "stsb_dev": ("stsb_dev", lambda r: main_score(r["stsb_dev"], "STSBenchmark"), "STS-B dev"),
+    "stsb": ("stsb", lambda r: main_score(r["stsb"], "STSBenchmark"), "STS-B test"),
+    "sts_avg": ("sts", lambda r: float(r["sts"]["avg"]), "STS avg. (7 tasks)"),
+}
+GRID_KEYS = ("title", "description", "base", "metric", "vary", "points", "variants", "paper")
+# config keys that say where or how a run goes, not what it trains: ignored when a finished run is reused
+PLACE_KEYS = (
+    "data.data_dir",
+    "training.output_dir",
+    "training.progress",
+    "training.num_threads",
+    "training.device",
+)
+
+
+@dataclass(frozen=True)
+class GridPoint:
+    name: str
+    overrides: tuple[str, ...]
+    variants: tuple[str, ...] | None = None  # None: every variant
+
+    @property
+    def slug(self) -> str:
+        """Folder name: lower case, runs of other characters -> "-", dots kept only inside numbers (0.1)."""
+        text = re.sub(r"(?<![0-9])\.|\.(?![0-9])", "-", self.name.lower())
+        return re.sub(r"[^a-z0-9.]+", "-", text).strip("-") or "point"
+
+
+@dataclass(frozen=True)
+class GridSpec:
+    path: Path
+    title: str
+    base: Path
+    metric: str
+    points: tuple[GridPoint, ...]
+    variants: dict[str, tuple[str, ...]]
+    paper: dict[str, float] = field(default_factory=dict)
+    paper_source: str = ""
+    description: str = ""
+
+    @property
+    def name(self) -> str:
+        return self.path.stem
+
+    def points_for(self, variant: str) -> list[GridPoint]:
+        return [p for p in self.points if p.variants is None or variant in p.variants]
+
+
+def yaml_value(value: Any) -> str:
+    """A value as YAML text that ``yaml.safe_load`` reads back as the same value (1e-5 keeps its float type)."""
+    text = yaml.safe_dump(value, default_flow_style=True, width=1 << 20).strip()
+    return text.removesuffix("...").strip()
+
+
+def _overrides(mapping: Any, where: str) -> tuple[str, ...]:
+    if mapping is None:
+        return ()
+    if not isinstance(mapping, dict):
+        raise ConfigError(f"{where} must be a mapping of config keys to values, got {type(mapping).__name__}")
+    return tuple(f"{key}={yaml_value(value)}" for key, value in mapping.items())
+
+
+def _resolve_base(base: str, grid: Path) -> Path:
+    candidates = [Path(base)] if Path(base).is_absolute() else [Path.cwd() / base]
+    candidates += [] if Path(base).is_absolute() else [p / base for p in grid.resolve().parents]
+    for path in candidates:
+        if path.is_file():
+            return path
+    raise ConfigError(
+        f"{grid}: base recipe {base!r} not found (looked in the working directory and above {grid})"
+    )
+
+
+def load_grid(path: str | Path) -> GridSpec:
+    """Read and check a grid file; every point x variant is built as a config here, so bad keys fail early."""
+    path = Path(path)
+    if not path.is_file():
+        raise ConfigError(f"grid file {path} does not exist")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"grid file {path} is not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: a grid file is a mapping with keys {', '.join(GRID_KEYS)}")
+    unknown = [k for k in data if k not in GRID_KEYS]
+    if unknown:
+        raise ConfigError(f"{path}: unknown grid key(s) {', '.join(unknown)}; valid: {', '.join(GRID_KEYS)}")
+    for key in ("title", "base", "variants"):
+        if key not in data:
+            raise ConfigError(f"{path}: missing the grid key {key!r}")
+    metric = data.get("metric", "stsb_dev")
+    if metric not in METRICS:
+        raise ConfigError(f"{path}: metric {metric!r} is not valid; choose one of: {', '.join(METRICS)}")
+    points = list(_vary_points(data.get("vary"), path))
+    for i, item in enumerate(data.get("points") or []):
+        if not isinstance(item, dict) or "name" not in item:
+            raise ConfigError(f"{path}: points[{i}] must be a mapping with a 'name' (and 'set', 'variants')")
+        extra = set(item) - {"name", "set", "variants"}
+        if extra:
+            raise ConfigError(f"{path}: points[{i}] has unknown key(s) {', '.join(sorted(extra))}")
+        only = item.get("variants")
+        overrides = _overrides(item.get("set"), f"{path}: points[{i}].set")
+        points.append(GridPoint(str(item["name"]), overrides, tuple(only) if only is not None else None))
+    if not points:
+        raise ConfigError(f"{path}: the grid has no points (give 'vary' and/or 'points')")
+    for key, count in _counts([p.name for p in points]).items():
+        if count > 1:
+            raise ConfigError(f"{path}: point name {key!r} occurs {count} times; names must be unique")
+    for key, count in _counts([p.slug for p in points]).items():
+        if count > 1:
+            raise ConfigError(f"{path}: several point names give the run folder name {key!r}")
+    variants = data["variants"]
+    if not isinstance(variants, dict) or not variants:
+        raise ConfigError(f"{path}: 'variants' must map variant names (cpu, full) to overrides")
+    paper = data.get("paper") or {}
+    spec = GridSpec(
+        path=path,
+        title=str(data["title"]),
+        base=_resolve_base(str(data["base"]), path),
+        metric=metric,
+        points=tuple(points),
+        variants={str(v): _overrides(o, f"{path}: variants.{v}") for v, o in variants.items()},
+        paper={str(k): float(v) for k, v in (paper.get("values") or {}).items()},
+        paper_source=str(paper.get("source", "")),
+        description=str(data.get("description", "")).strip(),
+    )
+    for point in points:
+        bad = [v for v in point.variants or () if v not in spec.variants]
+        if bad:
+            raise ConfigError(f"{path}: point {point.name!r} names unknown variant(s) {', '.join(bad)}")
+    for variant in spec.variants:
+        point_configs(spec, variant)
+    missing = [k for k in spec.paper if k not in {p.name for p in points}]
+    if missing:
+        raise ConfigError(f"{path}: paper values for unknown point(s) {', '.join(missing)}")
+    return spec
+
+
+def _counts(names: Sequence[str]) -> dict[str, int]:
+    return {n: names.count(n) for n in dict.fromkeys(names)}
+
+
+def _vary_points(vary: Any, path: Path) -> list[GridPoint]:
+    if vary is None:
+        return []
+    if not isinstance(vary, dict) or not all(isinstance(v, list) and v for v in vary.values()):
+        raise ConfigError(f"{path}: 'vary' must map config keys to non-empty lists of values")
+    keys = list(vary)
+    points = []
+    for combo in itertools.product(*vary.values()):
+        name = (
+            yaml_value(combo[0])
+            if len(keys) == 1
+            else ", ".join(
+                f"{k.rsplit('.', 1)[-1]}={yaml_value(v)}" for k, v in zip(keys, combo, strict=True)
+            )
+        )
+        points.append(
+            GridPoint(name, tuple(f"{k}={yaml_value(v)}" for k, v in zip(keys, combo, strict=True)))
+        )
+    return points
+
+
+def point_configs(
+    spec: GridSpec,
+    variant: str,
+    runs_dir: str | Path = "runs/experiments",
+    extra_overrides: Sequence[str] = (),
+) -> list[tuple[GridPoint, TrainConfig]]:
+    """(point, config) for every point of ``variant``; a bad key is a ConfigError naming the grid file and point."""
+    if variant not in spec.variants:
+        raise ConfigError(f"{spec.path}: no variant {variant!r}; this grid has: {', '.join(spec.variants)}")
+    task = METRICS[spec.metric][0]
+    result = []
+    for point in spec.points_for(variant):
+        out = Path(runs_dir) / spec.name / variant / point.slug
+        overrides = [
+            *spec.variants[variant],
+            *point.overrides,
+            *extra_overrides,
+            f"training.output_dir={out}",
+        ]
+        try:
+            cfg = load_config(TrainConfig, spec.base, overrides)
+        except ConfigError as err:
+            raise ConfigError(f"{spec.path}: point {point.name!r}, variant {variant!r}: {err}") from None
+        try:
+            method_spec(cfg)  # an unknown objective.name fails here, not after the points before it trained
+        except ConfigError as err:
+            raise ConfigError(f"{spec.path}: point {point.name!r}, variant {variant!r}: {err}") from None
+        if task not in expand(cfg.eval.final_tasks):
+            raise ConfigError(
+                f"{spec.path}: metric {spec.metric} needs eval.final_tasks to include {task}; point "
+                f"{point.name!r} (variant {variant!r}) has {cfg.eval.final_tasks}"
+            )
+        result.append((point, cfg))
+    return result
+
+
+def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, Mapping):
+            flat.update(_flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def config_differences(run_dir: Path, cfg: TrainConfig) -> list[str]:
+    """Keys whose value in ``run_dir/config.json`` differs from ``cfg`` (where/how keys ignored)."""
+    saved = _flatten(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
+    wanted = _flatten(to_dict(cfg))
+    keys = [k for k in dict.fromkeys([*saved, *wanted]) if k not in PLACE_KEYS]
+    return [
+        f"{k}: {saved.get(k)!r} in the run, {wanted.get(k)!r} now"
+        for k in keys
+        if saved.get(k) != wanted.get(k)
+    ]
+
+
+@dataclass
+class GridRow:
+    point: GridPoint
+    run_dir: Path
+    value: float
+    best_step: int | None
+    paper: float | None
+    reused: bool
+
+
+def run_grid(
+    spec: GridSpec,
+    variant: str,
+    runs_dir: str | Path = "runs/experiments",
+    extra_overrides: Sequence[str] = (),
+    train_fn: Callable[..., Any] | None = None,
+) -> list[GridRow]:
+    """Train every point of ``variant`` that has no results.json yet; one row per point, in grid order."""
+    from sentcl.training.checkpoint import latest_checkpoint
+
+    if train_fn is None:
+        from sentcl.training.loop import train as train_fn
+    configs = point_configs(spec, variant, runs_dir, extra_overrides)
+    read_metric = METRICS[spec.metric][1]
+    rows = []
+    for i, (point, cfg) in enumerate(configs, start=1):
+        out = Path(cfg.training.output_dir)
+        done = (out / "results.json").is_file()
+        resume = not done and latest_checkpoint(out) is not None
+        if (done or resume) and (out / "config.json").is_file():
+            diff = config_differences(out, cfg)
+            if diff:
+                raise ConfigError(
+                    f"{spec.path}: point {point.name!r}: the run folder {out} was trained with another config "
+                    f"({'; '.join(diff)}); delete the folder or pass another --runs-dir"
+                )
+        if done:
+            logger.info("[%d/%d] %s: finished run in %s, not trained again", i, len(configs), point.name, out)
+        else:
+            if not resume and (out / "metrics.jsonl").is_file():
+                logger.warning(
+                    "%s: no checkpoint to resume from; training from scratch, old metrics removed", out
+                )
+                (out / "metrics.jsonl").unlink()
+            logger.info(
+                "[%d/%d] %s: training in %s%s",
+                i,
+                len(configs),
+                point.name,
+                out,
+                " (resume)" if resume else "",
+            )
+            train_fn(cfg, resume=resume)
+        summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
+        try:
+            value = read_metric(summary["results"])
+        except KeyError as err:
+            raise KeyError(f"{out / 'results.json'}: no {spec.metric} result ({err.args[0]})") from None
+        rows.append(GridRow(point, out, value, summary.get("best_step"), spec.paper.get(point.name), done))
+    return rows

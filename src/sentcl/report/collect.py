@@ -1,0 +1,139 @@
+"""Read what a report needs from a run folder, a model folder or an offline short name.
+
+A run folder (training.output_dir) holds results.json {best_step, best_dev_score, dev_task, global_step,
+results: {task: result}}, metrics.jsonl and best/; its model is ``best/``. A task the report asks for that
+results.json lacks is computed by encoding with that model and cached in ``<run>/report_cache.json``
+(``<output>/cache/<name>.json`` for a plain model), keyed by a fingerprint of the model's files (relative
+path, size, mtime), so a second report is instant and a retrained model is evaluated again.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sentcl.evaluation.runner import evaluate, expand
+from sentcl.evaluation.sts import write_json
+from sentcl.paths import OFFLINE_MODELS
+from sentcl.search_cli import model_fingerprint
+
+logger = logging.getLogger(__name__)
+CACHE_FILE = "report_cache.json"
+# a task the report asks for -> results that answer it as well (the full transfer run replaces the fast one)
+SUBSTITUTES = {"transfer_fast": ("transfer",)}
+
+
+@dataclass
+class ReportSource:
+    """One column of the report: where it came from, its results and (for a run) its training trajectory."""
+
+    spec: str
+    name: str
+    model: str
+    cache_path: Path
+    run_dir: Path | None = None
+    summary: dict[str, Any] = field(default_factory=dict)
+    results: dict[str, Any] = field(default_factory=dict)
+    trajectory: list[dict[str, float]] = field(default_factory=list)
+
+    @property
+    def is_run(self) -> bool:
+        return self.run_dir is not None
+
+
+def read_trajectory(metrics_path: Path) -> list[dict[str, float]]:
+    """[{step, alignment, uniformity}] from the geometry/eval events of metrics.jsonl, in step order.
+
+    A ``resume`` event at step S discards the records above S written before it (the resumed run
+    writes them again); a repeated step keeps its last record. Bad lines are errors naming file:line.
+    """
+    records: list[tuple[int, dict[str, Any]]] = []
+    with open(metrics_path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise ValueError(f"{metrics_path}:{lineno}: not valid JSON ({err})") from None
+            if not isinstance(record, dict):
+                raise ValueError(
+                    f"{metrics_path}:{lineno}: expected a JSON object, got {type(record).__name__}"
+                )
+            if record.get("event") == "resume":
+                records = [(n, r) for n, r in records if r["step"] <= record["step"]]
+            elif record.get("event") in ("geometry", "eval") and "alignment" in record:
+                if "uniformity" not in record or "step" not in record:
+                    raise ValueError(
+                        f"{metrics_path}:{lineno}: an alignment record needs step and uniformity"
+                    )
+                records.append((lineno, record))
+    by_step = {int(r["step"]): r for _, r in records}  # later records win
+    return [
+        {"step": step, "alignment": float(r["alignment"]), "uniformity": float(r["uniformity"])}
+        for step, r in sorted(by_step.items())
+    ]
+
+
+def open_source(spec: str, cache_dir: Path) -> ReportSource:
+    """A run folder (results.json or best/), a model folder (config.json) or an offline short name."""
+    path = Path(spec)
+    if path.is_dir() and ((path / "results.json").is_file() or (path / "best").is_dir()):
+        source = ReportSource(spec, path.resolve().name, str(path / "best"), path / CACHE_FILE, run_dir=path)
+        if (path / "results.json").is_file():
+            source.summary = json.loads((path / "results.json").read_text(encoding="utf-8"))
+            source.results = dict(source.summary.get("results", {}))
+        if (path / "metrics.jsonl").is_file():
+            source.trajectory = read_trajectory(path / "metrics.jsonl")
+        if not (path / "best").is_dir():
+            raise FileNotFoundError(f"run folder {path} has no best/ model folder")
+        return source
+    if (path.is_dir() and (path / "config.json").is_file()) or spec in OFFLINE_MODELS:
+        name = path.resolve().name if path.is_dir() else spec
+        slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        return ReportSource(spec, name, spec, cache_dir / f"{slug}.json")
+    raise FileNotFoundError(
+        f"{spec}: not a run folder (results.json or best/), a model folder (config.json) or an offline short "
+        f"name ({', '.join(sorted(OFFLINE_MODELS))})"
+    )
+
+
+def compute_tasks(model: str, tasks: Sequence[str], data_dir: Path, batch_size: int = 128) -> dict[str, Any]:
+    """Evaluate ``model`` (run/best, a folder or short name) on ``tasks``; task -> result."""
+    from sentcl.modeling.dual import load_encoder
+
+    encoder = load_encoder(model)
+    return evaluate(lambda s: encoder.encode(s, batch_size=batch_size), data_dir, tasks)
+
+
+def _has(results: dict[str, Any], task: str) -> bool:
+    return task in results or any(t in results for t in SUBSTITUTES.get(task, ()))
+
+
+def ensure_results(source: ReportSource, tasks: Sequence[str], data_dir: Path, batch_size: int = 128) -> None:
+    """Fill ``source.results`` with every task of ``tasks``: results.json, else the cache, else computed now."""
+    needed = [t for t in expand(tasks) if not _has(source.results, t)]
+    if not needed:
+        return
+    fingerprint = model_fingerprint(source.model)
+    cached: dict[str, Any] = {}
+    if source.cache_path.is_file():
+        payload = json.loads(source.cache_path.read_text(encoding="utf-8"))
+        if payload.get("model_fingerprint") == fingerprint:
+            cached = payload.get("results", {})
+        else:
+            logger.info(
+                "%s: the model changed since %s was written; evaluating again", source.name, source.cache_path
+            )
+    missing = [t for t in needed if not _has(cached, t)]
+    if missing:
+        logger.info("%s: evaluating %s with %s", source.name, ", ".join(missing), source.model)
+        cached.update(compute_tasks(source.model, missing, data_dir, batch_size))
+        write_json(
+            {"model_fingerprint": fingerprint, "model": source.model, "results": cached}, source.cache_path
+        )
+    source.results.update({t: cached[t] for t in cached if not _has(source.results, t)})

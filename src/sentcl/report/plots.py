@@ -1,0 +1,163 @@
+"""The report's figures, one PNG per plot, all FIGSIZE_IN at DPI: 6.4 x 4.8 in at 100 dpi = 640 x 480 px.
+
+* :func:`plot_alignment_uniformity`: ℓ_align (x) against ℓ_uniform (y) of several models, SimCSE Figure 3;
+  lower is better for both, so the best models sit bottom left.
+* :func:`plot_trajectory`: (ℓ_align, ℓ_uniform) every evaluation during training, SimCSE Figure 2;
+  arrows follow the steps, the first point is the start model.
+* :func:`plot_spectrum`: normalised singular values σ_i / σ_1 of the embedding matrix (SimCSE Appendix F).
+* :func:`plot_similarity_by_gold`: cos(f(s1), f(s2)) of STS-B pairs as box plots grouped by gold score
+  (SimCSE Appendix G).
+* :func:`plot_grid_metric`: a grid's metric per point as bars, the paper's numbers beside them.
+
+Figures are saved without ``bbox_inches="tight"``, which would change the pixel size.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
+import numpy as np  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+
+FIGSIZE_IN = (6.4, 4.8)
+DPI = 100
+PIXELS = (round(FIGSIZE_IN[0] * DPI), round(FIGSIZE_IN[1] * DPI))  # (width, height) = (640, 480)
+
+
+def _new_figure() -> tuple[Figure, Any]:
+    fig, ax = plt.subplots(figsize=FIGSIZE_IN, dpi=DPI)
+    return fig, ax
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.tight_layout()
+    fig.savefig(path, dpi=DPI, format="png")
+    plt.close(fig)
+    return path
+
+
+def plot_alignment_uniformity(points: Mapping[str, tuple[float, float]], path: Path) -> Path:
+    """Scatter of model name -> (ℓ_align, ℓ_uniform), each point labelled with its model."""
+    fig, ax = _new_figure()
+    for name, (align, unif) in points.items():
+        ax.scatter([align], [unif], s=40)
+        ax.annotate(name, (align, unif), textcoords="offset points", xytext=(5, 5), fontsize=8)
+    ax.set_xlabel("ℓ_align (lower is better)")
+    ax.set_ylabel("ℓ_uniform (lower is better)")
+    ax.set_title("Alignment and uniformity (STS-B test)")
+    ax.grid(alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_trajectory(trajectories: Mapping[str, Sequence[Mapping[str, float]]], path: Path) -> Path:
+    """Per run, the points {step, alignment, uniformity} in step order joined by arrows, steps annotated."""
+    fig, ax = _new_figure()
+    for name, points in trajectories.items():
+        x = np.array([p["alignment"] for p in points])  # (T,)
+        y = np.array([p["uniformity"] for p in points])  # (T,)
+        (line,) = ax.plot(x, y, marker="o", markersize=4, label=name)
+        for i in range(len(points) - 1):
+            ax.annotate(
+                "",
+                xy=(x[i + 1], y[i + 1]),
+                xytext=(x[i], y[i]),
+                arrowprops={"arrowstyle": "->", "color": line.get_color()},
+            )
+        for i in (0, len(points) - 1):
+            ax.annotate(
+                f"{int(points[i]['step'])}", (x[i], y[i]), xytext=(4, -10), textcoords="offset points"
+            )
+    ax.set_xlabel("ℓ_align")
+    ax.set_ylabel("ℓ_uniform")
+    ax.set_title("Training trajectory (STS-B dev; labels are steps)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_spectrum(spectra: Mapping[str, Sequence[float]], path: Path) -> Path:
+    """σ_i / σ_1 against the index i (log y), one line per model."""
+    fig, ax = _new_figure()
+    for name, sigma in spectra.items():
+        ax.plot(np.arange(1, len(sigma) + 1), sigma, label=name)
+    ax.set_yscale("log")
+    ax.set_xlabel("index i")
+    ax.set_ylabel("σ_i / σ_1")
+    ax.set_title("Singular spectrum of the embeddings (STS-B test)")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_similarity_by_gold(
+    groups_by_model: Mapping[str, Mapping[str, Mapping[str, Any]]], path: Path
+) -> Path:
+    """Box plots of the cosines in each gold group ("0-1", ..., "4-5"), models side by side in each group."""
+    fig, ax = _new_figure()
+    models = list(groups_by_model)
+    names = list(dict.fromkeys(g for groups in groups_by_model.values() for g in groups))
+    width = 0.8 / max(len(models), 1)
+    for m, model in enumerate(models):
+        data = [list(groups_by_model[model].get(g, {}).get("cosines", [])) for g in names]
+        positions = [k + (m - (len(models) - 1) / 2) * width for k in range(len(names))]
+        keep = [i for i, d in enumerate(data) if d]  # an empty group has no box
+        parts = ax.boxplot(
+            [data[i] for i in keep],
+            positions=[positions[i] for i in keep],
+            widths=width * 0.9,
+            patch_artist=True,
+            showfliers=False,
+        )
+        colour = f"C{m % 10}"
+        for box in parts["boxes"]:
+            box.set_facecolor(colour)
+            box.set_alpha(0.6)
+        ax.plot([], [], color=colour, linewidth=6, alpha=0.6, label=model)
+    ax.set_xticks(range(len(names)), names)
+    ax.set_xlabel("gold similarity group")
+    ax.set_ylabel("cosine similarity")
+    ax.set_title("Cosine similarity by gold score (STS-B test)")
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
+def plot_grid_metric(
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    path: Path,
+    metric_name: str,
+    paper: Sequence[float | None] | None = None,
+    title: str = "",
+) -> Path:
+    """Bars of ``values`` per grid point (missing: no bar); ``paper`` numbers as a second, hatched series."""
+    fig, ax = _new_figure()
+    x = np.arange(len(labels))
+    has_paper = paper is not None and any(v is not None for v in paper)
+    width = 0.4 if has_paper else 0.7
+    ours = [np.nan if v is None else v for v in values]
+    bars = ax.bar(x - (width / 2 if has_paper else 0), ours, width, label="this run")
+    ax.bar_label(bars, fmt="%.1f", fontsize=7)
+    shown = [v for v in ours if np.isfinite(v)]
+    if has_paper and paper is not None:
+        theirs = [np.nan if v is None else v for v in paper]
+        ax.bar_label(
+            ax.bar(x + width / 2, theirs, width, label="paper", hatch="//", alpha=0.6), fmt="%.1f", fontsize=7
+        )
+        shown += [v for v in theirs if np.isfinite(v)]
+    if shown:  # zoom on the values: differences of a point or two are what a grid shows
+        pad = max(2.0, 0.1 * (max(shown) - min(shown)))
+        ax.set_ylim(min(shown) - pad, max(shown) + pad)
+    ax.set_xticks(x, list(labels), rotation=30, ha="right", fontsize=8)
+    ax.set_ylabel(metric_name)
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    ax.legend(fontsize=8)
+    return _save(fig, path)

@@ -1,0 +1,154 @@
+"""``sentcl search``: the k corpus sentences nearest to each query by cosine, cos(q, c) = q·c / (‖q‖‖c‖).
+
+The corpus is a text file, one sentence a line (line numbers are reported; blank lines are skipped and
+counted in a warning). ``--index DIR`` keeps the corpus embeddings (``sentcl.retrieval``'s saved index)
+with ``fingerprint.json``: sha256 of the corpus text, and of the model (its files' relative paths,
+sizes and mtimes, pooler, max length). A saved index whose fingerprint differs is rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentcl.data.readers import iter_text_lines
+from sentcl.paths import resolve_model_path
+from sentcl.retrieval import SearchIndex, build_index, load_index
+
+logger = logging.getLogger(__name__)
+FINGERPRINT_FILE = "fingerprint.json"
+
+
+@dataclass(frozen=True)
+class Hit:
+    rank: int
+    score: float
+    line: int
+    text: str
+
+
+def read_sentences(path: Path, what: str) -> tuple[list[int], list[str]]:
+    """(line numbers, sentences) of a text file; blank lines are skipped with a warning that counts them."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} file {path} does not exist")
+    lines, texts, blank = [], [], 0
+    for lineno, text in iter_text_lines(path):
+        if not text.strip():
+            blank += 1
+            continue
+        lines.append(lineno)
+        texts.append(text.strip())
+    if blank:
+        logger.warning("%s: %d blank line(s) skipped", path, blank)
+    if not texts:
+        raise ValueError(f"{what} file {path} has no non-blank line")
+    return lines, texts
+
+
+def model_fingerprint(model: str) -> str:
+    """sha256 over (relative path, size, mtime_ns) of every file of the model folder; the name if not a folder."""
+    folder = Path(resolve_model_path(model))
+    digest = hashlib.sha256()
+    if not folder.is_dir():
+        digest.update(model.encode("utf-8"))
+        return digest.hexdigest()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+        stat = path.stat()
+        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()
+
+
+def fingerprint(
+    model: str, pooler: str | None, max_length: int | None, texts: Sequence[str]
+) -> dict[str, str]:
+    corpus = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
+    settings = json.dumps({"pooler": pooler, "max_length": max_length})
+    model_fp = hashlib.sha256(f"{model_fingerprint(model)}\0{settings}".encode()).hexdigest()
+    return {"corpus": corpus, "model": model_fp}
+
+
+def corpus_index(
+    encoder: Any,
+    model_fp: dict[str, str],
+    texts: Sequence[str],
+    index_dir: Path | None,
+    backend: str = "auto",
+    batch_size: int = 128,
+    max_length: int | None = None,
+) -> tuple[SearchIndex, bool]:
+    """The corpus index (reused from ``index_dir`` when its fingerprint matches); (index, built now?)."""
+    fp_file = index_dir / FINGERPRINT_FILE if index_dir is not None else None
+    if fp_file is not None and fp_file.is_file():
+        saved = json.loads(fp_file.read_text(encoding="utf-8"))
+        if saved == model_fp:
+            return load_index(index_dir, backend), False  # type: ignore[arg-type]
+        changed = " and ".join(k for k in ("corpus", "model") if saved.get(k) != model_fp[k])
+        logger.info("%s: the %s changed; rebuilding the index", index_dir, changed)
+    emb = encoder.encode(list(texts), batch_size=batch_size, max_length=max_length, show_progress=True)
+    index = build_index(np.asarray(emb), backend, texts=list(texts))
+    if index_dir is not None and fp_file is not None:
+        fp_file.unlink(missing_ok=True)  # an interrupted save leaves no valid fingerprint behind
+        index.save(index_dir)
+        fp_file.write_text(json.dumps(model_fp, indent=2) + "\n", encoding="utf-8")
+    return index, True
+
+
+def run_search(
+    model: str,
+    corpus: Path,
+    queries: Sequence[str],
+    k: int = 5,
+    index_dir: Path | None = None,
+    backend: str = "auto",
+    pooler: str | None = None,
+    batch_size: int = 128,
+    max_length: int | None = None,
+) -> tuple[list[list[Hit]], bool]:
+    """Top-k hits per query; second value: whether the index was built (not reused)."""
+    from sentcl.modeling.dual import load_encoder
+
+    if k < 1:
+        raise ValueError(f"-k must be >= 1, got {k}")
+    if not queries:
+        raise ValueError("no query: give --query TEXT and/or --queries FILE")
+    line_numbers, texts = read_sentences(corpus, "corpus")
+    encoder = load_encoder(model, pooler=pooler)
+    fp = fingerprint(model, pooler, max_length, texts)
+    index, built = corpus_index(encoder, fp, texts, index_dir, backend, batch_size, max_length)
+    q = encoder.encode(list(queries), batch_size=batch_size, max_length=max_length)
+    scores, ids = index.search(np.asarray(q), k)  # (Q, k), (Q, k)
+    hits = [
+        [
+            Hit(r + 1, float(s), line_numbers[int(i)], texts[int(i)])
+            for r, (s, i) in enumerate(zip(srow, irow, strict=True))
+        ]
+        for srow, irow in zip(scores, ids, strict=True)
+    ]
+    return hits, built
+
+
+def format_hits(queries: Sequence[str], hits: Sequence[Sequence[Hit]]) -> str:
+    """A readable table per query: rank, cosine, corpus line, sentence."""
+    parts = []
+    for query, rows in zip(queries, hits, strict=True):
+        lines = [f"query: {query}", f"{'rank':>4}  {'cosine':>7}  {'line':>6}  sentence"]
+        lines += [f"{h.rank:>4}  {h.score:>7.4f}  {h.line:>6}  {h.text}" for h in rows]
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)
+
+
+def hits_json(queries: Sequence[str], hits: Sequence[Sequence[Hit]]) -> list[dict[str, Any]]:
+    return [
+        {
+            "query": q,
+            "hits": [{"rank": h.rank, "score": h.score, "line": h.line, "text": h.text} for h in rows],
+        }
+        for q, rows in zip(queries, hits, strict=True)
+    ]
