@@ -27,17 +27,21 @@ class Corpus:
         return len(self.examples)
 
 
+def decode_line(raw: bytes, path: Path, lineno: int) -> str:
+    """UTF-8 text of one raw line; invalid bytes are a DataFormatError naming file, line and byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(
+            f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})"
+        ) from None
+
+
 def iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line."""
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(
-                    f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})"
-                ) from None
-            yield lineno, text.rstrip("\r\n")
+            yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
 
 
 def read_lines(path: str | Path, max_examples: int | None = None) -> Corpus:

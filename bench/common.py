@@ -1,0 +1,203 @@
+"""Shared benchmark helpers: machine facts, matmul peak, resident memory, FLOP counts, tables and JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import resource
+import statistics
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+def rss_mb() -> float:
+    """Current resident set size of this process in MiB (from /proc/self/statm)."""
+    with open("/proc/self/statm", encoding="ascii") as handle:
+        return int(handle.read().split()[1]) * PAGE / 2**20
+
+
+def max_rss_mb() -> float:
+    """Peak resident set size of this process so far (ru_maxrss, KiB on Linux) in MiB."""
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+class PeakRSS:
+    """Samples RSS in a background thread: ``peak`` is the largest value seen inside the ``with`` block."""
+
+    def __init__(self, interval_s: float = 0.005) -> None:
+        self.interval_s = interval_s
+        self.start = self.peak = 0.0
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    def __enter__(self) -> PeakRSS:
+        self.start = self.peak = rss_mb()
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+        return self
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, rss_mb())
+            time.sleep(self.interval_s)
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        assert self._thread is not None
+        self._thread.join()
+        self.peak = max(self.peak, rss_mb())
+
+
+def matmul_peak(
+    dtype: torch.dtype = torch.float32, sizes: Sequence[int] = (1024, 2048), repeat: int = 3
+) -> float:
+    """Measured matmul throughput of this machine (FLOP/s, best over sizes and repeats): 2·n³ per n×n product."""
+    best = 0.0
+    for n in sizes:
+        a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
+        a @ b  # warm-up (allocations, kernel choice)
+        for _ in range(repeat):
+            count, start = 0, time.perf_counter()
+            while (elapsed := time.perf_counter() - start) < 0.25 or count < 2:
+                a @ b
+                count += 1
+            best = max(best, 2 * n**3 * count / elapsed)
+    return best
+
+
+def count_flops(fn: Callable[[], Any]) -> int:
+    """FLOPs of the matmul-like operations (mm, bmm, addmm, attention, …) that ``fn`` runs, forward and backward."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return int(counter.get_total_flops())
+
+
+def profile_ops(fn: Callable[[], Any], top: int = 12) -> list[dict[str, Any]]:
+    """torch.profiler over one call of ``fn``: the ``top`` operators by self CPU time, with their share."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn()
+    events = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)
+    total = sum(e.self_cpu_time_total for e in events) or 1.0
+    return [
+        {
+            "op": e.key,
+            "self_ms": e.self_cpu_time_total / 1000,
+            "share": e.self_cpu_time_total / total,
+            "calls": e.count,
+        }
+        for e in events[:top]
+    ]
+
+
+@contextmanager
+def own_rng(state: dict[str, torch.Tensor], key: str, seed: int) -> Iterator[None]:
+    """Give each benchmarked side its own torch RNG stream, so alternating them does not mix dropout masks."""
+    outer = torch.get_rng_state()
+    if key in state:
+        torch.set_rng_state(state[key])
+    else:
+        torch.manual_seed(seed)
+    try:
+        yield
+    finally:
+        state[key] = torch.get_rng_state()
+        torch.set_rng_state(outer)
+
+
+def median(values: Sequence[float]) -> float:
+    return float(statistics.median(values)) if values else float("nan")
+
+
+def _version(package: str) -> str | None:
+    try:
+        return metadata.version(package)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def cpu_flags() -> list[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return []
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni")
+    return [f for f in line.split(":", 1)[-1].split() if f in wanted]
+
+
+def cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace").splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def machine_info(threads: int) -> dict[str, Any]:
+    """Facts that make a timing interpretable: CPU, cores, threads, load, library versions."""
+    return {
+        "cpu": cpu_model(),
+        "cpu_flags": cpu_flags(),
+        "logical_cores": os.cpu_count(),
+        "torch_threads": threads,
+        "loadavg_start": list(os.getloadavg()),
+        "python": platform.python_version(),
+        "versions": {
+            p: _version(p) for p in ("torch", "transformers", "sentence-transformers", "tokenizers", "sentcl")
+        },
+    }
+
+
+def set_threads(threads: int) -> None:
+    torch.set_num_threads(threads)
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def format_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> str:
+    """A GitHub-markdown table; floats get 3 significant decimals."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+        return str(value)
+
+    lines = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
+    lines += ["| " + " | ".join(cell(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def write_json(path: str | Path, payload: dict[str, Any]) -> Path:
+    """Write the result file (folders created); the finishing load average is added."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    payload = {**payload, "loadavg_end": list(os.getloadavg())}
+    path.write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+    return path
+
+
+def read_sentences(path: str | Path, limit: int | None = None) -> list[str]:
+    """Non-empty stripped lines of a text file (the ``lines`` reader's rule)."""
+    out: list[str] = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                out.append(line.strip())
+                if limit is not None and len(out) >= limit:
+                    break
+    return out

@@ -1,0 +1,183 @@
+"""Peak memory of GradCache: a batch of 512 in chunks of 64 against a plain batch of 64 (and of 512).
+
+Every configuration runs in a fresh process (peak resident memory, ru_maxrss, is per process): load the
+model, take a few sentcl training steps, report the peak. Target: GradCache at 512 needs at most 1.3× the
+peak of the plain batch of 64.
+
+    python -m bench.memory_gradcache                        # from the repository root
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from bench.common import (
+    PeakRSS,
+    format_table,
+    machine_info,
+    max_rss_mb,
+    median,
+    rss_mb,
+    set_threads,
+    write_json,
+)
+from bench.sides import SentclSide
+from bench.train_vs_st import _batches
+
+ROOT = Path(__file__).resolve().parent.parent
+# (name, batch size, gradient-cache chunk or None)
+DEFAULT_CONFIGS = "plain-64:64:0,gradcache-512:512:64,plain-512:512:0"
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--corpus", default="corpora/wiki1m_prefix.txt")
+    parser.add_argument("--configs", default=DEFAULT_CONFIGS, help="name:batch:chunk,... (chunk 0: no cache)")
+    parser.add_argument("--steps", type=int, default=1)
+    parser.add_argument(
+        "--allocators",
+        default="glibc,mmap128k",
+        help="glibc: the default malloc; mmap128k: MALLOC_MMAP_THRESHOLD_=131072 (large tensors are mmapped "
+        "and go back to the system when freed, so RSS follows the memory in use)",
+    )
+    parser.add_argument("--max-length", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=42)
+    parser.add_argument("--output", default="bench/results/memory_gradcache.json")
+    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
+    return parser.parse_args(argv)
+
+
+def _configs(text: str) -> list[tuple[str, int, int]]:
+    out = []
+    for item in text.split(","):
+        name, batch, chunk = item.split(":")
+        out.append((name, int(batch), int(chunk)))
+    return out
+
+
+def worker(args: argparse.Namespace) -> dict[str, Any]:
+    name, batch, chunk = _configs(args.worker)[0]
+    set_threads(args.threads)
+    torch.manual_seed(args.seed)
+    data_args = argparse.Namespace(
+        corpus=args.corpus,
+        data_dir=args.data_dir,
+        seed=args.seed,
+        batch_size=batch,
+        max_length=args.max_length,
+    )
+    data, _ = _batches(data_args, args.steps)
+    side = SentclSide(args.model, args.max_length, 3e-5, args.steps, gradcache_chunk=chunk or None)
+    loaded = rss_mb()
+    times, losses = [], []
+    with PeakRSS() as peak:
+        for sentences in data:
+            start = time.perf_counter()
+            losses.append(side.step(sentences))
+            times.append(time.perf_counter() - start)
+    return {
+        "name": name,
+        "batch_size": batch,
+        "chunk": chunk or None,
+        "rss_after_load_mb": loaded,
+        "peak_rss_mb": max(max_rss_mb(), peak.peak),
+        "step_peak_over_loaded_mb": peak.peak - loaded,
+        "s_per_step": median(times),
+        "sentences_per_s": batch / median(times),
+        "loss": losses,
+    }
+
+
+ALLOCATORS = {"glibc": {}, "mmap128k": {"MALLOC_MMAP_THRESHOLD_": "131072"}}
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    rows = {}
+    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    base["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
+    allocators = [a.strip() for a in args.allocators.split(",") if a.strip()]
+    unknown = [a for a in allocators if a not in ALLOCATORS]
+    if unknown:
+        raise ValueError(f"unknown allocator setting(s) {', '.join(unknown)}; valid: {', '.join(ALLOCATORS)}")
+    for (name, batch, chunk), allocator in [(c, a) for a in allocators for c in _configs(args.configs)]:
+        env = {**base, **ALLOCATORS[allocator]}
+        command = [sys.executable, "-m", "bench.memory_gradcache", "--worker", f"{name}:{batch}:{chunk}"]
+        command += ["--model", args.model, "--corpus", args.corpus, "--steps", str(args.steps)]
+        command += [
+            "--max-length",
+            str(args.max_length),
+            "--threads",
+            str(args.threads),
+            "--seed",
+            str(args.seed),
+        ]
+        if args.data_dir:
+            command += ["--data-dir", args.data_dir]
+        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
+        if done.returncode != 0:
+            raise RuntimeError(f"memory worker {name} failed:\n{done.stderr[-3000:]}")
+        key = f"{name}@{allocator}"
+        rows[key] = {**json.loads(done.stdout.strip().splitlines()[-1]), "allocator": allocator}
+        print(f"{key}: peak {rows[key]['peak_rss_mb']:.0f} MB, {rows[key]['s_per_step']:.2f} s/step")
+    targets: dict[str, Any] = {}
+    for allocator in allocators:
+        small, large = rows.get(f"plain-64@{allocator}"), rows.get(f"gradcache-512@{allocator}")
+        if small and large:
+            ratio = large["peak_rss_mb"] / small["peak_rss_mb"]
+            targets[f"gradcache512_over_plain64_peak@{allocator}"] = ratio
+            targets[f"gradcache512_peak<=1.3x_plain64@{allocator}"] = ratio <= 1.3
+    return {
+        "benchmark": "memory_gradcache",
+        "command": "python -m bench.memory_gradcache " + " ".join(sys.argv[1:]),
+        "machine": machine_info(args.threads),
+        "config": {k: v for k, v in vars(args).items() if k not in ("output", "worker")},
+        "runs": rows,
+        "targets": targets,
+    }
+
+
+def report(res: dict[str, Any]) -> str:
+    headers = ["config", "batch", "chunk", "peak RSS MB", "step peak over loaded MB", "s/step", "sent/s"]
+    rows = [
+        [
+            n,
+            r["batch_size"],
+            r["chunk"] or "-",
+            r["peak_rss_mb"],
+            r["step_peak_over_loaded_mb"],
+            r["s_per_step"],
+            r["sentences_per_s"],
+        ]
+        for n, r in res["runs"].items()
+    ]
+    return format_table(headers, rows) + "\n" + json.dumps(res["targets"])
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    if args.worker:
+        out = worker(args)
+        print(json.dumps(out))
+        return out
+    res = run(args)
+    print(report(res))
+    print("wrote", write_json(args.output, res))
+    return res
+
+
+if __name__ == "__main__":
+    main()

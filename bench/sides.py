@@ -1,0 +1,182 @@
+"""The two trainers under comparison, behind one interface: ``step(sentences) -> loss`` and ``encode``.
+
+sentcl runs its real training path (``make_batch`` -> ``embed_views`` -> the method's objective, the
+loop's optimizer and schedule); the peer runs sentence-transformers' documented unsupervised SimCSE
+recipe: ``MultipleNegativesRankingLoss`` (scale 20 = 1/τ with τ = 0.05) on (s, s) pairs with mean pooling,
+stepped the way its ``fit`` does (collate -> loss -> backward -> clip -> AdamW -> schedule).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from transformers import AutoConfig
+
+from sentcl.config import ModelConfig, ObjectiveConfig, TrainConfig
+from sentcl.data.readers import Corpus
+from sentcl.methods import build_method
+from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.paths import resolve_model_path
+from sentcl.training.gradcache import gradcache_step
+from sentcl.training.optim import build_optimizer, linear_schedule
+from sentcl.training.precision import autocast
+from sentcl.training.step import augment_tokens, embed_views, make_batch
+
+TEMPERATURE = 0.05
+MAX_GRAD_NORM = 1.0
+EVAL_MAX_LENGTH = 128  # both sides encode STS with the same truncation (or the model's limit, if lower)
+
+
+def eval_max_length(model: str) -> int:
+    config = AutoConfig.from_pretrained(resolve_model_path(model))
+    return min(EVAL_MAX_LENGTH, int(getattr(config, "max_position_embeddings", EVAL_MAX_LENGTH)))
+
+
+class SentclSide:
+    """sentcl's unsupervised SimCSE step with mean pooling (``pooler=avg``), as the training loop runs it."""
+
+    def __init__(
+        self,
+        model: str,
+        max_length: int,
+        learning_rate: float,
+        total_steps: int,
+        precision: str = "fp32",
+        gradcache_chunk: int | None = None,
+        compile_model: bool = False,
+        fused_adamw: bool = False,
+    ) -> None:
+        self.device = torch.device("cpu")
+        self.precision, self.gradcache_chunk = precision, gradcache_chunk
+        self.model = SentenceEncoder.from_pretrained(
+            resolve_model_path(model), pooler="avg", max_length=max_length
+        )
+        cfg = TrainConfig(
+            model=ModelConfig(name_or_path=model, pooler="avg", max_length=max_length),
+            objective=ObjectiveConfig(name="unsup_simcse", temperature=TEMPERATURE),
+        )
+        self.method = build_method(cfg, Corpus(Path("bench"), [], {}), self.model.tokenizer)
+        self.optimizer = build_optimizer(self.model, learning_rate, 0.0)
+        if fused_adamw:  # the proposed optim.py change: the same groups, one fused kernel per step
+            self.optimizer = torch.optim.AdamW(self.optimizer.param_groups, lr=learning_rate, fused=True)
+        self.scheduler = linear_schedule(self.optimizer, 0, total_steps)
+        self.eval_length = eval_max_length(model)
+        self.forward_model: Any = torch.compile(self.model) if compile_model else self.model
+        self.model.train()
+
+    def tokenize(self, sentences: Sequence[str]) -> dict[str, torch.Tensor]:
+        batch = make_batch(list(sentences), self.method, self.model)
+        return augment_tokens(batch, self.method, len(sentences))
+
+    def loss_and_backward(self, sentences: Sequence[str]) -> float:
+        return self.batch_loss_and_backward(self.tokenize(sentences), len(sentences))
+
+    def batch_loss_and_backward(self, batch: dict[str, torch.Tensor], n: int) -> float:
+        """The model side of a step on an already collated batch of n examples (B·V rows)."""
+        if self.gradcache_chunk:
+            out = gradcache_step(
+                self.model, batch, self.method, n, self.gradcache_chunk, self.precision, self.device
+            )
+            return float(out["loss"])
+        with autocast(self.precision, self.device):
+            z = embed_views(self.forward_model, batch, self.method, n)  # (B, V, D)
+        loss = self.method.objective(z.float())["loss"]
+        loss.backward()
+        return float(loss.detach())
+
+    def step(self, sentences: Sequence[str]) -> float:
+        return self.step_batch(self.tokenize(sentences), len(sentences))
+
+    def step_batch(self, batch: dict[str, torch.Tensor], n: int) -> float:
+        loss = self.batch_loss_and_backward(batch, n)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), MAX_GRAD_NORM)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
+        return self.model.encode(list(sentences), batch_size=batch_size, max_length=self.eval_length)  # type: ignore[return-value]
+
+
+class PeerSide:
+    """sentence-transformers: ``SentenceTransformer`` + ``MultipleNegativesRankingLoss`` on (s, s) pairs."""
+
+    def __init__(
+        self, model: str, max_length: int, learning_rate: float, total_steps: int, precision: str = "fp32"
+    ) -> None:
+        from sentence_transformers import SentenceTransformer, losses
+        from transformers import get_linear_schedule_with_warmup
+
+        self.precision = precision
+        self.model = SentenceTransformer(resolve_model_path(model), device="cpu")
+        self.model.max_seq_length = max_length
+        self.eval_length = eval_max_length(model)
+        self.loss = losses.MultipleNegativesRankingLoss(self.model, scale=1.0 / TEMPERATURE)
+        # as fit() builds them: torch.optim.AdamW (its default, non-fused) over ST's no-decay groups and
+        # WarmupLinear; here with sentcl's hyper-parameters (no weight decay, no warm-up) on both sides
+        no_decay = ("bias", "LayerNorm.bias", "LayerNorm.weight")
+        named = list(self.model.named_parameters())
+        groups = [
+            {"params": [p for n, p in named if not any(k in n for k in no_decay)], "weight_decay": 0.0},
+            {"params": [p for n, p in named if any(k in n for k in no_decay)], "weight_decay": 0.0},
+        ]
+        self.optimizer = torch.optim.AdamW(groups, lr=learning_rate)
+        self.scheduler = get_linear_schedule_with_warmup(self.optimizer, 0, total_steps)
+        self.model.train()
+
+    def tokenize(self, sentences: Sequence[str]) -> list[dict[str, torch.Tensor]]:
+        # what smart_batching_collate does with InputExample(texts=[s, s]): one feature dict per column
+        # (``preprocess`` from sentence-transformers 6, ``tokenize`` before)
+        tokenize = getattr(self.model, "preprocess", None) or self.model.tokenize
+        return [tokenize(list(sentences)), tokenize(list(sentences))]
+
+    def loss_and_backward(self, sentences: Sequence[str]) -> float:
+        features = self.tokenize(sentences)
+        labels = torch.zeros(len(sentences), dtype=torch.long)
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=self.precision == "bf16"):
+            loss = self.loss(features, labels)
+        loss.backward()
+        return float(loss.detach())
+
+    def step(self, sentences: Sequence[str]) -> float:
+        loss = self.loss_and_backward(sentences)
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), MAX_GRAD_NORM)
+        self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return loss
+
+    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
+        previous, self.model.max_seq_length = self.model.max_seq_length, self.eval_length
+        try:
+            return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True)
+        finally:
+            self.model.max_seq_length = previous
+            self.model.train()
+
+
+MODES = {
+    "sentcl": {"side": "sentcl", "precision": "fp32"},
+    "sentcl-bf16": {"side": "sentcl", "precision": "bf16"},
+    "sentcl-fused": {"side": "sentcl", "precision": "fp32", "fused_adamw": True},
+    "sentcl-compile": {"side": "sentcl", "precision": "fp32", "compile_model": True},
+    "st": {"side": "st", "precision": "fp32"},
+    "st-bf16": {"side": "st", "precision": "bf16"},
+}
+
+
+def build_side(
+    mode: str, model: str, max_length: int, learning_rate: float, total_steps: int
+) -> SentclSide | PeerSide:
+    if mode not in MODES:
+        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
+    spec = dict(MODES[mode])
+    side = spec.pop("side")
+    if side == "st":
+        return PeerSide(model, max_length, learning_rate, total_steps, **spec)
+    return SentclSide(model, max_length, learning_rate, total_steps, **spec)
