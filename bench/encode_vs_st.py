@@ -195,10 +195,10 @@ def _targets(result: dict[str, Any], ratios: dict[str, float]) -> dict[str, Any]
         out["sentcl_outputs_equal_st_1e-5"] = result["sentcl"].get("max_abs_diff_vs_st", 1.0) <= 1e-5
     if "sentcl-int8" in ratios:
         out["int8>=1.5x_st"] = ratios["sentcl-int8"] >= 1.5
-        if "sts_avg" in result["sentcl-int8"] and "sts_avg" in result.get("sentcl", {}):
-            gap = result["sentcl-int8"]["sts_avg"] - result["sentcl"]["sts_avg"]
-            out["int8_sts_avg_gap"] = gap
-            out["int8_sts_avg_within_0.5"] = abs(gap) <= 0.5
+    if "sts_avg" in result.get("sentcl-int8", {}) and "sts_avg" in result.get("sentcl", {}):
+        gap = result["sentcl-int8"]["sts_avg"] - result["sentcl"]["sts_avg"]
+        out["int8_sts_avg_gap"] = gap
+        out["int8_sts_avg_within_0.5"] = abs(gap) <= 0.5
     return out
 
 

@@ -106,6 +106,7 @@ ALLOCATORS = {"glibc": {}, "mmap128k": {"MALLOC_MMAP_THRESHOLD_": "131072"}}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    info = machine_info(args.threads)
     rows = {}
     base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
     base["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
@@ -143,7 +144,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "memory_gradcache",
         "command": "python -m bench.memory_gradcache " + " ".join(sys.argv[1:]),
-        "machine": machine_info(args.threads),
+        "machine": info,
         "config": {k: v for k, v in vars(args).items() if k not in ("output", "worker")},
         "runs": rows,
         "targets": targets,

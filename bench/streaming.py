@@ -154,6 +154,7 @@ def _build_caches(path: Path, cache: Path, tokenizer: Any, max_length: int) -> d
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     set_threads(args.threads)
+    info = machine_info(args.threads)
     data_dir = resolve_data_dir(args.data_dir)
     small = data_file(data_dir, "corpora", "wiki1m_prefix.txt")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="sentcl-bench-stream-"))
@@ -184,7 +185,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "streaming",
         "command": "python -m bench.streaming " + " ".join(sys.argv[1:]),
-        "machine": machine_info(args.threads),
+        "machine": info,
         "config": {
             k: v for k, v in vars(args).items() if k not in ("output", "worker", "corpus_file", "cache_dir")
         },

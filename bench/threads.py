@@ -58,6 +58,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    info = machine_info(0)
     settings = [(int(t), policy) for t, policy in (s.split(":") for s in args.settings.split(","))]
     result: dict[str, dict[str, Any]] = {f"{t}:{p}": {"step_s": [], "loadavg": []} for t, p in settings}
     for r in range(args.rounds):
@@ -85,7 +86,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "benchmark": "threads",
         "command": "python -m bench.threads " + " ".join(sys.argv[1:]),
-        "machine": machine_info(0),
+        "machine": info,
         "config": {k: v for k, v in vars(args).items() if k not in ("output", "worker")},
         "settings": result,
     }
