@@ -37,6 +37,14 @@ lint: install-dev
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 
+# The benchmarks of bench/ against sentence-transformers (docs/performance.md); about an hour in all here.
+bench: install-dev
+	$(BIN)/python -m bench.train_vs_st --profile
+	$(BIN)/python -m bench.encode_vs_st --chunks 10
+	$(BIN)/python -m bench.memory_gradcache --allocators glibc,mmap128k
+	$(BIN)/python -m bench.streaming --lines 1000000
+	$(BIN)/python -m bench.threads --rounds 3 --steps 2
+
 # WordNet's database for the synonym-replacement augmentation (Debian's wordnet-base, /usr/share/wordnet).
 wordnet:
 	@test -f /usr/share/wordnet/index.noun || apt-get install -y --no-install-recommends wordnet-base \

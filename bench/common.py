@@ -19,6 +19,18 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 PAGE = os.sysconf("SC_PAGE_SIZE")
+# malloc settings for the memory workers: glibc's default, or a fixed mmap threshold so that large tensors
+# are mmapped and returned to the system when freed (RSS then follows the memory in use)
+ALLOCATORS: dict[str, dict[str, str]] = {"glibc": {}, "mmap128k": {"MALLOC_MMAP_THRESHOLD_": "131072"}}
+
+
+def worker_env(root: Path, allocator: str = "glibc") -> dict[str, str]:
+    """The environment of a fresh worker process: the repository on PYTHONPATH and the malloc setting."""
+    if allocator not in ALLOCATORS:
+        raise ValueError(f"unknown allocator setting {allocator!r}; valid: {', '.join(ALLOCATORS)}")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env["PYTHONPATH"] = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
+    return {**env, **ALLOCATORS[allocator]}
 
 
 def rss_mb() -> float:
@@ -28,7 +40,17 @@ def rss_mb() -> float:
 
 
 def max_rss_mb() -> float:
-    """Peak resident set size of this process so far (ru_maxrss, KiB on Linux) in MiB."""
+    """Peak resident set size of this process so far in MiB: VmHWM of /proc/self/status.
+
+    Not ``ru_maxrss``: Linux carries the parent's peak over fork + exec into it, so a worker started
+    from a big benchmark process would report the parent's size."""
+    try:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            for line in handle:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 

@@ -29,9 +29,9 @@ from bench.common import (
     set_threads,
     write_json,
 )
-from bench.quantize import quantize_int8
 from sentcl.evaluation.runner import evaluate
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.modeling.quantize import quantize_int8
 from sentcl.paths import data_file, resolve_data_dir, resolve_model_path
 
 DEFAULT_MODES = ["sentcl", "st", "sentcl-int8", "sentcl-bf16"]

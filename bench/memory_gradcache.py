@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from bench.common import (
     median,
     rss_mb,
     set_threads,
+    worker_env,
     write_json,
 )
 from bench.sides import SentclSide
@@ -102,20 +102,12 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-ALLOCATORS = {"glibc": {}, "mmap128k": {"MALLOC_MMAP_THRESHOLD_": "131072"}}
-
-
 def run(args: argparse.Namespace) -> dict[str, Any]:
     info = machine_info(args.threads)
     rows = {}
-    base = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
-    base["PYTHONPATH"] = os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])
     allocators = [a.strip() for a in args.allocators.split(",") if a.strip()]
-    unknown = [a for a in allocators if a not in ALLOCATORS]
-    if unknown:
-        raise ValueError(f"unknown allocator setting(s) {', '.join(unknown)}; valid: {', '.join(ALLOCATORS)}")
     for (name, batch, chunk), allocator in [(c, a) for a in allocators for c in _configs(args.configs)]:
-        env = {**base, **ALLOCATORS[allocator]}
+        env = worker_env(ROOT, allocator)
         command = [sys.executable, "-m", "bench.memory_gradcache", "--worker", f"{name}:{batch}:{chunk}"]
         command += ["--model", args.model, "--corpus", args.corpus, "--steps", str(args.steps)]
         command += [

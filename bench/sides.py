@@ -60,9 +60,7 @@ class SentclSide:
             objective=ObjectiveConfig(name="unsup_simcse", temperature=TEMPERATURE),
         )
         self.method = build_method(cfg, Corpus(Path("bench"), [], {}), self.model.tokenizer)
-        self.optimizer = build_optimizer(self.model, learning_rate, 0.0)
-        if fused_adamw:  # the proposed optim.py change: the same groups, one fused kernel per step
-            self.optimizer = torch.optim.AdamW(self.optimizer.param_groups, lr=learning_rate, fused=True)
+        self.optimizer = build_optimizer(self.model, learning_rate, 0.0, fused=fused_adamw)
         self.scheduler = linear_schedule(self.optimizer, 0, total_steps)
         self.eval_length = eval_max_length(model)
         self.forward_model: Any = torch.compile(self.model) if compile_model else self.model

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import subprocess
 import sys
 import time
@@ -33,6 +32,7 @@ from bench.common import (
     read_sentences,
     rss_mb,
     set_threads,
+    worker_env,
     write_json,
 )
 from bench.sides import MODES, build_side
@@ -64,6 +64,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="torch.profiler over one more step per mode")
     parser.add_argument(
         "--memory-steps", type=int, default=3, help="steps of each fresh memory process (0: skip)"
+    )
+    parser.add_argument(
+        "--memory-allocator", default="mmap128k", help="malloc of the memory processes: glibc or mmap128k"
     )
     parser.add_argument("--memory-modes", default=None, help="modes whose memory is measured (default: all)")
     parser.add_argument("--peak-sizes", default="1024,2048", help="matrix sizes of the matmul peak")
@@ -111,7 +114,7 @@ def measure_memory(args: argparse.Namespace, mode: str) -> dict[str, Any]:
     command += ["--memory-steps", str(args.memory_steps), "--seed", str(args.seed)]
     if args.data_dir:
         command += ["--data-dir", args.data_dir]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+    env = worker_env(ROOT, args.memory_allocator)
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
     if done.returncode != 0:
         raise RuntimeError(f"memory worker for {mode} failed:\n{done.stderr[-3000:]}")
@@ -208,6 +211,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "steps_per_mode": total,
             "learning_rate": args.learning_rate,
             "seed": args.seed,
+            "memory_allocator": args.memory_allocator,
         },
         "matmul_peak_flop_s": {"fp32": peak, "fp32_per_round": peaks["fp32"], "bf16": peaks["bf16"]},
         "stsb_dev_start": start_score,

@@ -177,3 +177,17 @@ def test_paper_numbers_of_table_3_and_alpha() -> None:
     assert "MLM 15%" not in [p.name for p in mlm.points_for("cpu")]
     assert "MLM 15%" in [p.name for p in mlm.points_for("full")]
     assert re.fullmatch(r"[a-z0-9.-]+", "-".join(p.slug for p in mlm.points))
+
+
+def test_config_guard_reads_keys_added_after_the_run_as_their_defaults(tmp_path: Path) -> None:
+    """A run made before a setting existed has no such key in config.json: equal to a config that leaves
+    the setting at its default, different from one that sets it."""
+    from sentcl.config import to_dict
+    from sentcl.experiments import config_differences
+
+    saved = to_dict(TrainConfig())
+    del saved["training"]["gradient_cache_chunk"]
+    (tmp_path / "config.json").write_text(json.dumps(saved), encoding="utf-8")
+    assert config_differences(tmp_path, TrainConfig()) == []
+    changed = load_config(TrainConfig, None, ["training.gradient_cache_chunk=16"])
+    assert config_differences(tmp_path, changed) == ["training.gradient_cache_chunk: 0 in the run, 16 now"]

@@ -81,6 +81,11 @@ def build_parser() -> argparse.ArgumentParser:
         type=int,
         help="Truncate sentences to this many tokens (default: the model's limit, at most 512).",
     )
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="Fast CPU inference: dynamic int8 quantisation of the Linear layers (docs/performance.md).",
+    )
     p.add_argument("--output", type=Path, help="Write the results as JSON here.")
     p.set_defaults(func=cmd_eval)
 
@@ -103,6 +108,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="Truncate sentences to this many tokens (default: the model's limit, at most 512).",
     )
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings.")
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="Fast CPU inference: dynamic int8 quantisation of the Linear layers (docs/performance.md).",
+    )
     p.set_defaults(func=cmd_encode)
 
     p = sub.add_parser(
@@ -219,7 +229,12 @@ def cmd_train(args: argparse.Namespace) -> int:
 def _load_model(args: argparse.Namespace):
     from sentcl.modeling.dual import load_encoder
 
-    return load_encoder(args.model, pooler=args.pooler)
+    model = load_encoder(args.model, pooler=args.pooler)
+    if getattr(args, "int8", False):
+        from sentcl.modeling.quantize import quantize_int8
+
+        model = quantize_int8(model)
+    return model
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

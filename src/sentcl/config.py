@@ -77,6 +77,14 @@ class DataConfig:
     )
     reader: str | None = opt(None, "Reader of the training file (lines, ...); null: the method's own.")
     max_examples: int | None = opt(None, "Use only the first N training examples (null: all).")
+    streaming: bool = opt(
+        False,
+        "Read the training file line by line from disk (line index + token ids cached on disk) instead of "
+        "loading it: for corpora larger than memory; reader 'lines' only.",
+    )
+    cache_dir: str | None = opt(
+        None, "Cache folder of streaming corpora (default $SENTCL_CACHE or ~/.cache/sentcl)."
+    )
     no_duplicates_in_batch: bool = opt(False, "Keep identical texts out of the same batch (false negatives).")
     augmentation: str | None = opt(
         None,
@@ -164,6 +172,14 @@ class TrainingConfig:
     device: str = opt("auto", "Device: auto (cuda if available, else cpu), cpu, cuda, cuda:N.")
     precision: str = opt("fp32", "fp32, or autocast in bf16 (CPU or GPU) / fp16 (GPU, with loss scaling).")
     progress: bool = opt(True, "Show a progress bar.")
+    gradient_cache_chunk: int = opt(
+        0,
+        "GradCache: embed the batch without gradients, then re-run chunks of this many sentences with "
+        "gradients (peak memory of one chunk, one more forward pass); 0: off.",
+    )
+    fused_optimizer: bool = opt(
+        False, "AdamW's fused kernel (torch's fused=True): one pass over the weights."
+    )
 
     def __post_init__(self) -> None:
         _positive("training.batch_size", self.batch_size)
@@ -176,7 +192,7 @@ class TrainingConfig:
             raise ConfigError(
                 f"training.device={self.device!r} is not valid; choose auto, cpu, cuda or cuda:N"
             )
-        for name in ("eval_steps", "log_steps", "save_steps", "warmup_steps"):
+        for name in ("eval_steps", "log_steps", "save_steps", "warmup_steps", "gradient_cache_chunk"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)!r}")
 

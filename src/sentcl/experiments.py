@@ -248,8 +248,11 @@ def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def config_differences(run_dir: Path, cfg: TrainConfig) -> list[str]:
-    """Keys whose value in ``run_dir/config.json`` differs from ``cfg`` (where/how keys ignored)."""
-    saved = _flatten(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))
+    """Keys whose value in ``run_dir/config.json`` differs from ``cfg`` (where/how keys ignored).
+
+    A key the saved config lacks (a setting added to sentcl after the run) counts as its default value."""
+    defaults = _flatten(to_dict(TrainConfig()))
+    saved = {**defaults, **_flatten(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))}
     wanted = _flatten(to_dict(cfg))
     keys = [k for k in dict.fromkeys([*saved, *wanted]) if k not in PLACE_KEYS]
     return [

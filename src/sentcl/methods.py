@@ -59,6 +59,9 @@ class Method:
     meta: Callable[[Sequence[Example]], dict[str, Tensor]] | None = None
     #: stochastic parts, reseeded from (seed, step) before every step so that resuming is exact
     stochastic: list[Any] = field(default_factory=list)
+    #: every view is the example's own text (augmentations act on tokens or embeddings only), so a
+    #: streaming corpus' cached token ids can be collated directly instead of tokenising the views
+    views_are_copies: bool = False
 
     @property
     def num_views(self) -> int:
@@ -191,6 +194,7 @@ def unsup_simcse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenize
         embedding_augment=[None, embedding_aug] if embedding_aug else None,
         share_dropout_mask=cfg.model.same_dropout_mask,
         stochastic=[a for a in (text_aug, token_aug, embedding_aug) if a is not None],
+        views_are_copies=text_aug is None,
     )
 
 
@@ -243,6 +247,7 @@ def cutoff_triplet(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokeni
         token_augment=[None, weak, strong],
         head_activation=("tanh", "tanh", o.strong_activation),
         stochastic=[weak, strong],
+        views_are_copies=True,
     )
 
 

@@ -23,10 +23,11 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sentcl import distributed
-from sentcl.config import TrainConfig, to_dict
+from sentcl.config import ConfigError, TrainConfig, to_dict
 from sentcl.data.readers import Corpus
 from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation, example_key
 from sentcl.data.sources import read_training_data
+from sentcl.data.streaming import StreamingCorpus, collate_cached
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.runner import check_tasks, dev_score, evaluate
 from sentcl.methods import Method, build_method, method_spec
@@ -43,6 +44,7 @@ from sentcl.training.checkpoint import (
     rng_state,
     set_rng_state,
 )
+from sentcl.training.gradcache import gradcache_step
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import autocast, check_precision, grad_scaler, resolve_device
 from sentcl.training.step import augment_tokens, embed_views, make_batch, mlm_step_loss
@@ -121,11 +123,23 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     device = distributed.default_device() if is_dist else resolve_device(tcfg.device)
     check_precision(tcfg.precision, device)
     global_batch = tcfg.batch_size * world
+    reader = cfg.data.reader or spec.reader
+    if cfg.data.streaming and reader != "lines":
+        raise ConfigError(
+            f"data.streaming reads plain text files (reader 'lines'); {cfg.objective.name} uses reader {reader!r}"
+        )
+    if tcfg.gradient_cache_chunk and cfg.objective.mlm_weight > 0:
+        raise ConfigError(
+            "training.gradient_cache_chunk cannot be combined with objective.mlm_weight > 0: the MLM loss "
+            "needs its own forward pass with a graph over the whole batch"
+        )
 
     # ---- phase 2: data
-    corpus: Corpus = read_training_data(
-        cfg.data.reader or spec.reader, train_path, cfg.data.max_examples, cfg.data.use_neutral
-    )
+    corpus: Corpus
+    if cfg.data.streaming:
+        corpus = StreamingCorpus(train_path, cfg.data.cache_dir, cfg.data.max_examples)
+    else:
+        corpus = read_training_data(reader, train_path, cfg.data.max_examples, cfg.data.use_neutral)
     if len(corpus) < global_batch:
         raise ValueError(
             f"training file {train_path} has {len(corpus)} examples, fewer than one batch "
@@ -147,6 +161,13 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             f"{cfg.objective.name} uses {len(method.examples)} examples of {train_path}, "
             f"fewer than one batch ({global_batch})"
         )
+    # a streaming corpus collates cached token ids (tokenised once, on disk) when the views are plain copies
+    cached_tokens = isinstance(corpus, StreamingCorpus) and method.views_are_copies
+    if cached_tokens:
+        assert isinstance(corpus, StreamingCorpus)
+        corpus.tokenize(model.tokenizer, model.max_length)
+        built = corpus.examples.built_tokens
+        logger.info("token ids of %s %s", train_path, "cached" if built else "read from the cache")
     mlm_model = None
     if cfg.objective.mlm_weight > 0:
         f = model.f if isinstance(model, DualEncoder) else model
@@ -175,7 +196,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     total_steps = tcfg.epochs * steps_per_epoch
     if tcfg.max_steps is not None:
         total_steps = min(total_steps, tcfg.max_steps)
-    optimizer = build_optimizer(trainable, tcfg.learning_rate, tcfg.weight_decay)
+    optimizer = build_optimizer(trainable, tcfg.learning_rate, tcfg.weight_decay, tcfg.fused_optimizer)
     scheduler = linear_schedule(optimizer, tcfg.warmup_steps, total_steps)
     scaler = grad_scaler(tcfg.precision, device)
     state: dict[str, Any] = {
@@ -260,26 +281,44 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             state["batch_in_epoch"] :
         ]:
             method.reseed(tcfg.seed, state["global_step"])
-            examples = [method.examples[i] for i in index[rank * tcfg.batch_size :][: tcfg.batch_size]]
-            batch = augment_tokens(make_batch(examples, method, model), method, len(examples))
+            local = index[rank * tcfg.batch_size :][: tcfg.batch_size]
+            examples = [method.examples[i] for i in local]
+            if cached_tokens:
+                batch = collate_cached(corpus, local, method.num_views, model.tokenizer)  # type: ignore[arg-type]
+            else:
+                batch = make_batch(examples, method, model)
+            batch = augment_tokens(batch, method, len(examples))
             batch = {k: v.to(device) for k, v in batch.items()}
-            with autocast(tcfg.precision, device):
-                z = embed_views(model, batch, method, len(examples))  # (B_local, V, D)
-                mlm = None
-                if mlm_model is not None:
-                    mlm_generator.manual_seed((tcfg.seed * 1_000_003 + state["global_step"]) * 64 + rank)
-                    mlm = mlm_step_loss(
-                        mlm_model, model.tokenizer, batch, cfg.objective.mlm_probability, mlm_generator
-                    )
-            z = distributed.gather_views(z.float())  # (B_global, V, D), gradients flow to this rank's rows
             meta = {
                 k: distributed.all_gather(v.to(device))
                 for k, v in (method.meta(examples) if method.meta else {}).items()
             }
-            outputs = method.objective(z, **meta)  # the loss in fp32 whatever the forward's precision
-            if mlm is not None:
-                outputs = add_mlm(outputs, mlm.float(), cfg.objective.mlm_weight)
-            scaler.scale(outputs["loss"]).backward()
+            if 0 < tcfg.gradient_cache_chunk < len(examples):
+                outputs = gradcache_step(
+                    model,
+                    batch,
+                    method,
+                    len(examples),
+                    tcfg.gradient_cache_chunk,
+                    tcfg.precision,
+                    device,
+                    scaler,
+                    objective=lambda z, meta=meta: method.objective(distributed.gather_views(z), **meta),
+                )
+            else:
+                with autocast(tcfg.precision, device):
+                    z = embed_views(model, batch, method, len(examples))  # (B_local, V, D)
+                    mlm = None
+                    if mlm_model is not None:
+                        mlm_generator.manual_seed((tcfg.seed * 1_000_003 + state["global_step"]) * 64 + rank)
+                        mlm = mlm_step_loss(
+                            mlm_model, model.tokenizer, batch, cfg.objective.mlm_probability, mlm_generator
+                        )
+                z = distributed.gather_views(z.float())  # (B_global, V, D), gradients reach this rank's rows
+                outputs = method.objective(z, **meta)  # the loss in fp32 whatever the forward's precision
+                if mlm is not None:
+                    outputs = add_mlm(outputs, mlm.float(), cfg.objective.mlm_weight)
+                scaler.scale(outputs["loss"]).backward()
             distributed.sync_gradients(trainable)
             if tcfg.max_grad_norm > 0:
                 scaler.unscale_(optimizer)

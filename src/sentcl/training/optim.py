@@ -8,14 +8,17 @@ from torch import nn
 NO_DECAY = ("bias", "LayerNorm.weight", "layer_norm.weight", "norm.weight")
 
 
-def build_optimizer(model: nn.Module, learning_rate: float, weight_decay: float) -> torch.optim.AdamW:
+def build_optimizer(
+    model: nn.Module, learning_rate: float, weight_decay: float, fused: bool = False
+) -> torch.optim.AdamW:
+    """AdamW with weight decay on every weight but biases and LayerNorm; ``fused``: torch's fused kernel."""
     decay, no_decay = [], []
     for name, param in model.named_parameters():
         if not param.requires_grad:
             continue
         (no_decay if any(key in name for key in NO_DECAY) else decay).append(param)
     groups = [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=learning_rate)
+    return torch.optim.AdamW(groups, lr=learning_rate, fused=fused or None)
 
 
 def linear_schedule(

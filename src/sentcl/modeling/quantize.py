@@ -5,8 +5,8 @@ quantised per batch on the fly with one scale per tensor (dynamic range) and the
 int32 (fbgemm kernels; AVX2 suffices). The feed-forward output projections stay in fp32: a per-tensor
 activation scale is set by the largest channel, and on all-MiniLM-L6-v2 their input (the GELU output)
 has channels up to 17× the median channel's max |x| (layer 0, 128 wiki sentences); quantising them too
-lowers the mean cosine to the fp32 embedding from 0.988 to 0.976 for ~5% more speed. Inference only.
-Proposed for ``sentcl.modeling.quantize``.
+lowers the mean cosine to the fp32 embedding from 0.988 to 0.976 for ~5% more speed. Inference only
+(``sentcl eval --int8``, ``sentcl encode --int8``); speed and STS cost in docs/performance.md.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from collections.abc import Callable
 import torch
 from torch import nn
 
+from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
 
 
@@ -30,10 +31,10 @@ def default_selection(name: str) -> bool:
 
 @torch.no_grad()
 def quantize_int8(
-    encoder: SentenceEncoder, select: Callable[[str], bool] = default_selection
-) -> SentenceEncoder:
+    encoder: SentenceEncoder | DualEncoder, select: Callable[[str], bool] = default_selection
+) -> SentenceEncoder | DualEncoder:
     """A copy of ``encoder`` in eval mode whose selected nn.Linear layers run as dynamic int8 with per-channel
-    weight scales; the original is left untouched."""
+    weight scales (CPU only); the original is left untouched."""
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
     model = copy.deepcopy(encoder).eval()
