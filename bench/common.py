@@ -21,14 +21,20 @@ from torch.utils.flop_counter import FlopCounterMode
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # malloc settings for the memory workers: glibc's default, or a fixed mmap threshold so that large tensors
 # are mmapped and returned to the system when freed (RSS then follows the memory in use)
-ALLOCATORS: dict[str, dict[str, str]] = {"glibc": {}, "mmap128k": {"MALLOC_MMAP_THRESHOLD_": "131072"}}
+# "mallopt": glibc's default environment; the worker calls sentcl.training.allocator.fix_mmap_threshold()
+# at start, as the training loop does with training.gradient_cache_chunk
+ALLOCATORS: dict[str, dict[str, str]] = {
+    "glibc": {},
+    "mmap128k": {"MALLOC_MMAP_THRESHOLD_": "131072"},
+    "mallopt": {"SENTCL_BENCH_MALLOPT": "1"},
+}
 
 
 def worker_env(root: Path, allocator: str = "glibc") -> dict[str, str]:
     """The environment of a fresh worker process: the repository on PYTHONPATH and the malloc setting."""
     if allocator not in ALLOCATORS:
         raise ValueError(f"unknown allocator setting {allocator!r}; valid: {', '.join(ALLOCATORS)}")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MALLOC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MALLOC_", "SENTCL_BENCH_MALLOPT"))}
     env["PYTHONPATH"] = os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")])
     return {**env, **ALLOCATORS[allocator]}
 

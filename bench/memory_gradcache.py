@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -51,7 +52,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--allocators",
         default="glibc,mmap128k",
         help="glibc: the default malloc; mmap128k: MALLOC_MMAP_THRESHOLD_=131072 (large tensors are mmapped "
-        "and go back to the system when freed, so RSS follows the memory in use)",
+        "and go back to the system when freed, so RSS follows the memory in use); mallopt: the same set "
+        "at run time by sentcl.training.allocator, as the training loop does with gradient caching",
     )
     parser.add_argument("--max-length", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
@@ -71,6 +73,11 @@ def _configs(text: str) -> list[tuple[str, int, int]]:
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     name, batch, chunk = _configs(args.worker)[0]
+    if os.environ.get("SENTCL_BENCH_MALLOPT"):
+        from sentcl.training.allocator import fix_mmap_threshold
+
+        if not fix_mmap_threshold():
+            raise RuntimeError("allocator 'mallopt' needs glibc")
     set_threads(args.threads)
     torch.manual_seed(args.seed)
     data_args = argparse.Namespace(

@@ -51,7 +51,7 @@ def write_grid_report(
     if spec.description:
         parts += [spec.description, ""]
     parts += [
-        f"Grid `{spec.path}`, base recipe `{spec.base}`, variant `{variant}`: "
+        f"Grid `{spec.path}`, base recipe `{_shown(spec.base)}`, variant `{variant}`: "
         + (", ".join(f"`{o}`" for o in spec.variants[variant]) or "no overrides")
         + ".",
         f"Metric: {metric}, Spearman x 100 of the best checkpoint (results.json of each run).",
@@ -66,3 +66,11 @@ def write_grid_report(
     md = output_dir / f"{stem}.md"
     md.write_text("\n".join(parts), encoding="utf-8")
     return md, png
+
+
+def _shown(path: Path | str) -> str:
+    """A path as the page shows it: relative to the working directory when it lies below it."""
+    try:
+        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

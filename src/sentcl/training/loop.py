@@ -36,6 +36,7 @@ from sentcl.modeling.dual import DualEncoder, load_encoder
 from sentcl.modeling.mlm_head import attach_mlm_head
 from sentcl.objectives.mlm import add_mlm
 from sentcl.paths import data_file, resolve_data_dir
+from sentcl.training.allocator import fix_mmap_threshold
 from sentcl.training.checkpoint import (
     STATE_FILE,
     atomic_dir_write,
@@ -120,6 +121,8 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     out = Path(tcfg.output_dir)
     if tcfg.num_threads:
         torch.set_num_threads(tcfg.num_threads)
+    if tcfg.gradient_cache_chunk:
+        fix_mmap_threshold()  # keeps the resident set at one chunk's activations (sentcl.training.allocator)
     device = distributed.default_device() if is_dist else resolve_device(tcfg.device)
     check_precision(tcfg.precision, device)
     global_batch = tcfg.batch_size * world
