@@ -9,8 +9,11 @@ import struct
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+import torch
 from conftest import WORDS, write_corpus
+from transformers import AutoModel, AutoTokenizer
 
 import sentcl.report as report_pkg
 import sentcl.report.collect as collect
@@ -113,7 +116,9 @@ def test_second_report_reads_the_cache_and_a_changed_model_is_evaluated_again(
     assert main([*base, "--output", str(tmp_path / "a")]) == 0  # fills the cache if the other test did not
     calls: list[list[str]] = []
 
-    def fake(model: str, tasks: list[str], data_dir: Path, batch_size: int = 128) -> dict[str, Any]:
+    def fake(
+        model: str, tasks: list[str], data_dir: Path, batch_size: int = 128, pooler: str | None = None
+    ) -> dict[str, Any]:
         calls.append(list(tasks))
         return {"align_uniform": {"alignment": 0.125, "uniformity": -2.5}}
 
@@ -195,7 +200,9 @@ FIXED = {
 def test_model_folder_report_with_fixed_metrics(
     tiny_bert: Path, small_data: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(collect, "compute_tasks", lambda model, tasks, d, b=128: {t: FIXED[t] for t in tasks})
+    monkeypatch.setattr(
+        collect, "compute_tasks", lambda model, tasks, d, b=128, p=None: {t: FIXED[t] for t in tasks}
+    )
     out = tmp_path / "r"
     assert main(["report", str(tiny_bert), "--output", str(out), "--data-dir", str(small_data)]) == 0
     text = (out / "report.md").read_text(encoding="utf-8")
@@ -207,6 +214,36 @@ def test_model_folder_report_with_fixed_metrics(
     for name in ("alignment_uniformity.png", "spectrum.png", "similarity_by_gold.png"):
         assert png_size(out / name) == (640, 480)
     assert (out / "cache" / f"{tiny_bert.name}.json").is_file()
+
+
+def test_pooler_option_evaluates_a_model_with_that_pooler(
+    tiny_bert: Path, small_data: Path, tmp_path: Path
+) -> None:
+    """--pooler avg: alignment equals a hand-written masked mean of AutoModel's last layer (STS-B test, gold > 4)."""
+    out = tmp_path / "r"
+    args = ["report", str(tiny_bert), "--pooler", "avg", "--eval-tasks", "align_uniform"]
+    assert main([*args, "--output", str(out), "--data-dir", str(small_data)]) == 0
+    rows = [
+        line.split("\t")
+        for line in (small_data / "senteval/STS/STSBenchmark/sts-test.csv").read_text().splitlines()
+    ]
+    pairs = [(r[5], r[6]) for r in rows if float(r[4]) > 4.0]
+    tokenizer = AutoTokenizer.from_pretrained(tiny_bert)
+    model = AutoModel.from_pretrained(tiny_bert).eval()
+
+    def mean_pooled(sentences: list[str]) -> np.ndarray:
+        batch = tokenizer(sentences, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = model(**batch).last_hidden_state.numpy()  # (n, len, d)
+        mask = batch["attention_mask"].numpy()[:, :, None]  # (n, len, 1)
+        mean = (hidden * mask).sum(1) / mask.sum(1)
+        return mean / np.linalg.norm(mean, axis=1, keepdims=True)
+
+    x, y = mean_pooled([a for a, _ in pairs]), mean_pooled([b for _, b in pairs])
+    alignment = float(np.mean(np.sum((x - y) ** 2, axis=1)))
+    cache = json.loads((out / "cache" / f"{tiny_bert.name}__avg_.json").read_text(encoding="utf-8"))
+    assert cache["results"]["align_uniform"]["alignment"] == pytest.approx(alignment, rel=1e-4)
+    assert f"| {tiny_bert.name} (avg) | {alignment:.4f} |" in (out / "report.md").read_text(encoding="utf-8")
 
 
 def test_report_of_a_missing_folder_is_a_clear_error(

@@ -174,6 +174,11 @@ def _add_search_report_experiment(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--data-dir", help="Data folder (default $SENTCL_DATA or ../shared/data).")
     p.add_argument("--batch-size", type=int, default=128, help="Sentences per encoding batch.")
+    p.add_argument(
+        "--pooler",
+        choices=POOLERS,
+        help="Pooler for model sources (runs keep their saved one); default: the model's saved one, else cls.",
+    )
     p.set_defaults(func=cmd_report)
 
     p = sub.add_parser("experiment", help="Run a grid of training runs and write the paper-style table.")
@@ -330,7 +335,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if args.batch_size <= 0:
         raise ValueError(f"--batch-size must be positive, got {args.batch_size}")
     report = make_report(
-        args.runs, args.output, args.eval_tasks or DEFAULT_TASKS, args.data_dir, args.batch_size
+        args.runs, args.output, args.eval_tasks or DEFAULT_TASKS, args.data_dir, args.batch_size, args.pooler
     )
     print(f"wrote {report.markdown} and {len(report.figures)} figure(s)")
     return 0

@@ -58,13 +58,14 @@ def make_report(
     eval_tasks: Sequence[str] = DEFAULT_TASKS,
     data_dir: str | Path | None = None,
     batch_size: int = 128,
+    pooler: str | None = None,
 ) -> Report:
     """Write ``<output>/report.md`` and its figures for ``specs``; a figure whose data no source has is left out."""
     if not specs:
         raise ValueError("sentcl report needs at least one run folder, model folder or model name")
     output = Path(output)
     data = resolve_data_dir(data_dir)
-    sources = [open_source(spec, output / "cache") for spec in specs]
+    sources = [open_source(spec, output / "cache", pooler) for spec in specs]
     _unique_names(sources)
     for source in sources:
         ensure_results(source, eval_tasks, data, batch_size)

@@ -36,6 +36,7 @@ class ReportSource:
     model: str
     cache_path: Path
     run_dir: Path | None = None
+    pooler: str | None = None  # a model source's pooler override (runs use their saved one)
     summary: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     trajectory: list[dict[str, float]] = field(default_factory=list)
@@ -79,8 +80,12 @@ def read_trajectory(metrics_path: Path) -> list[dict[str, float]]:
     ]
 
 
-def open_source(spec: str, cache_dir: Path) -> ReportSource:
-    """A run folder (results.json or best/), a model folder (config.json) or an offline short name."""
+def open_source(spec: str, cache_dir: Path, pooler: str | None = None) -> ReportSource:
+    """A run folder (results.json or best/), a model folder (config.json) or an offline short name.
+
+    ``pooler`` applies to model sources only (a run's best/ keeps the pooler it was trained with); it
+    is part of the source's name and cache file, so one model can be shown with several poolers.
+    """
     path = Path(spec)
     if path.is_dir() and ((path / "results.json").is_file() or (path / "best").is_dir()):
         source = ReportSource(spec, path.resolve().name, str(path / "best"), path / CACHE_FILE, run_dir=path)
@@ -94,19 +99,23 @@ def open_source(spec: str, cache_dir: Path) -> ReportSource:
         return source
     if (path.is_dir() and (path / "config.json").is_file()) or spec in OFFLINE_MODELS:
         name = path.resolve().name if path.is_dir() else spec
+        if pooler:
+            name = f"{name} ({pooler})"
         slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
-        return ReportSource(spec, name, spec, cache_dir / f"{slug}.json")
+        return ReportSource(spec, name, spec, cache_dir / f"{slug}.json", pooler=pooler)
     raise FileNotFoundError(
         f"{spec}: not a run folder (results.json or best/), a model folder (config.json) or an offline short "
         f"name ({', '.join(sorted(OFFLINE_MODELS))})"
     )
 
 
-def compute_tasks(model: str, tasks: Sequence[str], data_dir: Path, batch_size: int = 128) -> dict[str, Any]:
+def compute_tasks(
+    model: str, tasks: Sequence[str], data_dir: Path, batch_size: int = 128, pooler: str | None = None
+) -> dict[str, Any]:
     """Evaluate ``model`` (run/best, a folder or short name) on ``tasks``; task -> result."""
     from sentcl.modeling.dual import load_encoder
 
-    encoder = load_encoder(model)
+    encoder = load_encoder(model, pooler=pooler) if pooler else load_encoder(model)
     return evaluate(lambda s: encoder.encode(s, batch_size=batch_size), data_dir, tasks)
 
 
@@ -132,7 +141,7 @@ def ensure_results(source: ReportSource, tasks: Sequence[str], data_dir: Path, b
     missing = [t for t in needed if not _has(cached, t)]
     if missing:
         logger.info("%s: evaluating %s with %s", source.name, ", ".join(missing), source.model)
-        cached.update(compute_tasks(source.model, missing, data_dir, batch_size))
+        cached.update(compute_tasks(source.model, missing, data_dir, batch_size, source.pooler))
         write_json(
             {"model_fingerprint": fingerprint, "model": source.model, "results": cached}, source.cache_path
         )
