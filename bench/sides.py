@@ -107,8 +107,13 @@ class PeerSide:
     def __init__(
         self, model: str, max_length: int, learning_rate: float, total_steps: int, precision: str = "fp32"
     ) -> None:
-        from sentence_transformers import SentenceTransformer, losses
+        from sentence_transformers import SentenceTransformer
         from transformers import get_linear_schedule_with_warmup
+
+        try:  # sentence-transformers >= 6 moved the losses; older releases have only the top-level module
+            from sentence_transformers.sentence_transformer import losses
+        except ImportError:
+            from sentence_transformers import losses
 
         self.precision = precision
         self.model = SentenceTransformer(resolve_model_path(model), device="cpu")
