@@ -115,7 +115,7 @@ def compute_tasks(
     """Evaluate ``model`` (run/best, a folder or short name) on ``tasks``; task -> result."""
     from sentcl.modeling.dual import load_encoder
 
-    encoder = load_encoder(model, pooler=pooler) if pooler else load_encoder(model)
+    encoder = load_encoder(model, pooler=pooler)  # None: the saved pooler, as from_pretrained does
     return evaluate(lambda s: encoder.encode(s, batch_size=batch_size), data_dir, tasks)
 
 
