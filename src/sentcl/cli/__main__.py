@@ -1,0 +1,5 @@
+"""``python -m sentcl.cli`` (what torchrun runs)."""
+
+from sentcl.cli import main
+
+raise SystemExit(main())

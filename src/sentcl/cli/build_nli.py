@@ -1,0 +1,36 @@
+"""``sentcl build-nli``: supervised-SimCSE triples (nli_for_simcse.csv) from SentEval's SNLI folder."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sentcl.cli.options import add_data_dir
+from sentcl.paths import resolve_data_dir
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "build-nli", help="Build supervised-SimCSE triples (nli_for_simcse.csv) from SentEval's SNLI."
+    )
+    p.add_argument(
+        "--senteval-snli", type=Path, help="SentEval SNLI folder (default: <data-dir>/senteval/SNLI)."
+    )
+    add_data_dir(p)
+    p.add_argument("--splits", nargs="+", default=["dev", "test"], help="Splits to read (s1.<split>, ...).")
+    p.add_argument("--output", type=Path, required=True, help="CSV to write (header sent0,sent1,hard_neg).")
+    p.add_argument("--with-neutral", action="store_true", help="Add a neutral hypothesis as a 4th column.")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.data.nli import build_nli_from_senteval
+
+    folder = args.senteval_snli or resolve_data_dir(args.data_dir) / "senteval" / "SNLI"
+    stats = build_nli_from_senteval(folder, args.splits, args.output, with_neutral=args.with_neutral)
+    skipped = ", ".join(f"{k.removeprefix('skipped_')}: {v}" for k, v in stats.skipped().items() if v)
+    print(
+        f"{stats.records} records, {stats.premises} premises -> {stats.triples} examples written to "
+        f"{args.output}; skipped premises/records: {skipped or 'none'}"
+    )
+    return 0

@@ -1,0 +1,52 @@
+"""``sentcl experiment``: run a grid of training runs and write the paper-style table."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from pathlib import Path
+
+from sentcl.cli.options import add_overrides
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("experiment", help="Run a grid of training runs and write the paper-style table.")
+    p.add_argument("grid", type=Path, help="Grid file, e.g. configs/experiments/dropout.yaml.")
+    p.add_argument("--variant", default="cpu", help="Variant of the grid (cpu or full; default cpu).")
+    p.add_argument(
+        "--output", type=Path, default=Path("docs/results"), help="Folder for NAME-VARIANT.md/.png."
+    )
+    p.add_argument(
+        "--runs-dir", type=Path, default=Path("runs/experiments"), help="Run folders go below this."
+    )
+    add_overrides(p, "Override a config key for every point (repeatable).")
+    p.add_argument(
+        "--metric",
+        choices=("stsb_dev", "stsb", "sts_avg"),
+        help="Metric of the table instead of the grid's own (sts_avg needs eval.final_tasks to include sts).",
+    )
+    p.add_argument("--data-dir", help="Data folder (sets data.data_dir).")
+    p.add_argument(
+        "--dry-run", action="store_true", help="Check the grid and list its points; train nothing."
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.experiments import load_grid, point_configs, run_grid
+    from sentcl.report.grid import write_grid_report
+
+    overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
+    spec = load_grid(args.grid)
+    if args.metric:
+        spec = dataclasses.replace(spec, metric=args.metric)
+    if args.dry_run:
+        for point, cfg in point_configs(spec, args.variant, args.runs_dir, overrides):
+            print(f"{point.name}: {cfg.training.output_dir}  {' '.join(point.overrides)}")
+        return 0
+    rows = run_grid(spec, args.variant, args.runs_dir, overrides)
+    command = " ".join(["sentcl experiment", str(args.grid), "--variant", args.variant])
+    command += f" --metric {args.metric}" if args.metric else ""
+    md, png = write_grid_report(spec, args.variant, rows, args.output, command)
+    print(f"wrote {md} and {png}")
+    return 0

@@ -1,0 +1,95 @@
+"""Options shared by several commands, declared once, and the errors that count as the user's."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from sentcl.config import POOLERS, ConfigError
+from sentcl.data.readers import DataFormatError
+from sentcl.paths import DataNotFoundError, ModelNotFoundError
+
+# Raised for a user's mistake: printed as one line ``sentcl CMD: error: ...`` with exit status 2.
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    ConfigError,
+    DataFormatError,
+    DataNotFoundError,
+    ModelNotFoundError,
+    FileNotFoundError,
+    ValueError,
+    KeyError,
+)
+
+
+def user_error_message(err: BaseException) -> str:
+    """The message of a user error (a KeyError's repr quotes it: use its argument)."""
+    return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: a whole number > 0."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def add_data_dir(p: argparse.ArgumentParser, help_: str | None = None) -> None:
+    p.add_argument("--data-dir", help=help_ or "Data folder (default $SENTCL_DATA or ../shared/data).")
+
+
+def add_overrides(p: argparse.ArgumentParser, help_: str) -> None:
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help_)
+
+
+def add_pooler(p: argparse.ArgumentParser, help_: str | None = None) -> None:
+    p.add_argument(
+        "--pooler", choices=POOLERS, help=help_ or "Pooler (default: the model's saved one, else cls)."
+    )
+
+
+def add_batch_size(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--batch-size", type=positive_int, default=128, help="Sentences per encoding batch (default 128)."
+    )
+
+
+def add_model_options(p: argparse.ArgumentParser, *, model_required: bool = True) -> None:
+    """--model, --pooler, --batch-size, --max-length, --int8: how a command loads and runs an encoder."""
+    p.add_argument(
+        "--model",
+        required=model_required,
+        help="Local folder, hub id or offline short name (all-MiniLM-L6-v2).",
+    )
+    add_pooler(p)
+    add_batch_size(p)
+    p.add_argument(
+        "--max-length",
+        type=positive_int,
+        help="Truncate sentences to this many tokens (default: the model's limit, at most 512).",
+    )
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="Fast CPU inference: dynamic int8 quantisation of the Linear layers (docs/performance.md).",
+    )
+
+
+def load_model(args: argparse.Namespace) -> Any:
+    """The encoder that ``add_model_options`` describes (a SentenceEncoder or DualEncoder)."""
+    from sentcl.modeling.dual import load_encoder
+
+    model = load_encoder(args.model, pooler=args.pooler)
+    if getattr(args, "int8", False):
+        from sentcl.modeling.quantize import quantize_int8
+
+        model = quantize_int8(model)
+    return model
+
+
+def encode_fn(model: Any, args: argparse.Namespace):  # noqa: ANN201 - Callable[[list[str]], np.ndarray]
+    """sentences -> embeddings with the command's batch size and length."""
+    return lambda sentences: model.encode(sentences, batch_size=args.batch_size, max_length=args.max_length)

@@ -1,0 +1,43 @@
+"""``sentcl report``: a Markdown report with tables and PNG plots for runs or models."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from sentcl.evaluation.runner import task_names
+
+    p = sub.add_parser("report", help="Markdown report with tables and PNG plots for runs or models.")
+    p.add_argument(
+        "runs", nargs="+", metavar="RUN_DIR", help="Run folders, model folders or offline short names."
+    )
+    p.add_argument("--output", type=Path, default=Path("report"), help="Output folder (default ./report).")
+    p.add_argument(
+        "--eval-tasks",
+        nargs="+",
+        choices=task_names(),
+        metavar="TASK",
+        help="Tasks to show; ones results.json lacks are computed and cached "
+        "(default: sts transfer_fast align_uniform anisotropy).",
+    )
+    add_data_dir(p)
+    add_batch_size(p)
+    add_pooler(
+        p,
+        "Pooler for model sources (runs keep their saved one); default: the model's saved one, else cls.",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.report import DEFAULT_TASKS, make_report
+
+    report = make_report(
+        args.runs, args.output, args.eval_tasks or DEFAULT_TASKS, args.data_dir, args.batch_size, args.pooler
+    )
+    print(f"wrote {report.markdown} and {len(report.figures)} figure(s)")
+    return 0

@@ -1,0 +1,68 @@
+"""``sentcl search``: the nearest corpus sentences (cosine) for one or more queries."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from sentcl.cli.options import add_batch_size, add_pooler, positive_int
+
+logger = logging.getLogger("sentcl")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from sentcl.retrieval import BACKENDS
+
+    p = sub.add_parser("search", help="Nearest corpus sentences (cosine) for one or more queries.")
+    p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
+    p.add_argument("--corpus", required=True, type=Path, help="UTF-8 text file, one sentence a line.")
+    p.add_argument(
+        "--query", action="append", default=[], metavar="TEXT", help="A query sentence (repeatable)."
+    )
+    p.add_argument("--queries", type=Path, help="A text file of queries, one a line.")
+    p.add_argument("-k", type=positive_int, default=5, help="Hits per query (default 5).")
+    p.add_argument(
+        "--index",
+        type=Path,
+        help="Folder to save the corpus embeddings in and reuse them from (rebuilt if corpus or model changed).",
+    )
+    p.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="auto",
+        help="exact (numpy), faiss, or auto (faiss when installed and the corpus is large).",
+    )
+    add_pooler(p)
+    add_batch_size(p)
+    p.add_argument("--max-length", type=positive_int, help="Truncate sentences to this many tokens.")
+    p.add_argument("--json", action="store_true", help="Print the hits as JSON instead of a table.")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.search_cli import format_hits, hits_json, read_sentences, run_search
+
+    queries = list(args.query)
+    if args.queries:
+        queries += read_sentences(args.queries, "queries")[1]
+    hits, built = run_search(
+        args.model,
+        args.corpus,
+        queries,
+        k=args.k,
+        index_dir=args.index,
+        backend=args.backend,
+        pooler=args.pooler,
+        batch_size=args.batch_size,
+        max_length=args.max_length,
+    )
+    if args.index:
+        logger.info("index %s: %s", args.index, "built and saved" if built else "reused")
+    print(
+        json.dumps(hits_json(queries, hits), indent=2, ensure_ascii=False)
+        if args.json
+        else format_hits(queries, hits)
+    )
+    return 0

@@ -1,0 +1,56 @@
+"""``sentcl train``: train an encoder from a YAML recipe."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sentcl.cli.options import add_overrides
+from sentcl.config import TrainConfig, describe, load_config
+
+
+def _config_keys_epilog() -> str:
+    rows = describe(TrainConfig)
+    width = max(len(key) for key, _, _ in rows)
+    lines = [f"  {key:<{width}}  {help_} (default {default})" for key, default, help_ in rows]
+    return "config keys (YAML sections, or --set section.key=value):\n" + "\n".join(lines)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "train",
+        help="Train an encoder from a YAML recipe.",
+        epilog=_config_keys_epilog(),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--config", type=Path, help="YAML recipe (see configs/); omitted: all defaults.")
+    add_overrides(p, "Override one config key, e.g. training.batch_size=32 (repeatable).")
+    p.add_argument(
+        "--data-dir", help="Data folder (sets data.data_dir; default $SENTCL_DATA or ../shared/data)."
+    )
+    p.add_argument("--output-dir", help="Run folder (sets training.output_dir).")
+    p.add_argument(
+        "--resume", action="store_true", help="Continue from the last checkpoint in the run folder."
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.evaluation.runner import format_results
+    from sentcl.training.loop import train
+
+    overrides = list(args.overrides)
+    if args.data_dir:
+        overrides.append(f"data.data_dir={args.data_dir}")
+    if args.output_dir:
+        overrides.append(f"training.output_dir={args.output_dir}")
+    cfg = load_config(TrainConfig, args.config, overrides)
+    result = train(cfg, resume=args.resume)
+    if result.best_score is None:  # not rank 0 of a torchrun job: rank 0 reports
+        return 0
+    print(
+        f"best {cfg.eval.dev_task} = {result.best_score:.2f} at step {result.best_step}; model in {result.output_dir / 'best'}"
+    )
+    columns = {"start model": result.start_results} if result.start_results else {}
+    print(format_results({**columns, "trained": result.results}))
+    return 0
