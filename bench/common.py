@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from sentcl.training.provenance import cpu_model
+
 PAGE = os.sysconf("SC_PAGE_SIZE")
 # malloc settings for the memory workers: glibc's default, or a fixed mmap threshold so that large tensors
 # are mmapped and returned to the system when freed (RSS then follows the memory in use)
@@ -165,16 +167,6 @@ def cpu_flags() -> list[str]:
     line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
     wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni")
     return [f for f in line.split(":", 1)[-1].split() if f in wanted]
-
-
-def cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace").splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or platform.machine()
 
 
 def machine_info(threads: int) -> dict[str, Any]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import random
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -74,3 +75,42 @@ def data_dir() -> Path:
 @pytest.fixture()
 def corpus_file(tmp_path: Path) -> Path:
     return write_corpus(tmp_path / "corpus.txt", 40)
+
+
+# ---- the service's tests (tests/serve/): the tiny encoder and an index saved by ``sentcl search --index``
+# (here, not in a tests/serve/conftest.py: a second module named conftest would shadow this one for the
+# tests that import its helpers)
+
+SERVE_CORPUS = [  # the service tests' index (tests/serve/)
+    "a man plays the guitar on the road",
+    "the dog runs in the garden",
+    "a woman is riding a horse near the river",
+    "the company said the stock price rises",
+    "a child reads a book under the tree",
+    "the cat sits on the old car",
+    "the team wins the game at night",
+    "a bird sings a happy song in the morning",
+    "the bank report said the market falls",
+    "a young man walks with a small dog",
+    "the piano music is slow and sad",
+    "a red car is fast on the city road",
+]
+
+
+@pytest.fixture(scope="session")
+def tiny_encoder(tiny_bert: Path) -> Any:
+    from sentcl.modeling.dual import load_encoder
+
+    return load_encoder(str(tiny_bert), pooler="avg")
+
+
+@pytest.fixture(scope="session")
+def index_dir(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An index folder built the way ``sentcl search --index DIR`` builds it (same pooler as tiny_encoder)."""
+    from sentcl.search_cli import run_search
+
+    folder = tmp_path_factory.mktemp("serve_index")
+    corpus = folder / "corpus.txt"
+    corpus.write_text("\n".join(SERVE_CORPUS) + "\n", encoding="utf-8")
+    run_search(str(tiny_bert), corpus, ["a dog"], k=1, index_dir=folder / "index", pooler="avg")
+    return folder / "index"

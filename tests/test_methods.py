@@ -56,7 +56,12 @@ def test_dropout_zero_gives_identical_views_in_train_mode(tiny_bert: Path) -> No
 
 
 def test_cutoff_triplet_views_and_heads(tiny_bert: Path) -> None:
-    model, method = method_for(tiny_bert, "objective.name=cutoff_triplet", "model.dropout=0.0")
+    model, method = method_for(
+        tiny_bert,
+        "objective.name=cutoff_triplet",
+        "objective.triplet_form=weak_positive",
+        "model.dropout=0.0",
+    )
     method.reseed(0, 0)
     batch = augment_tokens(make_batch(SENTENCES, method, model), method, len(SENTENCES))
     ids = batch["input_ids"].view(len(SENTENCES), 3, -1)  # (B, V, L)
@@ -68,7 +73,9 @@ def test_cutoff_triplet_views_and_heads(tiny_bert: Path) -> None:
     assert torch.equal((ids[:, 0] == unk).sum(1), torch.zeros_like(n)), "the anchor is untouched"
     half_up = lambda rate: torch.clamp(torch.floor(rate * n + 0.5), min=1).long()  # noqa: E731
     assert torch.equal((ids[:, 1] == unk).sum(1), half_up(0.1))
-    assert torch.equal((ids[:, 2] == unk).sum(1), half_up(0.2))
+    assert torch.equal(
+        (ids[:, 2] == unk).sum(1), torch.maximum(half_up(0.2), torch.minimum(half_up(0.1) + 1, n))
+    )
     # the strong view's head is LeakyReLU, the others Tanh, with one set of weights
     model.train()
     z = embed_views(model, batch, method, len(SENTENCES))
@@ -170,7 +177,9 @@ def test_torchrun_two_processes_equal_one_process(
     a = load_file(str(tmp_path / "single" / "checkpoint-3" / "model" / "model.safetensors"))
     b = load_file(str(tmp_path / "multi" / "checkpoint-3" / "model" / "model.safetensors"))
     for key in a:
-        torch.testing.assert_close(b[key], a[key], rtol=1e-5, atol=1e-5, msg=key)
+        # 2 ranks sum the gradients in another order; Adam scales that float noise up on tiny gradients
+        # (measured 1.15e-5 on a weight after 3 steps with the reference head init, normal(0, 0.02))
+        torch.testing.assert_close(b[key], a[key], rtol=1e-5, atol=5e-5, msg=key)
     start = load_file(str(tiny_bert / "model.safetensors"))
     assert any(not torch.allclose(a[k], start[k]) for k in start), "training moved the weights"
 

@@ -230,7 +230,7 @@ def test_cutoff_triplet_against_loop() -> None:
     tau, margin, weight = 0.07, 0.3, 0.5
     infonce = _infonce_loop(h[:, 0], h[:, 1], tau)
     triplet = np.mean([max(0.0, margin + _cos(h[i, 0], h[i, 2]) - _cos(h[i, 0], h[i, 1])) for i in range(6)])
-    out = CutoffTriplet(temperature=tau, margin=margin, triplet_weight=weight)(z)
+    out = CutoffTriplet(temperature=tau, margin=margin, triplet_weight=weight, form="weak_positive")(z)
     assert out["infonce"].item() == pytest.approx(infonce, rel=1e-10)
     assert out["triplet"].item() == pytest.approx(triplet, rel=1e-10)
     assert out["loss"].item() == pytest.approx(infonce + weight * triplet, rel=1e-10)
@@ -239,7 +239,7 @@ def test_cutoff_triplet_against_loop() -> None:
 def test_cutoff_triplet_keeps_anchor_closer_to_weak_view() -> None:
     anchor = torch.tensor([[1.0, 0.0], [0.0, 1.0]])
     orthogonal = torch.tensor([[0.0, 1.0], [1.0, 0.0]])
-    objective = CutoffTriplet(margin=0.2)
+    objective = CutoffTriplet(margin=0.2, form="weak_positive")
     # weak view = anchor (cos 1), strong view orthogonal (cos 0): max(0, 0.2 + 0 - 1) = 0
     good = objective(torch.stack([anchor, anchor, orthogonal], dim=1))["triplet"].item()  # z (2, 3, 2)
     assert good == pytest.approx(0.0, abs=1e-7)
@@ -250,8 +250,9 @@ def test_cutoff_triplet_keeps_anchor_closer_to_weak_view() -> None:
 
 def test_cutoff_triplet_defaults() -> None:
     objective = OBJECTIVES.build("cutoff_triplet")
-    assert (objective.temperature, objective.margin, objective.triplet_weight) == (0.07, 0.2, 1.0)
-    with pytest.raises(ValueError, match=r"\(batch, 3, dim\)"):
+    assert (objective.temperature, objective.margin, objective.triplet_weight) == (0.07, 0.0, 1.0)
+    assert (objective.form, objective.num_views) == ("paper", 4)  # seed 003: (s, s', s*, s**)
+    with pytest.raises(ValueError, match=r"\(batch, 4, dim\)"):
         objective(_views(3, 2, 4, seed=11))
 
 

@@ -251,3 +251,20 @@ def test_report_of_a_missing_folder_is_a_clear_error(
 ) -> None:
     assert main(["report", str(tmp_path / "nope"), "--output", str(tmp_path / "r")]) == 2
     assert "nope: not a run folder" in capsys.readouterr().err
+
+
+def test_cached_transfer_results_of_another_protocol_are_not_reused() -> None:
+    from sentcl.report.collect import is_current
+
+    old = {
+        "MR": {"acc": 76.6, "dev_acc": 77.0, "n": 10662},
+        "avg": 76.6,
+    }  # written before protocols were named
+    sklearn = {"MR": {"acc": 76.6, "protocol": "sklearn"}, "CR": {"acc": 82.0, "protocol": "sklearn"}}
+    senteval = {"MR": {"acc": 75.1, "protocol": "senteval"}, "CR": {"acc": 82.1, "protocol": "senteval"}}
+    sts = {"STS12": {"all": {"spearman": 72.4}}, "avg": 78.9}
+    assert not is_current(old)
+    assert not is_current(sklearn)
+    assert is_current(senteval)
+    assert is_current(sklearn, protocol="sklearn")
+    assert is_current(sts) and is_current(78.9)

@@ -210,7 +210,10 @@ def test_evaluate_transfer_end_to_end_on_synthetic_files(tmp_path: Path) -> None
     assert result["MRPC"]["f1"] == 100.0
     assert result["avg"] == 100.0
     assert result["MR"]["n"] == 61 and result["SST2"]["n"] == 62 and result["TREC"]["n_test"] == 18
-    full = evaluate_transfer(topic_encoder, tmp_path, tasks=("CR", "TREC"), fast=False)
+    # the default protocol is SentEval's (5 outer folds in fast mode, one L2 per fold from its grid)
+    assert result["MR"]["protocol"] == "senteval" and len(result["MR"]["l2reg"]) == 5
+    assert set(result["MR"]["l2reg"]) <= {1e-5, 1e-4, 1e-3, 1e-2}
+    full = evaluate_transfer(topic_encoder, tmp_path, tasks=("CR", "TREC"), fast=False, protocol="sklearn")
     assert full["CR"]["acc"] == 100.0 and len(full["CR"]["C"]) == 10 and full["TREC"]["acc"] == 100.0
 
 
@@ -225,7 +228,9 @@ def hash_encoder(texts: list[str]) -> np.ndarray:
 
 
 def test_evaluate_transfer_fast_on_real_data(data_dir: Path) -> None:
-    result = evaluate_transfer(hash_encoder, data_dir, tasks=("CR", "SST2", "TREC", "MRPC"), fast=True)
+    result = evaluate_transfer(
+        hash_encoder, data_dir, tasks=("CR", "SST2", "TREC", "MRPC"), fast=True, protocol="sklearn"
+    )
     assert result["CR"]["n"] == 3775 and len(result["CR"]["C"]) == 5
     assert (result["SST2"]["n_train"], result["SST2"]["n_dev"], result["SST2"]["n_test"]) == (
         67349,

@@ -14,14 +14,23 @@ def train(cfg: TrainConfig, resume: bool = False):  # noqa: ANN201 - lazy import
 
 
 def evaluate(
-    model: SentenceEncoder, tasks: list[str] | None = None, data_dir: str | None = None, batch_size: int = 128
+    model: SentenceEncoder,
+    tasks: list[str] | None = None,
+    data_dir: str | None = None,
+    batch_size: int = 128,
+    transfer_protocol: str = "senteval",
 ) -> dict:
-    """Evaluate ``model`` on named tasks (default: the seven STS tasks); see sentcl.evaluation.runner."""
+    """Evaluate ``model`` on named tasks (default: the seven STS tasks); see sentcl.evaluation.runner.
+
+    ``transfer_protocol``: "senteval" (SentEval's classifier, the default) or "sklearn" for the transfer tasks.
+    """
     from sentcl.evaluation.runner import evaluate as _evaluate
     from sentcl.paths import resolve_data_dir
 
     encode = lambda s: model.encode(s, batch_size=batch_size)  # noqa: E731
-    return _evaluate(encode, resolve_data_dir(data_dir), tasks or ["sts"])
+    return _evaluate(
+        encode, resolve_data_dir(data_dir), tasks or ["sts"], transfer_protocol=transfer_protocol
+    )
 
 
 __all__ = ["SentenceEncoder", "TrainConfig", "evaluate", "load_config", "train"]

@@ -8,6 +8,7 @@ unknown key lists the valid ones.
 from __future__ import annotations
 
 import dataclasses
+import math
 import types
 import typing
 from dataclasses import dataclass, field
@@ -39,6 +40,8 @@ def _choice(name: str, value: Any, valid: typing.Iterable[Any]) -> None:
 def _positive(name: str, value: float | int | None, allow_none: bool = False) -> None:
     if value is None and allow_none:
         return
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{name}={value!r} is not a finite number")
     if value is None or value <= 0:
         raise ConfigError(f"{name} must be positive, got {value!r}")
 
@@ -49,7 +52,11 @@ POOLERS = ("cls", "cls_before_pooler", "avg", "avg_top2", "avg_first_last")
 @dataclass
 class ModelConfig:
     name_or_path: str = opt("all-MiniLM-L6-v2", "Hugging Face hub id, local folder, or offline short name.")
-    pooler: str = opt("cls", f"Pooler: one of {', '.join(POOLERS)}; 'cls' adds the MLP head.")
+    pooler: str | None = opt(
+        None,
+        f"Pooler: one of {', '.join(POOLERS)}; 'cls' adds the MLP head. null: the start model's own (a "
+        "sentence-transformers folder's Pooling, a sentcl folder's saved pooler), else cls.",
+    )
     mlp_only_train: bool = opt(False, "With pooler 'cls': use the MLP head in training only (unsup. SimCSE).")
     dropout: float | None = opt(
         None, "Dropout rate for hidden and attention layers; null keeps the model's own."
@@ -62,7 +69,8 @@ class ModelConfig:
     dual_embedding: str = opt("f", "Inference embedding of a two-encoder model: f, or concat ([f(s); g(s)]).")
 
     def __post_init__(self) -> None:
-        _choice("model.pooler", self.pooler, POOLERS)
+        if self.pooler is not None:
+            _choice("model.pooler", self.pooler, POOLERS)
         _choice("model.dual_embedding", self.dual_embedding, ("f", "concat"))
         _positive("model.max_length", self.max_length)
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
@@ -132,7 +140,16 @@ class ObjectiveConfig:
         0.0,
         "Supervised: w added to the logit of the anchor's own hard negative (alpha = e^w; 0 is alpha = 1).",
     )
-    margin: float = opt(0.2, "cutoff_triplet: margin m of max(0, m + sim(s, s**) - sim(s, s*)).")
+    margin: float = opt(
+        0.0,
+        "cutoff_triplet: margin m of max(0, m + sim(s, s**) - sim(s, s*)); the paper prints none (0), "
+        "our weak_positive recipe uses 0.2.",
+    )
+    triplet_form: str = opt(
+        "paper",
+        "cutoff_triplet: 'paper' (NT-Xent on (s, s) with dropout + triplet on s*, s**; 4 views) or "
+        "'weak_positive' (ours: InfoNCE with the weak view s* as positive; 3 views).",
+    )
     triplet_weight: float = opt(1.0, "cutoff_triplet: weight of the triplet term added to InfoNCE.")
     weak_cutoff: float = opt(0.1, "cutoff_triplet: fraction of tokens cut in the weak view s*.")
     strong_cutoff: float = opt(0.2, "cutoff_triplet: fraction of tokens cut in the strong view s**.")
@@ -140,6 +157,25 @@ class ObjectiveConfig:
         "leaky_relu", "cutoff_triplet: head activation of the strong view (tanh or leaky_relu)."
     )
     context_size: int = opt(1, "quick_thoughts: neighbours on each side that are targets.")
+    quick_thoughts_reduction: str = opt(
+        "pairs",
+        "quick_thoughts: 'pairs' (one cross-entropy per (sentence, neighbour), the paper), 'rows' (unit "
+        "target mass spread over a row's neighbours, the authors' code) or 'kl' (KL(targets || softmax), seed 002).",
+    )
+    quick_thoughts_diagonal: str = opt(
+        "mask",
+        "quick_thoughts: the source sentence's own score: 'mask' (-inf) or 'zero' (0, in the softmax).",
+    )
+    similarity: str = opt(
+        "cosine",
+        "unsup_simcse / sup_simcse / sup_pairs: logits are cos(h_i, h_j) / tau ('cosine', the paper) or "
+        "h_i . h_j / tau ('dot', SimCSE Table D.1's N/A column, with tau = 1).",
+    )
+    symmetric: bool = opt(
+        False,
+        "unsup_simcse: seed 004's symmetric loss (views interleaved, 2N x 2N cosine matrix with the diagonal "
+        "masked, cross-entropy for every row); not the paper's eq. 1.",
+    )
     mlm_weight: float = opt(0.0, "Auxiliary MLM loss weight lambda (SimCSE uses 0.1; 0 disables).")
     mlm_probability: float = opt(0.15, "Fraction of tokens masked for the auxiliary MLM loss.")
     mlm_new_head: bool = opt(False, "Allow a freshly initialised MLM head when the checkpoint has none.")
@@ -148,6 +184,12 @@ class ObjectiveConfig:
         _positive("objective.temperature", self.temperature)
         _positive("objective.context_size", self.context_size)
         _choice("objective.strong_activation", self.strong_activation, ("tanh", "leaky_relu"))
+        _choice("objective.triplet_form", self.triplet_form, ("paper", "weak_positive"))
+        _choice("objective.quick_thoughts_reduction", self.quick_thoughts_reduction, ("pairs", "rows", "kl"))
+        _choice("objective.quick_thoughts_diagonal", self.quick_thoughts_diagonal, ("mask", "zero"))
+        _choice("objective.similarity", self.similarity, ("cosine", "dot"))
+        if self.margin < 0:
+            raise ConfigError(f"objective.margin must be >= 0, got {self.margin!r}")
         if self.mlm_weight < 0:
             raise ConfigError(f"objective.mlm_weight must be >= 0, got {self.mlm_weight!r}")
         if not 0.0 < self.mlm_probability < 1.0:
@@ -180,6 +222,10 @@ class TrainingConfig:
     fused_optimizer: bool = opt(
         False, "AdamW's fused kernel (torch's fused=True): one pass over the weights."
     )
+    report_to: str = opt(
+        "none",
+        "Experiment tracking: none, tensorboard (<output_dir>/tensorboard), wandb or mlflow (if installed).",
+    )
 
     def __post_init__(self) -> None:
         _positive("training.batch_size", self.batch_size)
@@ -188,6 +234,7 @@ class TrainingConfig:
         _positive("training.max_steps", self.max_steps, allow_none=True)
         _positive("training.num_threads", self.num_threads, allow_none=True)
         _choice("training.precision", self.precision, ("fp32", "bf16", "fp16"))
+        _choice("training.report_to", self.report_to, ("none", "tensorboard", "wandb", "mlflow"))
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ConfigError(
                 f"training.device={self.device!r} is not valid; choose auto, cpu, cuda or cuda:N"
@@ -195,6 +242,12 @@ class TrainingConfig:
         for name in ("eval_steps", "log_steps", "save_steps", "warmup_steps", "gradient_cache_chunk"):
             if getattr(self, name) < 0:
                 raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)!r}")
+
+
+# the tasks sentcl.evaluation.runner.DEV_SCORES reads one number from (kept equal by a reliability test)
+DEV_TASKS = ("stsb_dev", "dev")
+# dev tasks on the user's own data, PREFIX:PATH (sentcl.evaluation.runner.DEV_PREFIXES): pairs:FILE, retrieval:DIR
+DEV_TASK_PREFIXES = ("pairs", "retrieval")
 
 
 @dataclass
@@ -208,9 +261,21 @@ class EvalConfig:
     compare_with_start: bool = opt(
         False, "Also evaluate the starting model on final_tasks, for a side-by-side table."
     )
+    transfer_protocol: str = opt(
+        "senteval",
+        "Classifier of the transfer tasks: senteval (SentEval's PyTorch logistic regression, as SimCSE reports) "
+        "or sklearn (ours: scikit-learn's logistic regression with a C grid).",
+    )
 
     def __post_init__(self) -> None:
         _positive("eval.batch_size", self.batch_size)
+        _choice("eval.transfer_protocol", self.transfer_protocol, ("senteval", "sklearn"))
+        prefix, colon, path = self.dev_task.partition(":")
+        if colon and prefix in DEV_TASK_PREFIXES:
+            if not path.strip():
+                raise ConfigError(f"eval.dev_task={self.dev_task!r} needs a path, e.g. {prefix}:path/to/dev")
+        else:
+            _choice("eval.dev_task", self.dev_task, (*DEV_TASKS, *(f"{p}:PATH" for p in DEV_TASK_PREFIXES)))
 
 
 @dataclass
@@ -257,6 +322,17 @@ def _coerce(value: Any, annotation: Any) -> Any:
     return float(value) if is_int and float_ok else value
 
 
+def _float_from_text(value: Any, annotation: Any) -> Any:
+    """Text that ``float()`` reads, where a float is expected, becomes that float: YAML 1.1 reads ``1e-5``
+    (no dot) as a string."""
+    if not isinstance(value, str) or not _type_ok(0.5, annotation) or _type_ok(value, annotation):
+        return value
+    try:
+        return float(value)
+    except ValueError:
+        return value
+
+
 def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
     """Build dataclass ``cls`` from nested dicts; unknown keys and wrong types are ConfigErrors."""
     if not isinstance(data, dict):
@@ -272,8 +348,11 @@ def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
         if dataclasses.is_dataclass(annotation):
             kwargs[key] = from_dict(annotation, value or {}, name)  # type: ignore[arg-type]
             continue
+        value = _float_from_text(value, annotation)
         if not _type_ok(value, annotation):
             raise ConfigError(f"{name}={value!r} has the wrong type; expected {_type_name(annotation)}")
+        if isinstance(value, float) and not math.isfinite(value):
+            raise ConfigError(f"{name}={value!r} is not a finite number")
         kwargs[key] = _coerce(value, annotation)
     return cls(**kwargs)
 
@@ -284,6 +363,26 @@ def _type_name(annotation: Any) -> str:
 
 def to_dict(cfg: Any) -> dict[str, Any]:
     return dataclasses.asdict(cfg)
+
+
+def flatten(data: typing.Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A nested dict as dotted keys: ``{"training": {"seed": 1}}`` -> ``{"training.seed": 1}``."""
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        if isinstance(value, typing.Mapping):
+            flat.update(flatten(value, f"{prefix}{key}."))
+        else:
+            flat[f"{prefix}{key}"] = value
+    return flat
+
+
+def changed_settings(saved: typing.Mapping[str, Any], cfg: TrainConfig) -> dict[str, tuple[Any, Any]]:
+    """Dotted keys whose value in a saved config (``config.json``'s dict) differs from ``cfg``, as
+    key -> (saved value, value now), in the saved file's key order; a key the saved config lacks (a setting
+    added to sentcl after the run) counts as its default value."""
+    old = {**flatten(to_dict(TrainConfig())), **flatten(saved)}
+    new = flatten(to_dict(cfg))
+    return {k: (old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)}
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
@@ -315,6 +414,11 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.
             data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         except yaml.YAMLError as err:
             raise ConfigError(f"config file {path} is not valid YAML: {err}") from err
+        if not isinstance(data, dict):
+            raise ConfigError(
+                f"config file {path} must be a mapping of sections (model:, data:, training:, ...) at the top "
+                f"level, got a {type(data).__name__}"
+            )
     for text in overrides:
         keys, value = parse_override(text)
         merge_override(data, keys, value)

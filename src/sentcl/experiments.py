@@ -29,7 +29,7 @@ from typing import Any
 
 import yaml
 
-from sentcl.config import ConfigError, TrainConfig, load_config, to_dict
+from sentcl.config import ConfigError, TrainConfig, changed_settings, load_config
 from sentcl.evaluation.runner import expand
 from sentcl.evaluation.sts import main_score
 from sentcl.methods import method_spec
@@ -237,28 +237,15 @@ def point_configs(
     return result
 
 
-def _flatten(data: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, Mapping):
-            flat.update(_flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
-
-
 def config_differences(run_dir: Path, cfg: TrainConfig) -> list[str]:
     """Keys whose value in ``run_dir/config.json`` differs from ``cfg`` (where/how keys ignored).
 
     A key the saved config lacks (a setting added to sentcl after the run) counts as its default value."""
-    defaults = _flatten(to_dict(TrainConfig()))
-    saved = {**defaults, **_flatten(json.loads((run_dir / "config.json").read_text(encoding="utf-8")))}
-    wanted = _flatten(to_dict(cfg))
-    keys = [k for k in dict.fromkeys([*saved, *wanted]) if k not in PLACE_KEYS]
+    saved = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     return [
-        f"{k}: {saved.get(k)!r} in the run, {wanted.get(k)!r} now"
-        for k in keys
-        if saved.get(k) != wanted.get(k)
+        f"{k}: {old!r} in the run, {new!r} now"
+        for k, (old, new) in changed_settings(saved, cfg).items()
+        if k not in PLACE_KEYS
     ]
 
 

@@ -11,6 +11,7 @@ Register a method with ``@register_method(name, reader=...)`` on a builder
 
 from __future__ import annotations
 
+import logging
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -28,6 +29,8 @@ from sentcl.objectives.infonce import InfoNCE
 from sentcl.objectives.supervised import SupervisedInfoNCE
 from sentcl.objectives.triplet import CutoffTriplet
 from sentcl.registry import Registry
+
+logger = logging.getLogger(__name__)
 
 Example = Any
 ViewFn = Callable[[Example], tuple[str, ...]]
@@ -180,7 +183,8 @@ def unsup_simcse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenize
     """Gao et al. 2021, unsupervised: (s, s) with independent dropout masks, InfoNCE with in-batch negatives.
 
     Ablations: ``data.augmentation`` (a discrete augmentation of the positive view), ``data.token_augmentation``
-    (ConSERT's token shuffle / token cutoff / span cutoff / feature cutoff), ``model.same_dropout_mask``.
+    (ConSERT's token shuffle / token cutoff / span cutoff / feature cutoff), ``model.same_dropout_mask``,
+    ``objective.similarity=dot``; ``objective.symmetric`` is seed 004's symmetric 2N x 2N loss (not eq. 1).
     """
     text_aug = text_augmentation(cfg, tokenizer)
     token_aug, embedding_aug = token_augmentation(cfg, tokenizer)
@@ -188,7 +192,7 @@ def unsup_simcse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenize
         raise ConfigError("model.same_dropout_mask encodes one view for both: it excludes augmentations")
     return Method(
         views=positive_view_augmented(text_aug) if text_aug else duplicate_view(2),
-        objective=InfoNCE(cfg.objective.temperature),
+        objective=InfoNCE(cfg.objective.temperature, cfg.objective.similarity, cfg.objective.symmetric),
         examples=corpus.examples,
         token_augment=[None, token_aug] if token_aug else None,
         embedding_augment=[None, embedding_aug] if embedding_aug else None,
@@ -212,20 +216,60 @@ def sup_simcse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerB
         )
     return Method(
         views=lambda example: tuple(example[:views]),
-        objective=SupervisedInfoNCE(cfg.objective.temperature, cfg.objective.hard_negative_weight, views - 2),
+        objective=SupervisedInfoNCE(
+            cfg.objective.temperature,
+            cfg.objective.hard_negative_weight,
+            views - 2,
+            similarity=cfg.objective.similarity,
+        ),
+        examples=corpus.examples,
+    )
+
+
+@register_method("sup_pairs", reader="pairs")
+def sup_pairs(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+    """Gao et al. 2021, Table 4 / Table 7's "no hard negative": supervised pairs (x, x+), no hard negatives.
+
+    InfoNCE (eq. 1) with x+ as the positive and the other examples' x+ as in-batch negatives. Examples are
+    two-column pair files (``data.reader=pairs``: QQP, Flickr30k captions, ParaNMT, ...), or the first two
+    fields (premise, entailment) of an NLI reader's triples ("entailment only").
+    """
+    bad = next((i for i, ex in enumerate(corpus.examples) if not isinstance(ex, tuple) or len(ex) < 2), None)
+    if bad is not None:
+        raise ConfigError(
+            f"sup_pairs needs (sentence, positive) examples; example {bad} of {corpus.path} is "
+            f"{corpus.examples[bad]!r} (check data.reader)"
+        )
+    if cfg.objective.symmetric:
+        raise ConfigError("objective.symmetric is unsup_simcse's option; sup_pairs uses eq. 1")
+    return Method(
+        views=lambda example: (example[0], example[1]),
+        objective=InfoNCE(cfg.objective.temperature, cfg.objective.similarity),
         examples=corpus.examples,
     )
 
 
 @register_method("cutoff_triplet", reader="lines")
 def cutoff_triplet(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
-    """Token cutoff + triplet: anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head).
+    """Token cutoff + triplet (seed 003): anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head).
 
-    Loss = InfoNCE(s, s*) + lambda · mean max(0, m + sim(s, s**) − sim(s, s*)).
+    ``objective.triplet_form=paper`` (default): views (s, s, s*, s**); loss = NT-Xent(s, s') (dropout noise)
+    + lambda · mean max(0, m + sim(s, s**) − sim(s, s*)), m = 0; inference is [CLS] through the MLP
+    (``model.mlp_only_train=false``). ``weak_positive`` (ours): views (s, s*, s**), InfoNCE(s, s*).
+    The strong view cuts strictly more tokens than the weak one wherever the sentence has enough.
     """
-    if cfg.model.pooler != "cls":
+    if cfg.model.pooler not in (None, "cls"):  # None: the start model's own, cls for a plain backbone
         raise ConfigError("cutoff_triplet needs model.pooler=cls: the strong view's MLP head uses LeakyReLU")
     o, seed = cfg.objective, cfg.training.seed
+    if o.strong_cutoff <= o.weak_cutoff:
+        raise ConfigError(
+            f"cutoff_triplet needs objective.strong_cutoff > weak_cutoff, got {o.strong_cutoff} <= {o.weak_cutoff}"
+        )
+    if o.triplet_form == "paper" and cfg.model.mlp_only_train:
+        logger.warning(
+            "cutoff_triplet: the paper's sentence vector is [CLS] through the MLP; model.mlp_only_train=true "
+            "drops the MLP at inference"
+        )
     weak = TOKEN_AUGMENTATIONS.build(
         "token_cutoff",
         rate=o.weak_cutoff,
@@ -239,13 +283,16 @@ def cutoff_triplet(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokeni
         tokenizer=tokenizer,
         replace_with=cfg.data.cutoff_token,
         generator=seed + 1,
+        exceed_rate=o.weak_cutoff,
     )
+    objective = CutoffTriplet(o.temperature, o.margin, o.triplet_weight, o.triplet_form)
+    paper = o.triplet_form == "paper"
     return Method(
-        views=duplicate_view(3),
-        objective=CutoffTriplet(o.temperature, o.margin, o.triplet_weight),
+        views=duplicate_view(objective.num_views),
+        objective=objective,
         examples=corpus.examples,
-        token_augment=[None, weak, strong],
-        head_activation=("tanh", "tanh", o.strong_activation),
+        token_augment=[None, None, weak, strong] if paper else [None, weak, strong],
+        head_activation=("tanh",) * (objective.num_views - 1) + (o.strong_activation,),
         stochastic=[weak, strong],
         views_are_copies=True,
     )
@@ -267,7 +314,8 @@ def next_sentence(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokeniz
 @register_method("quick_thoughts", reader="ordered_lines")
 def quick_thoughts(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
     """Logeswaran & Lee 2018: batches of consecutive sentences; f(s_i)·g(s_j) scores, softmax over the batch
-    with the diagonal masked, targets the previous and next sentences. Two encoders (``model.two_encoders``,
+    with the diagonal masked, targets the previous and next sentences (seed 002's form: ``objective.
+    quick_thoughts_reduction=kl``, ``quick_thoughts_diagonal=zero``). Two encoders (``model.two_encoders``,
     inference embedding [f(s); g(s)] with ``model.dual_embedding=concat``) or one shared encoder."""
     from sentcl.objectives.quick_thoughts import QuickThoughts
 
@@ -279,7 +327,11 @@ def quick_thoughts(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokeni
 
     return Method(
         views=lambda example: (example.text, example.text),
-        objective=QuickThoughts(context_size=cfg.objective.context_size),
+        objective=QuickThoughts(
+            context_size=cfg.objective.context_size,
+            reduction=cfg.objective.quick_thoughts_reduction,
+            diagonal=cfg.objective.quick_thoughts_diagonal,
+        ),
         examples=corpus.examples,
         sampler="contiguous",
         meta=meta,

@@ -102,14 +102,18 @@ class SearchIndex:
 
     def save(self, folder: str | Path) -> Path:
         """Write embeddings.npy, texts.jsonl (if texts) and index.json to ``folder``; returns it."""
+        from sentcl.atomic import atomic_save_npy, atomic_write, atomic_write_json
+
         folder = Path(folder)
+        if folder.exists() and not folder.is_dir():
+            raise ValueError(f"index {folder} is a file, not a folder")
         folder.mkdir(parents=True, exist_ok=True)
-        np.save(folder / "embeddings.npy", self.embeddings)
+        atomic_save_npy(folder / "embeddings.npy", self.embeddings)  # each file: tmp + fsync + rename
         if self.texts is not None:
-            with open(folder / "texts.jsonl", "w", encoding="utf-8") as f:
-                f.writelines(json.dumps(t, ensure_ascii=False) + "\n" for t in self.texts)
+            text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in self.texts).encode("utf-8")
+            atomic_write(folder / "texts.jsonl", lambda f: f.write(text))
         meta = {"normalize": self.normalize, "backend": self.backend, "size": len(self), "dim": self.dim}
-        (folder / "index.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        atomic_write_json(folder / "index.json", meta)
         return folder
 
 
@@ -193,14 +197,28 @@ def build_index(
 
 def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
     """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
+    from sentcl.index.atomic import load_npy, read_json_object
+
     folder = Path(folder)
+    if folder.exists() and not folder.is_dir():
+        raise ValueError(f"index {folder} is a file, not a folder (SearchIndex.save writes a folder)")
     meta_path = folder / "index.json"
     if not meta_path.is_file():
         raise FileNotFoundError(
             f"{meta_path} not found: {folder} is not a saved index (SearchIndex.save writes it)"
         )
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    emb = np.load(folder / "embeddings.npy")
+    meta = read_json_object(meta_path, "index settings")
+    if not isinstance(meta.get("normalize"), bool):
+        raise ValueError(f"{meta_path}: 'normalize' must be true or false, got {meta.get('normalize')!r}")
+    emb_path = folder / "embeddings.npy"
+    emb = load_npy(emb_path, mmap=False)
+    if emb.ndim != 2:
+        raise ValueError(f"{emb_path}: expected a (N, D) array, got shape {emb.shape}")
+    for key, value in (("size", len(emb)), ("dim", emb.shape[1] if emb.ndim == 2 else None)):
+        if key in meta and meta[key] != value:
+            raise ValueError(
+                f"{emb_path} has {key} {value} but {meta_path} says {meta[key]}; rebuild the index"
+            )
     texts = None
     if (folder / "texts.jsonl").is_file():
         texts = []
@@ -217,7 +235,11 @@ def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
                         f"{folder / 'texts.jsonl'}, line {lineno}: expected a JSON string, got {type(value).__name__}"
                     )
                 texts.append(value)
-    return build_index(emb, backend, normalize=bool(meta["normalize"]), texts=texts)
+    if texts is not None and len(texts) != len(emb):
+        raise ValueError(
+            f"{folder / 'texts.jsonl'} has {len(texts)} texts for the {len(emb)} rows of {emb_path}; rebuild the index"
+        )
+    return build_index(emb, backend, normalize=meta["normalize"], texts=texts)
 
 
 def search(

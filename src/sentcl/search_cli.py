@@ -3,7 +3,9 @@
 The corpus is a text file, one sentence a line (line numbers are reported; blank lines are skipped and
 counted in a warning). ``--index DIR`` keeps the corpus embeddings (``sentcl.retrieval``'s saved index)
 with ``fingerprint.json``: sha256 of the corpus text, and of the model (its files' relative paths,
-sizes and mtimes, pooler, max length). A saved index whose fingerprint differs is rebuilt.
+sizes and mtimes, pooler, max length). A saved index whose fingerprint differs, or whose files are
+unreadable or no longer match the corpus rows or the model's dim, is rebuilt (with a warning naming it).
+An ``--index DIR`` built by ``sentcl index build`` (``faiss.json``) is searched as is: ``run_ann_search``.
 """
 
 from __future__ import annotations
@@ -36,6 +38,8 @@ class Hit:
 
 def read_sentences(path: Path, what: str) -> tuple[list[int], list[str]]:
     """(line numbers, sentences) of a text file; blank lines are skipped with a warning that counts them."""
+    if path.is_dir():
+        raise ValueError(f"{what} file {path} is a directory, not a text file")
     if not path.is_file():
         raise FileNotFoundError(f"{what} file {path} does not exist")
     lines, texts, blank = [], [], 0
@@ -74,6 +78,41 @@ def fingerprint(
     return {"corpus": corpus, "model": model_fp}
 
 
+def _read_fingerprint(path: Path) -> dict[str, Any] | None:
+    """The saved fingerprint, or None (with a warning naming the file) when it is not a JSON object."""
+    try:
+        saved = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as err:
+        logger.warning("%s is not valid JSON (%s); rebuilding the index", path, err)
+        return None
+    if not isinstance(saved, dict):
+        logger.warning("%s is not a JSON object; rebuilding the index", path)
+        return None
+    return saved
+
+
+def _valid_cache(index_dir: Path, backend: str, rows: int, encoder: Any) -> SearchIndex | None:
+    """The cached index if it loads and matches the corpus rows and the model's dim; else None (warned)."""
+    try:
+        index = load_index(index_dir, backend)
+    except (ValueError, KeyError, OSError) as err:
+        logger.warning("cached index %s is unreadable (%s); rebuilding it", index_dir, err)
+        return None
+    dim = getattr(encoder, "embedding_dim", index.dim)
+    if len(index) != rows or index.dim != dim:
+        logger.warning(
+            "cached index %s holds %d x %d embeddings but the corpus has %d sentences and the model %d "
+            "dimensions; rebuilding it",
+            index_dir / "embeddings.npy",
+            len(index),
+            index.dim,
+            rows,
+            dim,
+        )
+        return None
+    return index
+
+
 def corpus_index(
     encoder: Any,
     model_fp: dict[str, str],
@@ -86,11 +125,14 @@ def corpus_index(
     """The corpus index (reused from ``index_dir`` when its fingerprint matches); (index, built now?)."""
     fp_file = index_dir / FINGERPRINT_FILE if index_dir is not None else None
     if fp_file is not None and fp_file.is_file():
-        saved = json.loads(fp_file.read_text(encoding="utf-8"))
+        saved = _read_fingerprint(fp_file)
         if saved == model_fp:
-            return load_index(index_dir, backend), False  # type: ignore[arg-type]
-        changed = " and ".join(k for k in ("corpus", "model") if saved.get(k) != model_fp[k])
-        logger.info("%s: the %s changed; rebuilding the index", index_dir, changed)
+            cached = _valid_cache(index_dir, backend, len(texts), encoder)  # type: ignore[arg-type]
+            if cached is not None:
+                return cached, False
+        elif saved is not None:
+            changed = " and ".join(k for k in ("corpus", "model") if saved.get(k) != model_fp[k])
+            logger.info("%s: the %s changed; rebuilding the index", index_dir, changed)
     emb = encoder.encode(list(texts), batch_size=batch_size, max_length=max_length, show_progress=True)
     index = build_index(np.asarray(emb), backend, texts=list(texts))
     if index_dir is not None and fp_file is not None:
@@ -98,6 +140,54 @@ def corpus_index(
         index.save(index_dir)
         fp_file.write_text(json.dumps(model_fp, indent=2) + "\n", encoding="utf-8")
     return index, True
+
+
+def load_search_encoder(model: str, pooler: str | None, model_backend: str = "auto") -> Any:
+    """The query/corpus encoder: onnxruntime for an exported folder (unless torch is asked), else torch."""
+    from sentcl.interop.onnx import load_onnx_encoder
+    from sentcl.modeling.dual import load_encoder
+
+    onnx = load_onnx_encoder(model, model_backend, pooler=pooler) if model_backend != "torch" else None
+    return onnx or load_encoder(model, pooler=pooler)
+
+
+def run_ann_search(
+    model: str,
+    index_dir: Path,
+    queries: Sequence[str],
+    k: int = 5,
+    pooler: str | None = None,
+    batch_size: int = 128,
+    max_length: int | None = None,
+    model_backend: str = "auto",
+    nprobe: int | None = None,
+    ef_search: int | None = None,
+) -> list[list[Hit]]:
+    """Top-k hits per query from an index built by ``sentcl index build`` (texts read from its input)."""
+    from sentcl.index import open_index
+
+    if not queries:
+        raise ValueError("no query: give --query TEXT and/or --queries FILE")
+    index = open_index(index_dir, nprobe=nprobe, ef_search=ef_search)
+    encoder = load_search_encoder(model, pooler or index.meta.get("pooler"), model_backend)
+    index.check_dim(int(encoder.embedding_dim), f"model {model!r}")
+    q = encoder.encode(
+        list(queries), batch_size=batch_size, max_length=max_length or index.meta.get("max_length")
+    )
+    scores, ids = index.search(np.asarray(q), k)  # (Q, k), (Q, k); id -1 = fewer than k found
+    hits = []
+    for srow, irow in zip(scores, ids, strict=True):
+        found = [(float(s), int(i)) for s, i in zip(srow, irow, strict=True) if i >= 0]
+        texts = index.texts([i for _, i in found])
+        hits.append(
+            [
+                Hit(r + 1, s, line, text)
+                for r, ((s, _), line, text) in enumerate(
+                    zip(found, index.lines([i for _, i in found]), texts, strict=True)
+                )
+            ]
+        )
+    return hits
 
 
 def run_search(
@@ -110,16 +200,17 @@ def run_search(
     pooler: str | None = None,
     batch_size: int = 128,
     max_length: int | None = None,
+    model_backend: str = "auto",
 ) -> tuple[list[list[Hit]], bool]:
     """Top-k hits per query; second value: whether the index was built (not reused)."""
-    from sentcl.modeling.dual import load_encoder
-
     if k < 1:
         raise ValueError(f"-k must be >= 1, got {k}")
     if not queries:
         raise ValueError("no query: give --query TEXT and/or --queries FILE")
+    if index_dir is not None and index_dir.exists() and not index_dir.is_dir():
+        raise ValueError(f"--index {index_dir} is a file; give a folder to keep the corpus embeddings in")
     line_numbers, texts = read_sentences(corpus, "corpus")
-    encoder = load_encoder(model, pooler=pooler)
+    encoder = load_search_encoder(model, pooler, model_backend)
     fp = fingerprint(model, pooler, max_length, texts)
     index, built = corpus_index(encoder, fp, texts, index_dir, backend, batch_size, max_length)
     q = encoder.encode(list(queries), batch_size=batch_size, max_length=max_length)

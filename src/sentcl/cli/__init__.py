@@ -20,9 +20,14 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("eval", "eval"),
     ("encode", "encode"),
     ("search", "search"),
+    ("index", "index"),
+    ("mine", "mine"),
     ("build-nli", "build_nli"),
+    ("download", "download"),
     ("report", "report"),
     ("experiment", "experiment"),
+    ("export", "export"),
+    ("serve", "serve"),
 )
 
 

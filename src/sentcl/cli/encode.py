@@ -1,4 +1,4 @@
-"""``sentcl encode``: embed the sentences of a text file (one a line) into a .npy file."""
+"""``sentcl encode``: embed the sentences of a text file (one a line) into a .npy file, or into shards."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
-from sentcl.cli.options import add_model_options, load_model
+from sentcl.atomic import atomic_save_npy
+from sentcl.cli.options import add_model_options, load_model, positive_int
 from sentcl.data.readers import iter_text_lines
 
 logger = logging.getLogger("sentcl")
@@ -24,17 +25,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="UTF-8 text file, one sentence a line (row i of the output is line i).",
     )
     p.add_argument(
-        "--output", required=True, type=Path, help="Output .npy file: float32 (N, D), input order."
+        "--output",
+        required=True,
+        type=Path,
+        help="Output .npy file: float32 (N, D), input order (the name must end in .npy); "
+        "with --shard-size, a folder of shards.",
     )
     p.add_argument("--normalize", action="store_true", help="L2-normalise the embeddings.")
+    p.add_argument(
+        "--shard-size",
+        type=positive_int,
+        help="Stream the input and write .npy shards of this many lines plus manifest.json into the --output "
+        "folder; resumable (finished shards are skipped); under torchrun ranks share the shards.",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.input.is_dir():
+        raise ValueError(f"input {args.input} is a directory; give a text file, one sentence a line")
     if not args.input.is_file():
         raise FileNotFoundError(f"input file {args.input} does not exist")
+    if args.shard_size:
+        return run_sharded(args)
+    if args.output.suffix != ".npy":
+        raise ValueError(
+            f"--output {args.output} must end in .npy (numpy would write {args.output}.npy); "
+            "for a folder of shards add --shard-size N"
+        )
+    if args.output.is_dir():
+        raise ValueError(f"--output {args.output} is a directory; give a .npy file path")
     # row i of the output is line i, empty or not
     sentences = [text for _, text in iter_text_lines(args.input)]
+    if not sentences:
+        raise ValueError(f"input file {args.input} is empty: nothing to encode")
     empty = sum(1 for s in sentences if not s.strip())
     if empty:
         logger.warning(
@@ -49,6 +73,40 @@ def run(args: argparse.Namespace) -> int:
         max_length=args.max_length,
     )
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    np.save(args.output, np.asarray(embeddings, dtype=np.float32).reshape(len(sentences), -1))
-    print(f"wrote {len(sentences)} x {model.embedding_dim} embeddings to {args.output}")
+    emb = np.asarray(embeddings, dtype=np.float32).reshape(len(sentences), -1)  # (N, D)
+    atomic_save_npy(args.output, emb)
+    print(f"wrote {len(sentences)} x {emb.shape[1]} embeddings to {args.output}")
+    return 0
+
+
+def run_sharded(args: argparse.Namespace) -> int:
+    """Shards + manifest under the --output folder (sentcl.index.shards); ranks split them under torchrun."""
+    from sentcl import distributed
+    from sentcl.index.shards import encode_shards
+
+    if args.output.exists() and not args.output.is_dir():
+        raise ValueError(f"--output {args.output} is a file; with --shard-size it must be a folder")
+    joined = distributed.init_from_env()
+    try:
+        model = load_model(args)
+        if joined and hasattr(model, "to"):
+            model.to(distributed.default_device())
+        manifest = encode_shards(
+            model,
+            args.input,
+            args.output,
+            args.shard_size,
+            model_name=args.model,
+            batch_size=args.batch_size,
+            max_length=args.max_length,
+            normalize=args.normalize,
+        )
+    finally:
+        if joined:
+            distributed.shutdown()
+    if distributed.is_main_process():
+        print(
+            f"wrote {manifest['rows']} x {manifest['dim']} embeddings in {len(manifest['shards'])} shards "
+            f"to {args.output} ({args.output / 'manifest.json'})"
+        )
     return 0

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import dataclasses
+from typing import Any, TypeVar
 
 from sentcl.config import POOLERS, ConfigError
+from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
 from sentcl.paths import DataNotFoundError, ModelNotFoundError
+
+T = TypeVar("T")
 
 # Raised for a user's mistake: printed as one line ``sentcl CMD: error: ...`` with exit status 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (
@@ -15,6 +19,7 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     DataFormatError,
     DataNotFoundError,
     ModelNotFoundError,
+    DownloadError,
     FileNotFoundError,
     ValueError,
     KeyError,
@@ -47,7 +52,10 @@ def add_overrides(p: argparse.ArgumentParser, help_: str) -> None:
 
 def add_pooler(p: argparse.ArgumentParser, help_: str | None = None) -> None:
     p.add_argument(
-        "--pooler", choices=POOLERS, help=help_ or "Pooler (default: the model's saved one, else cls)."
+        "--pooler",
+        choices=POOLERS,
+        help=help_
+        or "Pooler (default: the folder's own: sentcl.json, sentence-transformers Pooling, else cls).",
     )
 
 
@@ -76,18 +84,44 @@ def add_model_options(p: argparse.ArgumentParser, *, model_required: bool = True
         action="store_true",
         help="Fast CPU inference: dynamic int8 quantisation of the Linear layers (docs/performance.md).",
     )
+    add_backend(p)
+
+
+def add_backend(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--backend",
+        dest="model_backend",
+        choices=("auto", "torch", "onnx"),
+        default="auto",
+        help="Run the model with PyTorch or onnxruntime (onnx: a folder from `sentcl export --format onnx`); "
+        "auto: onnx for an exported folder, else torch.",
+    )
 
 
 def load_model(args: argparse.Namespace) -> Any:
     """The encoder that ``add_model_options`` describes (a SentenceEncoder or DualEncoder)."""
     from sentcl.modeling.dual import load_encoder
 
+    backend = getattr(args, "model_backend", "auto")
+    if backend != "torch":
+        from sentcl.interop.onnx import load_onnx_encoder
+
+        onnx = load_onnx_encoder(args.model, backend, pooler=args.pooler, int8=getattr(args, "int8", False))
+        if onnx is not None:
+            return onnx
     model = load_encoder(args.model, pooler=args.pooler)
     if getattr(args, "int8", False):
         from sentcl.modeling.quantize import quantize_int8
 
         model = quantize_int8(model)
     return model
+
+
+def settings_from_args(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
+    """A settings dataclass from the options named like its fields (a field with no option keeps its
+    default); ``given`` sets the fields whose option is named otherwise."""
+    names = [f.name for f in dataclasses.fields(cls) if hasattr(args, f.name) and f.name not in given]  # type: ignore[arg-type]
+    return cls(**{name: getattr(args, name) for name in names}, **given)
 
 
 def encode_fn(model: Any, args: argparse.Namespace):  # noqa: ANN201 - Callable[[list[str]], np.ndarray]

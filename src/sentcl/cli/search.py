@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from sentcl.cli.options import add_batch_size, add_pooler, positive_int
+from sentcl.cli.options import add_backend, add_batch_size, add_pooler, positive_int
 
 logger = logging.getLogger("sentcl")
 
@@ -17,7 +17,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("search", help="Nearest corpus sentences (cosine) for one or more queries.")
     p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
-    p.add_argument("--corpus", required=True, type=Path, help="UTF-8 text file, one sentence a line.")
+    p.add_argument(
+        "--corpus",
+        type=Path,
+        help="UTF-8 text file, one sentence a line (not needed with an --index built by sentcl index build).",
+    )
     p.add_argument(
         "--query", action="append", default=[], metavar="TEXT", help="A query sentence (repeatable)."
     )
@@ -26,40 +30,56 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--index",
         type=Path,
-        help="Folder to save the corpus embeddings in and reuse them from (rebuilt if corpus or model changed).",
+        help="Folder to save the corpus embeddings in and reuse them from (rebuilt if corpus or model changed), "
+        "or a folder built by `sentcl index build` (faiss ANN index; --corpus is then not needed).",
     )
+    p.add_argument("--nprobe", type=positive_int, help="IVF index: cells to search (default: the index's).")
+    p.add_argument("--ef-search", type=positive_int, help="HNSW index: search beam (default: the index's).")
     p.add_argument(
-        "--backend",
+        "--index-backend",
         choices=BACKENDS,
         default="auto",
-        help="exact (numpy), faiss, or auto (faiss when installed and the corpus is large).",
+        help="Search cache's index: exact (numpy), faiss, or auto (faiss when installed and the corpus is large).",
     )
     add_pooler(p)
     add_batch_size(p)
     p.add_argument("--max-length", type=positive_int, help="Truncate sentences to this many tokens.")
     p.add_argument("--json", action="store_true", help="Print the hits as JSON instead of a table.")
+    add_backend(p)
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.search_cli import format_hits, hits_json, read_sentences, run_search
+    from sentcl.index import is_ann_index
+    from sentcl.search_cli import format_hits, hits_json, read_sentences, run_ann_search, run_search
 
     queries = list(args.query)
     if args.queries:
         queries += read_sentences(args.queries, "queries")[1]
-    hits, built = run_search(
-        args.model,
-        args.corpus,
-        queries,
-        k=args.k,
-        index_dir=args.index,
-        backend=args.backend,
-        pooler=args.pooler,
-        batch_size=args.batch_size,
-        max_length=args.max_length,
-    )
-    if args.index:
-        logger.info("index %s: %s", args.index, "built and saved" if built else "reused")
+    # the model and encoding options both kinds of search take
+    encoding = {
+        "k": args.k,
+        "pooler": args.pooler,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "model_backend": args.model_backend,
+    }
+    if args.index is not None and is_ann_index(args.index):
+        if args.corpus is not None:
+            logger.warning(
+                "--corpus %s is ignored: %s is a built index over its own corpus", args.corpus, args.index
+            )
+        hits = run_ann_search(
+            args.model, args.index, queries, nprobe=args.nprobe, ef_search=args.ef_search, **encoding
+        )
+    else:
+        if args.corpus is None:
+            raise ValueError("--corpus is required unless --index is a folder built by `sentcl index build`")
+        hits, built = run_search(
+            args.model, args.corpus, queries, index_dir=args.index, backend=args.index_backend, **encoding
+        )
+        if args.index:
+            logger.info("index %s: %s", args.index, "built and saved" if built else "reused")
     print(
         json.dumps(hits_json(queries, hits), indent=2, ensure_ascii=False)
         if args.json

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from sentcl.cli.options import add_overrides
@@ -35,9 +36,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def _failed(message: str) -> int:
+    """The run failed (not the user's input): one line, exit status 1."""
+    print(f"sentcl train: error: {message}", file=sys.stderr)
+    return 1
+
+
 def run(args: argparse.Namespace) -> int:
     from sentcl.evaluation.runner import format_results
+    from sentcl.training.checkpoint import CheckpointError
     from sentcl.training.loop import train
+    from sentcl.training.step import TrainingDiverged
 
     overrides = list(args.overrides)
     if args.data_dir:
@@ -45,7 +54,15 @@ def run(args: argparse.Namespace) -> int:
     if args.output_dir:
         overrides.append(f"training.output_dir={args.output_dir}")
     cfg = load_config(TrainConfig, args.config, overrides)
-    result = train(cfg, resume=args.resume)
+    try:
+        result = train(cfg, resume=args.resume)
+    except (TrainingDiverged, CheckpointError) as err:
+        return _failed(str(err))
+    except FileNotFoundError:
+        raise  # the user's (a missing file): exit 2, like every command
+    except OSError as err:  # a full disk, a read-only filesystem, a folder where a file should be, ...
+        where = f": {err.filename}" if err.filename else ""
+        return _failed(f"{err.strerror or err}{where}")
     if result.best_score is None:  # not rank 0 of a torchrun job: rank 0 reports
         return 0
     print(

@@ -20,13 +20,14 @@ Fields are stripped of surrounding whitespace. Errors name the file and line.
 from __future__ import annotations
 
 import csv
-import json
-import os
+import io
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sentcl.data.readers import Corpus, DataFormatError, iter_text_lines
+from sentcl.atomic import atomic_write_text
+from sentcl.data.readers import Corpus, DataFormatError, iter_text_lines, require_file
+from sentcl.data.tables import iter_csv_records, iter_records
 
 NliExample = tuple[str, ...]
 LABELS = ("entailment", "neutral", "contradiction")
@@ -113,69 +114,46 @@ def _check_label(path: Path, lineno: int, label: str) -> str:
 
 
 def _check_file(path: Path) -> None:
-    if not path.is_file():
-        raise FileNotFoundError(f"NLI file {path} does not exist")
-
-
-def _decoded_lines(path: Path) -> Iterator[str]:
-    """Lines with their line endings kept (what csv wants from a newline='' file); bad UTF-8 names the line."""
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            try:
-                yield raw.decode("utf-8-sig" if lineno == 1 else "utf-8")
-            except UnicodeDecodeError as err:
-                raise DataFormatError(
-                    f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start})"
-                ) from None
+    require_file(path, "NLI file")
 
 
 def read_nli_csv(path: str | Path, max_examples: int | None = None) -> Corpus:
-    """SimCSE's ``nli_for_simcse.csv``: one example a row, its length set by the header (see module doc)."""
+    """SimCSE's ``nli_for_simcse.csv``: one example a row, its length set by the header (see module doc).
+
+    Parsing is strict (``sentcl.data.tables.iter_csv_records``): a record must sit on one line, so an
+    unbalanced quote is an error naming its line instead of a field that swallows the rows after it.
+    """
     path = Path(path)
     _check_file(path)
-    reader = csv.reader(_decoded_lines(path))
+    records = iter_csv_records(path)
     examples: list[NliExample] = []
     empty_rows = 0
-    start = 1  # first physical line of the current record (quoted fields may span lines)
-    try:
-        header = tuple(name.strip() for name in next(reader, []))
-        if header not in CSV_HEADERS:
-            expected = " or ".join(",".join(h) for h in CSV_HEADERS)
-            raise DataFormatError(f"{path}:1: header {','.join(header)!r} is not one of: {expected}")
-        width = CSV_HEADERS[header]
-        start = reader.line_num + 1
-        for row in reader:
-            if not row:
-                empty_rows += 1
-            elif len(row) != width:
-                raise DataFormatError(
-                    f"{path}:{start}: expected {width} fields ({','.join(header)}), got {len(row)}"
-                )
-            else:
-                fields = tuple(field.strip() for field in row)
-                for name, value in zip(header, fields, strict=True):
-                    if not value:
-                        raise DataFormatError(f"{path}:{start}: field {name!r} is empty")
-                examples.append(fields)
-                if max_examples is not None and len(examples) >= max_examples:
-                    break
-            start = reader.line_num + 1
-    except csv.Error as err:
-        raise DataFormatError(f"{path}:{start}: malformed csv: {err}") from None
+    first = next(records, None)
+    header = tuple(name.strip() for name in first[1]) if first else ()
+    if header not in CSV_HEADERS:
+        expected = " or ".join(",".join(h) for h in CSV_HEADERS)
+        raise DataFormatError(f"{path}:1: header {','.join(header)!r} is not one of: {expected}")
+    width = CSV_HEADERS[header]
+    for lineno, row in records:
+        if not row:
+            empty_rows += 1
+            continue
+        if len(row) != width:
+            raise DataFormatError(
+                f"{path}:{lineno}: expected {width} fields ({','.join(header)}), got {len(row)}"
+            )
+        fields = tuple(field.strip() for field in row)
+        for name, value in zip(header, fields, strict=True):
+            if not value:
+                raise DataFormatError(f"{path}:{lineno}: field {name!r} is empty")
+        examples.append(fields)
+        if max_examples is not None and len(examples) >= max_examples:
+            break
     return Corpus(path, examples, {"empty_lines": empty_rows})
 
 
 def _jsonl_records(path: Path, skipped: dict[str, int]) -> Iterator[tuple[str, str, str]]:
-    for lineno, text in iter_text_lines(path):
-        if not text.strip():
-            skipped["empty_lines"] += 1
-            continue
-        try:
-            record = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise DataFormatError(f"{path}:{lineno}: invalid JSON: {err.msg}") from None
-        if not isinstance(record, dict):
-            raise DataFormatError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
+    for lineno, record in iter_records(path, "jsonl", skipped, key="empty_lines"):
         values = []
         for key in ("sentence1", "sentence2", "gold_label"):
             value = record.get(key)
@@ -251,16 +229,25 @@ def write_nli_csv(examples: Sequence[NliExample], path: str | Path) -> None:
     header = next((h for h, n in CSV_HEADERS.items() if n == width), None)
     if header is None:
         raise ValueError(f"examples have {width} fields; the csv format takes {sorted(CSV_HEADERS.values())}")
+    for index, example in enumerate(examples):
+        for name, value in zip(header, example, strict=True):
+            if "\n" in value or "\r" in value:
+                raise ValueError(
+                    f"example {index}: {name} {value[:40]!r} holds a line break; the csv keeps one example a line"
+                )
+    if path.is_dir():
+        raise ValueError(
+            f"output {path} is a directory; give a file name, e.g. {path / 'nli_for_simcse.csv'}"
+        )
+    blocking = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocking is not None:
+        raise ValueError(f"output {path} cannot be written: {blocking} is a file, not a directory")
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    try:
-        with open(tmp, "w", encoding="utf-8", newline="") as handle:
-            writer = csv.writer(handle, lineterminator="\n")
-            writer.writerow(header)
-            writer.writerows(examples)
-        os.replace(tmp, path)
-    finally:
-        tmp.unlink(missing_ok=True)
+    text = io.StringIO()
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(header)
+    writer.writerows(examples)
+    atomic_write_text(path, text.getvalue())
 
 
 def build_nli_from_senteval(

@@ -17,14 +17,17 @@ Two readers (registered in ``sentcl.data.sources``):
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import deque
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentcl.data.readers import Corpus, iter_text_lines
+from sentcl.data.readers import Corpus, iter_text_lines, require_file
 from sentcl.data.sampler import epoch_permutation
+
+logger = logging.getLogger(__name__)
 
 #: the widest "next k sentences" window an example carries (SimCSE Table 2: next 3 sentences)
 MAX_WINDOW = 3
@@ -67,8 +70,7 @@ def iter_ordered_sentences(path: Path, counts: dict[str, int]) -> Iterator[Order
 
 
 def _check_file(path: Path) -> None:
-    if not path.is_file():
-        raise FileNotFoundError(f"training file {path} does not exist")
+    require_file(path)
 
 
 def read_ordered_lines(path: str | Path, max_examples: int | None = None) -> Corpus:
@@ -164,10 +166,25 @@ class NextSentenceViews:
         return example.sentence.text, random.Random(key).choice(candidates)
 
 
-def contiguous_batches(num_examples: int, batch_size: int, seed: int, epoch: int) -> list[list[int]]:
+def has_neighbour_pair(block: Sequence[OrderedSentence]) -> bool:
+    """True when some sentence of the block has its successor (same document, next position) in the block."""
+    keys = {(s.doc_id, s.position) for s in block}
+    return any((s.doc_id, s.position + 1) in keys for s in block)
+
+
+def contiguous_batches(
+    num_examples: int,
+    batch_size: int,
+    seed: int,
+    epoch: int,
+    examples: Sequence[OrderedSentence] | None = None,
+) -> list[list[int]]:
     """Quick-Thoughts batches: blocks of ``batch_size`` consecutive indices, block order shuffled per epoch.
 
-    Block b holds indices b·B .. min((b+1)·B, N) - 1 (the last may be smaller); every index appears once.
+    Block b holds indices b·B .. min((b+1)·B, N) - 1 (the last may be smaller). Given the ``examples``, a
+    block with no (sentence, neighbour) pair, such as a trailing block of one sentence or one whose
+    sentences all lie in different documents, has nothing to predict: it is dropped and logged (a warning
+    with the number of blocks and sentences). Without ``examples`` every index appears once.
     """
     if batch_size < 1:
         raise ValueError(f"batch_size must be >= 1, got {batch_size}")
@@ -175,6 +192,20 @@ def contiguous_batches(num_examples: int, batch_size: int, seed: int, epoch: int
         list(range(start, min(start + batch_size, num_examples)))
         for start in range(0, num_examples, batch_size)
     ]
+    if examples is not None:
+        if len(examples) != num_examples:
+            raise ValueError(f"{len(examples)} examples for num_examples={num_examples}")
+        kept = [b for b in blocks if has_neighbour_pair([examples[i] for i in b])]
+        if len(kept) < len(blocks):
+            dropped = sum(len(b) for b in blocks) - sum(len(b) for b in kept)
+            logger.warning(
+                "Quick-Thoughts: dropped %d of %d blocks of consecutive sentences (%d sentences) that hold no "
+                "(sentence, next sentence) pair of one document, e.g. a trailing block of one sentence",
+                len(blocks) - len(kept),
+                len(blocks),
+                dropped,
+            )
+        blocks = kept
     return [blocks[b] for b in epoch_permutation(len(blocks), seed, epoch)]
 
 

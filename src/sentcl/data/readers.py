@@ -37,6 +37,14 @@ def decode_line(raw: bytes, path: Path, lineno: int) -> str:
         ) from None
 
 
+def require_file(path: Path, what: str = "training file") -> None:
+    """A clear error unless ``path`` is an existing regular file: missing, or a directory, said as such."""
+    if path.is_dir():
+        raise DataFormatError(f"{what} {path} is a directory, not a file")
+    if not path.is_file():
+        raise FileNotFoundError(f"{what} {path} does not exist")
+
+
 def iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line."""
     with open(path, "rb") as handle:
@@ -47,8 +55,7 @@ def iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
 def read_lines(path: str | Path, max_examples: int | None = None) -> Corpus:
     """One sentence a line; blank lines are skipped and counted."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"training file {path} does not exist")
+    require_file(path)
     sentences: list[str] = []
     empty = 0
     for _, text in iter_text_lines(path):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from sentcl.config import ConfigError
-from sentcl.data import nli, ordered
+from sentcl.data import nli, ordered, pairs
 from sentcl.data.readers import Corpus, read_lines
 from sentcl.registry import Registry
 
@@ -20,6 +20,7 @@ READERS.register("nli_jsonl")(nli.read_nli_jsonl)
 READERS.register("senteval_snli")(nli.read_senteval_snli)  # train_file: the SNLI folder; splits dev + test
 READERS.register("ordered_lines")(ordered.read_ordered_lines)
 READERS.register("next_sentence")(ordered.read_next_sentence)
+READERS.register("pairs")(pairs.read_pairs)  # (x, x+) from .csv / .tsv / .jsonl (SimCSE Table 4)
 NEUTRAL_READERS = ("nli_jsonl", "senteval_snli")
 
 

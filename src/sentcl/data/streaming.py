@@ -29,7 +29,7 @@ import torch
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.data.readers import Corpus, decode_line
+from sentcl.data.readers import Corpus, decode_line, require_file
 
 logger = logging.getLogger(__name__)
 CACHE_ENV = "SENTCL_CACHE"
@@ -203,8 +203,7 @@ class LineFile(Sequence[str]):
         self, path: str | Path, cache_dir: str | Path | None = None, max_examples: int | None = None
     ) -> None:
         self.path = Path(path)
-        if not self.path.is_file():
-            raise FileNotFoundError(f"training file {self.path} does not exist")
+        require_file(self.path)
         self.root = cache_root(cache_dir) / "streaming"
         self.key = file_key(self.path)
         folder = self.root / f"lines-{_digest(self.key)}"

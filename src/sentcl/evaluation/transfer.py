@@ -1,8 +1,14 @@
-"""SentEval transfer tasks: logistic regression on frozen sentence embeddings (SentEval's sklearn protocol).
+"""SentEval transfer tasks: a linear classifier on frozen sentence embeddings, under one of two protocols.
 
-A classifier p(y | f(x)) = softmax(W f(x) + b), trained with L2 penalty ‖W‖²/(2C) (sklearn's
-LogisticRegression, lbfgs), sees only the frozen embeddings f(x). The regularisation C is chosen on
-validation data, as SentEval does for each kind of task:
+``protocol="senteval"`` (the default): SentEval's own protocol as SimCSE's ``evaluation.py`` runs it, so the
+numbers compare with the papers' tables: a PyTorch logistic regression, L2 grid 1e-5..1e-2, early stopping,
+seed 1111, examples in SentEval's order, MRPC features [|u−v|, u∗v]. ``fast=False`` is SimCSE's ``--mode
+test`` (Adam, batch 64, tenacity 5, epoch size 4, 10 folds), ``fast=True`` its ``--mode fasttest`` (RMSprop,
+batch 128, tenacity 3, epoch size 2, 5 folds). Details and sources: :mod:`sentcl.evaluation.senteval_classifier`.
+
+``protocol="sklearn"`` (ours, kept for continuity with earlier results): SentEval's ``usepytorch=False``
+variant. p(y | f(x)) = softmax(W f(x) + b), trained with L2 penalty ‖W‖²/(2C) (sklearn's LogisticRegression,
+lbfgs); the regularisation C is chosen on validation data, as SentEval does for each kind of task:
 
 * MR, CR, SUBJ, MPQA (one labelled set): outer k-fold stratified CV (k=10); inside each outer fold,
   C is picked by an inner k-fold CV on the outer training part, the classifier is refit on that whole
@@ -13,10 +19,11 @@ validation data, as SentEval does for each kind of task:
   gives SentEval's own [|u−v|, u∗v]); MRPC also reports F1 of the paraphrase class.
 
 C grids (SentEval's sklearn grids): 2^-2..2^3 for the inner-CV and dev-split tasks, 2^-1..2^5 for
-TREC/MRPC. ``fast=True`` (for development): 5 folds instead of 10 and every other C of each grid.
-**Unit: every accuracy and F1 is in percent.** Result layout of :func:`evaluate_transfer`::
+TREC/MRPC. ``fast=True`` (for development): 5 folds instead of 10 and every other C of each grid; seed 0.
+**Unit: every accuracy and F1 is in percent.** Result layout of :func:`evaluate_transfer` (the senteval
+protocol reports the chosen L2 as "l2reg" where the sklearn one reports "C")::
 
-    {"MR": {"acc": 77.1, "dev_acc": 77.4, "n": 10662, "C": [per-fold C]}, ...,
+    {"MR": {"acc": 77.1, "dev_acc": 77.4, "n": 10662, "C": [per-fold C], "protocol": "sklearn"}, ...,
      "SST2": {"acc": ..., "dev_acc": ..., "n": 70042, "n_train": ..., "n_dev": ..., "n_test": ..., "C": 1.0},
      "MRPC": {"acc": ..., "f1": ..., "dev_acc": ..., "n": 5801, "n_train": 4076, "n_test": 1725, "C": 2.0},
      "avg": mean "acc" over the tasks evaluated}
@@ -35,8 +42,13 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
+from sentcl.evaluation.senteval_classifier import FAST_MODE, TEST_MODE, senteval_order, split_classifier
+from sentcl.evaluation.senteval_classifier import SEED as SENTEVAL_SEED
+from sentcl.evaluation.senteval_classifier import inner_kfold as se_inner_kfold
+from sentcl.evaluation.senteval_classifier import kfold_then_test as se_kfold_then_test
 from sentcl.evaluation.senteval_readers import (
     BINARY_FILES,
+    LabelledPairs,
     LabelledSentences,
     read_binary_task,
     read_mrpc,
@@ -46,6 +58,8 @@ from sentcl.evaluation.senteval_readers import (
 from sentcl.paths import resolve_data_dir
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
+PROTOCOLS = ("senteval", "sklearn")
+DEFAULT_PROTOCOL = "senteval"  # SentEval's own protocol, as SimCSE reports; sklearn: our earlier one
 EncodeFn = Callable[[list[str]], np.ndarray]
 Folds = list[tuple[np.ndarray, np.ndarray]]
 
@@ -176,47 +190,66 @@ def _encode_unique(encode: EncodeFn, *text_lists: Sequence[str]) -> list[np.ndar
     return [emb[np.array([row[t] for t in texts], dtype=np.int64)].astype(np.float64) for texts in text_lists]
 
 
+def _senteval_sorted(split: LabelledSentences | LabelledPairs, protocol: str) -> Any:
+    """The split in SentEval's order (by token count, then label; MRPC: A's count, B's count, label)."""
+    if protocol != "senteval":
+        return split
+    if isinstance(split, LabelledPairs):
+        cols = [[len(t.split()) for t in split.first], [len(t.split()) for t in split.second], split.labels]
+        i = senteval_order(cols)
+        return LabelledPairs([split.first[j] for j in i], [split.second[j] for j in i], split.labels[i])
+    i = senteval_order([[len(t.split()) for t in split.texts], split.labels])
+    return LabelledSentences([split.texts[j] for j in i], split.labels[i])
+
+
 def _run_task(
-    task: str, encode: EncodeFn, data_dir: Path, k: int, fast: bool, seed: int, mrpc_include_uv: bool
+    task: str, encode: EncodeFn, data_dir: Path, fast: bool, protocol: str, seed: int, mrpc_include_uv: bool
 ) -> dict[str, Any]:
+    se = protocol == "senteval"
+    cfg = FAST_MODE if fast else TEST_MODE  # senteval protocol
+    k = 5 if fast else 10  # sklearn protocol
     grid_inner = C_GRID_INNER[::2] if fast else C_GRID_INNER
     grid_kfold = C_GRID_KFOLD[::2] if fast else C_GRID_KFOLD
     if task in BINARY_FILES:
-        data = read_binary_task(data_dir, task)
+        data = _senteval_sorted(read_binary_task(data_dir, task), protocol)
         (x,) = _encode_unique(encode, data.texts)
-        return {**inner_kfold_accuracy(x, data.labels, k, grid_inner, seed), "n": len(data)}
+        y = data.labels
+        res = se_inner_kfold(x, y, cfg, seed=seed) if se else inner_kfold_accuracy(x, y, k, grid_inner, seed)
+        return {**res, "n": len(data)}
     if task == "SST2":
-        sst = read_sst2(data_dir)
+        sst = {s: _senteval_sorted(d, protocol) for s, d in read_sst2(data_dir).items()}
         xs = _encode_unique(encode, *(sst[s].texts for s in ("train", "dev", "test")))
         train, dev, test = ((x, sst[s].labels) for x, s in zip(xs, ("train", "dev", "test"), strict=True))
         sizes = {f"n_{s}": len(sst[s]) for s in ("train", "dev", "test")}
-        return {**dev_split_accuracy(train, dev, test, grid_inner, seed), "n": sum(sizes.values()), **sizes}
-    if task == "TREC":
-        trec: dict[str, LabelledSentences] = read_trec(data_dir)
-        x_tr, x_te = _encode_unique(encode, trec["train"].texts, trec["test"].texts)
-        res, _ = kfold_then_test(x_tr, trec["train"].labels, x_te, trec["test"].labels, k, grid_kfold, seed)
-        return {
-            **res,
-            "n": len(trec["train"]) + len(trec["test"]),
-            "n_train": len(trec["train"]),
-            "n_test": len(trec["test"]),
-        }
-    if task == "MRPC":
-        mrpc = read_mrpc(data_dir)
-        a_tr, b_tr, a_te, b_te = _encode_unique(
-            encode, mrpc["train"].first, mrpc["train"].second, mrpc["test"].first, mrpc["test"].second
-        )
-        f_tr, f_te = mrpc_features(a_tr, b_tr, mrpc_include_uv), mrpc_features(a_te, b_te, mrpc_include_uv)
-        y_te = mrpc["test"].labels
-        res, pred = kfold_then_test(f_tr, mrpc["train"].labels, f_te, y_te, k, grid_kfold, seed)
-        n_tr, n_te = len(mrpc["train"]), len(mrpc["test"])
-        return {
-            **res,
-            "f1": 100 * float(f1_score(y_te, pred)),
-            "n": n_tr + n_te,
-            "n_train": n_tr,
-            "n_test": n_te,
-        }
+        if se:
+            res = split_classifier(train, dev, test, cfg, seed=seed)
+        else:
+            res = dev_split_accuracy(train, dev, test, grid_inner, seed)
+        return {**res, "n": sum(sizes.values()), **sizes}
+    if task in ("TREC", "MRPC"):
+        if task == "TREC":
+            trec = {s: _senteval_sorted(d, protocol) for s, d in read_trec(data_dir).items()}
+            x_tr, x_te = _encode_unique(encode, trec["train"].texts, trec["test"].texts)
+            y_tr, y_te = trec["train"].labels, trec["test"].labels
+        else:
+            mrpc = {s: _senteval_sorted(d, protocol) for s, d in read_mrpc(data_dir).items()}
+            a_tr, b_tr, a_te, b_te = _encode_unique(
+                encode, mrpc["train"].first, mrpc["train"].second, mrpc["test"].first, mrpc["test"].second
+            )
+            x_tr, x_te = (
+                mrpc_features(a_tr, b_tr, mrpc_include_uv),
+                mrpc_features(a_te, b_te, mrpc_include_uv),
+            )
+            y_tr, y_te = mrpc["train"].labels, mrpc["test"].labels
+        if se:
+            res, pred = se_kfold_then_test(x_tr, y_tr, x_te, y_te, cfg, seed=seed)
+        else:
+            res, pred = kfold_then_test(x_tr, y_tr, x_te, y_te, k, grid_kfold, seed)
+        f1s = {}
+        if task == "MRPC":
+            f1 = 100 * float(f1_score(y_te, pred))
+            f1s = {"f1": round(f1, 2) if se else f1}  # SentEval rounds its scores
+        return {**res, **f1s, "n": len(y_tr) + len(y_te), "n_train": len(y_tr), "n_test": len(y_te)}
     raise ValueError(f"unknown transfer task {task!r}; valid: {', '.join(TRANSFER_TASKS)}")
 
 
@@ -225,17 +258,28 @@ def evaluate_transfer(
     data_dir: str | Path | None,
     tasks: Sequence[str] = TRANSFER_TASKS,
     fast: bool = False,
-    seed: int = 0,
-    mrpc_include_uv: bool = True,
+    seed: int | None = None,
+    mrpc_include_uv: bool | None = None,
+    protocol: str = "senteval",
 ) -> dict[str, Any]:
-    """Run the transfer ``tasks`` (layout in the module docstring; percent); "avg" = mean accuracy."""
+    """Run the transfer ``tasks`` (layout in the module docstring; percent); "avg" = mean accuracy.
+
+    ``protocol``: "senteval" (default; SentEval's PyTorch classifier, see
+    :mod:`sentcl.evaluation.senteval_classifier`; ``fast`` = SimCSE's fasttest settings) or "sklearn".
+    ``seed`` and ``mrpc_include_uv`` default to the protocol's own: 1111 and [|u−v|, u∗v] for senteval,
+    0 and [u, v, |u−v|, u∗v] for sklearn.
+    """
+    if protocol not in PROTOCOLS:
+        raise ValueError(f"unknown transfer protocol {protocol!r}; valid: {', '.join(PROTOCOLS)}")
     unknown = [t for t in tasks if t not in TRANSFER_TASKS]
     if unknown:
         raise ValueError(f"unknown transfer task(s) {', '.join(unknown)}; valid: {', '.join(TRANSFER_TASKS)}")
     root = resolve_data_dir(data_dir)
-    k = 5 if fast else 10
+    seed = (SENTEVAL_SEED if protocol == "senteval" else 0) if seed is None else seed
+    include_uv = (protocol == "sklearn") if mrpc_include_uv is None else mrpc_include_uv
     result: dict[str, Any] = {
-        task: _run_task(task, encode, root, k, fast, seed, mrpc_include_uv) for task in tasks
+        task: {**_run_task(task, encode, root, fast, protocol, seed, include_uv), "protocol": protocol}
+        for task in tasks
     }
     result["avg"] = float(np.mean([result[t]["acc"] for t in tasks])) if tasks else math.nan
     return result

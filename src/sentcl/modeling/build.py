@@ -15,6 +15,7 @@ def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
             mlp_only_train=cfg.mlp_only_train,
             max_length=cfg.max_length,
             dropout=cfg.dropout,
+            for_training=True,
         )
 
     if cfg.two_encoders:

@@ -10,6 +10,7 @@ combine them, so ``load_encoder`` restores the pair while ``AutoModel`` still lo
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -20,6 +21,8 @@ from torch import Tensor, nn
 from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder, embedding_matrix
 from sentcl.modeling.pooling import cosine_matrix
 from sentcl.paths import resolve_model_path
+
+logger = logging.getLogger("sentcl")
 
 CONTEXT_DIR = "context_encoder"
 COMBINE = ("f", "concat")
@@ -91,9 +94,16 @@ class DualEncoder(nn.Module):
         return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
 
     def save_pretrained(self, path: str | Path) -> None:
+        """f's folder with g in context_encoder/; sentence-transformers files only when the embedding is f(s)
+        (ST would load f alone, which is not [f(s); g(s)])."""
         path = Path(path)
-        self.f.save_pretrained(path)
-        self.g.save_pretrained(path / CONTEXT_DIR)
+        self.f.save_pretrained(path, sentence_transformers=self.combine == "f")
+        if self.combine != "f":
+            logger.warning(
+                "%s: no sentence-transformers files written: the embedding [f(s); g(s)] needs both encoders",
+                path,
+            )
+        self.g.save_pretrained(path / CONTEXT_DIR, sentence_transformers=False)
         meta = json.loads((path / SENTCL_CONFIG).read_text(encoding="utf-8"))
         meta["dual"] = {"combine": self.combine, "context_encoder": CONTEXT_DIR}
         (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
@@ -101,9 +111,10 @@ class DualEncoder(nn.Module):
 
 def load_encoder(name_or_path: str, **kwargs) -> SentenceEncoder | DualEncoder:  # noqa: ANN003
     """SentenceEncoder, or DualEncoder when the folder was saved as a pair; kwargs as from_pretrained."""
+    from sentcl.modeling.loading import read_sentcl_json
+
     path = Path(resolve_model_path(name_or_path))
-    meta_file = path / SENTCL_CONFIG
-    dual = json.loads(meta_file.read_text(encoding="utf-8")).get("dual") if meta_file.is_file() else None
+    dual = (read_sentcl_json(path) or {}).get("dual") if path.is_dir() else None
     f = SentenceEncoder.from_pretrained(name_or_path, **kwargs)
     if not dual:
         return f

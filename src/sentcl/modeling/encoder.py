@@ -1,8 +1,10 @@
-"""SentenceEncoder: a Hugging Face encoder + a SimCSE pooler + an optional MLP head.
+"""SentenceEncoder: a Hugging Face encoder + a SimCSE pooler + an optional MLP head (+ Dense layers).
 
 Saved models are plain Hugging Face folders (``AutoModel.from_pretrained``
 loads them); sentcl's pooler settings sit in ``sentcl.json`` and the MLP head
-in ``sentcl_head.safetensors`` beside the backbone's files.
+in ``sentcl_head.safetensors`` beside the backbone's files. Where the pooler
+allows it, the folder is also a sentence-transformers folder (``modules.json``;
+interop/sentence_transformers.py). Loading lives in loading.py.
 """
 
 from __future__ import annotations
@@ -14,21 +16,18 @@ from typing import Any
 
 import numpy as np
 import torch
-from safetensors.torch import load_file, save_file
+from safetensors.torch import save_file
 from torch import Tensor, nn
-from tqdm.auto import tqdm
-from transformers import AutoConfig, AutoModel, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from sentcl.config import POOLERS
-from sentcl.modeling.heads import MLPHead
+from sentcl.modeling.batching import length_sorted_batches
+from sentcl.modeling.heads import DenseLayer, MLPHead
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, cosine_matrix, pool
-from sentcl.paths import model_load_error, resolve_model_path
 
 SENTCL_CONFIG = "sentcl.json"
 HEAD_WEIGHTS = "sentcl_head.safetensors"
 DROPOUT_ATTRS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
-# Poolers whose inference-time embedding sentence-transformers can reproduce with its Pooling module.
-_ST_POOLING_MODE = {"avg": "pooling_mode_mean_tokens", "cls_before_pooler": "pooling_mode_cls_token"}
 
 
 def set_dropout(config: Any, rate: float) -> None:
@@ -53,6 +52,9 @@ class SentenceEncoder(nn.Module):
         mlp_only_train: bool = False,
         max_length: int = 32,
         head: MLPHead | None = None,
+        dense: Sequence[DenseLayer] = (),
+        normalize_output: bool = False,
+        seq_limit: int | None = None,
     ) -> None:
         super().__init__()
         if pooler not in POOLERS:
@@ -64,6 +66,11 @@ class SentenceEncoder(nn.Module):
         self.max_length = max_length
         hidden = backbone.config.hidden_size
         self.head = head if head is not None else (MLPHead(hidden) if pooler == "cls" else None)
+        self.dense = nn.ModuleList(dense)  # sentence-transformers Dense modules after pooler and head
+        self.normalize_output = normalize_output  # a sentence-transformers Normalize module
+        self.seq_limit = seq_limit  # inference truncation set by the folder (ST's max_seq_length)
+        self.check_outputs = False  # refuse non-finite embeddings in encode (set by an inference load)
+        self.source: str | None = None
 
     # ------------------------------------------------------------------ loading and saving
 
@@ -75,71 +82,43 @@ class SentenceEncoder(nn.Module):
         mlp_only_train: bool | None = None,
         max_length: int | None = None,
         dropout: float | None = None,
+        for_training: bool = False,
     ) -> SentenceEncoder:
-        """Load a hub id, local folder or offline short name; arguments override a saved sentcl.json."""
-        path = resolve_model_path(name_or_path)
-        saved: dict[str, Any] = {}
-        if Path(path, SENTCL_CONFIG).is_file():
-            saved = json.loads(Path(path, SENTCL_CONFIG).read_text(encoding="utf-8"))
-        try:
-            config = AutoConfig.from_pretrained(path)
-            if dropout is not None:
-                set_dropout(config, dropout)
-            backbone = AutoModel.from_pretrained(path, config=config)
-            tokenizer = AutoTokenizer.from_pretrained(path)
-        except OSError as err:
-            raise model_load_error(name_or_path, err) from err
-        pooler = pooler or saved.get("pooler", "cls")
-        head = None
-        head_file = Path(path, HEAD_WEIGHTS)
-        if pooler == "cls" and head_file.is_file():
-            head = MLPHead(config.hidden_size)
-            head.load_state_dict(load_file(str(head_file)))
-        return cls(
-            backbone,
-            tokenizer,
-            pooler=pooler,
-            mlp_only_train=saved.get("mlp_only_train", False) if mlp_only_train is None else mlp_only_train,
-            max_length=max_length or saved.get("max_length", 32),
-            head=head,
-        )
+        """Load a hub id, local folder or offline short name; arguments override a saved sentcl.json.
 
-    def save_pretrained(self, path: str | Path) -> None:
-        """Write a plain HF folder (backbone + tokenizer) with sentcl.json and the head beside it."""
+        Never an untrained part at inference (loading.py); ``for_training`` lets a missing MLP head be new.
+        """
+        from sentcl.modeling.loading import load_pretrained
+
+        return load_pretrained(name_or_path, pooler, mlp_only_train, max_length, dropout, for_training)
+
+    def save_pretrained(self, path: str | Path, sentence_transformers: bool = True) -> None:
+        """Write a plain HF folder (backbone + tokenizer) with sentcl.json and the head beside it, and the
+        sentence-transformers files where ST can express the pooler (unless ``sentence_transformers=False``)."""
+        from sentcl.interop.sentence_transformers import remove_st_files, write_st_files
+
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
         self.backbone.save_pretrained(path)
         self.tokenizer.save_pretrained(path)
-        meta = {"pooler": self.pooler, "mlp_only_train": self.mlp_only_train, "max_length": self.max_length}
-        (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        meta: dict[str, Any] = {
+            "pooler": self.pooler,
+            "mlp_only_train": self.mlp_only_train,
+            "max_length": self.max_length,
+        }
         if self.head is not None:
+            meta["head_activation"] = self.head.activation
             save_file(
                 {k: v.detach().cpu().contiguous() for k, v in self.head.state_dict().items()},
                 str(path / HEAD_WEIGHTS),
             )
-        self._write_sentence_transformers_files(path)
-
-    def _write_sentence_transformers_files(self, path: Path) -> None:
-        """Let sentence-transformers load the folder where its Pooling module gives our inference embedding."""
-        pooler = "cls_before_pooler" if self.pooler == "cls" and self.mlp_only_train else self.pooler
-        mode = _ST_POOLING_MODE.get(pooler)
-        if mode is None:
-            return
-        modules = [
-            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"},
-        ]
-        (path / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
-        (path / "sentence_bert_config.json").write_text(
-            json.dumps({"max_seq_length": self.inference_max_length, "do_lower_case": False}, indent=2)
-            + "\n",
-            encoding="utf-8",
-        )
-        (path / "1_Pooling").mkdir(exist_ok=True)
-        pooling = {"word_embedding_dimension": self.backbone.config.hidden_size, mode: True}
-        (path / "1_Pooling" / "config.json").write_text(
-            json.dumps(pooling, indent=2) + "\n", encoding="utf-8"
-        )
+        dense = write_st_files(self, path)
+        if not sentence_transformers:
+            remove_st_files(path)
+        meta.update({"dense": dense, "normalize": self.normalize_output})
+        if self.seq_limit is not None:
+            meta["inference_max_length"] = self.seq_limit
+        (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     # ------------------------------------------------------------------ forward
 
@@ -156,7 +135,11 @@ class SentenceEncoder(nn.Module):
     def inference_max_length(self) -> int:
         """Truncation for ``encode``: the model's own limit (at most 512), as SimCSE's evaluation, which
         does not truncate; ``max_length`` is the training truncation."""
-        limits = [512, getattr(self.backbone.config, "max_position_embeddings", 512)]
+        if self.seq_limit is not None:
+            return self.seq_limit  # the folder's own setting (sentence-transformers' max_seq_length)
+        from sentcl.modeling.loading import position_limit
+
+        limits = [512, position_limit(self.backbone.config) or 512]
         model_max = getattr(self.tokenizer, "model_max_length", None)
         if isinstance(model_max, int) and model_max > 0:
             limits.append(model_max)
@@ -164,7 +147,9 @@ class SentenceEncoder(nn.Module):
 
     @property
     def embedding_dim(self) -> int:
-        return int(self.backbone.config.hidden_size)
+        return int(
+            self.dense[-1].linear.out_features if len(self.dense) else self.backbone.config.hidden_size
+        )
 
     def tokenize(self, sentences: Sequence[str], padding: bool | str = True) -> dict[str, Tensor]:
         return dict(
@@ -203,8 +188,12 @@ class SentenceEncoder(nn.Module):
         out = self.backbone(**kwargs, output_hidden_states=all_layers, return_dict=True)
         hidden_states = out.hidden_states if all_layers else (out.last_hidden_state,)
         z = pool(self.pooler, hidden_states, attention_mask)  # (N, H)
-        if not self.uses_head:
-            return z
+        z = self._apply_head(z, head_activation) if self.uses_head else z  # (N, H)
+        for layer in self.dense:
+            z = layer(z)  # (N, D)
+        return nn.functional.normalize(z, dim=-1) if self.normalize_output else z
+
+    def _apply_head(self, z: Tensor, head_activation: str | Sequence[str] | None) -> Tensor:
         assert self.head is not None
         if head_activation is None or isinstance(head_activation, str):
             return self.head(z, head_activation)
@@ -233,22 +222,29 @@ class SentenceEncoder(nn.Module):
         """
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
+        from sentcl.modeling.loading import position_limit
+
+        limit = position_limit(self.backbone.config)
+        if max_length is not None and (max_length <= 0 or (limit is not None and max_length > limit)):
+            raise ValueError(
+                f"max_length must be between 1 and the model's position limit {limit}, got {max_length}"
+            )
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         was_training = self.training
         self.eval()
         try:
-            limit = max_length or self.inference_max_length
-            ids = self.tokenizer(texts, truncation=True, max_length=limit)["input_ids"] if texts else []
-            order = np.argsort([-len(x) for x in ids], kind="stable")
+            truncate_at = max_length or self.inference_max_length
+            order, batches = length_sorted_batches(
+                self.tokenizer, texts, truncate_at, batch_size, "pt", show_progress
+            )
             chunks: list[Tensor] = []
-            starts = range(0, len(texts), batch_size)
-            for start in tqdm(starts, desc="encode", disable=not show_progress, leave=False):
-                idx = order[start : start + batch_size]
-                batch = self.tokenizer.pad({"input_ids": [ids[i] for i in idx]}, return_tensors="pt")
+            for _, batch in batches:
                 batch = {k: v.to(self.device) for k, v in batch.items()}
                 chunks.append(self(**batch).float())
             out = torch.cat(chunks) if chunks else torch.empty(0, self.embedding_dim)
+            if self.check_outputs:
+                self._check_finite_outputs(out, order, texts)
             out = out[
                 torch.as_tensor(np.argsort(order, kind="stable"), dtype=torch.long)
             ]  # back to input order
@@ -260,6 +256,16 @@ class SentenceEncoder(nn.Module):
         if single:
             out = out[0]
         return out.numpy() if convert_to_numpy else out
+
+    def _check_finite_outputs(self, out: Tensor, order: np.ndarray, texts: list[str]) -> None:
+        """Non-finite embeddings (rows in sorted order) are an error naming the first such sentence."""
+        bad = (~torch.isfinite(out)).any(dim=1)  # (N,)
+        if bool(bad.any()):
+            first = int(order[bad.numpy()].min())  # the first such sentence in input order
+            raise ValueError(
+                f"model {self.source or ''} gives non-finite embeddings (NaN or inf) for {int(bad.sum())} of "
+                f"{len(texts)} sentences, the first being sentence {first + 1}: {texts[first][:60]!r}"
+            )
 
     def similarity(
         self, a: str | Sequence[str] | np.ndarray | Tensor, b: str | Sequence[str] | np.ndarray | Tensor

@@ -4,6 +4,15 @@
 
 The positive h_i^+ is in the denominator; the other sentences' second views
 are the in-batch negatives.
+
+Options (not the paper's defaults):
+
+- ``similarity="dot"``: sim(h_i, h_j) = h_i . h_j instead of the cosine (SimCSE Table D.1's "N/A" column,
+  trained with tau = 1).
+- ``symmetric=True`` (seed 004's variant, NOT eq. 1): the 2N views interleaved [A_1, B_1, A_2, B_2, ...]
+  (rows 2i and 2i+1 are the two views of sentence i), a 2N x 2N cosine matrix over all views with its diagonal
+  masked, and cross-entropy for every row, the target of row 2i being 2i+1 and of 2i+1 being 2i. Each view is
+  an anchor, and the other view of its own side is a negative too (2N - 2 negatives instead of N - 1).
 """
 
 from __future__ import annotations
@@ -16,17 +25,44 @@ from torch import Tensor
 from sentcl.modeling.pooling import cosine_matrix
 from sentcl.objectives.base import OBJECTIVES, Objective
 
+SIMILARITIES = ("cosine", "dot")
+
+
+def similarity_matrix(a: Tensor, b: Tensor, similarity: str = "cosine") -> Tensor:
+    """sim(a_i, b_j) for all pairs, cosine or dot product: (N, D), (M, D) -> (N, M)."""
+    if similarity == "cosine":
+        return cosine_matrix(a, b)  # (N, M)
+    if similarity == "dot":
+        return a @ b.T  # (N, M)
+    raise ValueError(f"unknown similarity {similarity!r}; valid: {', '.join(SIMILARITIES)}")
+
 
 def info_nce(
-    anchors: Tensor, candidates: Tensor, temperature: float, targets: Tensor | None = None
+    anchors: Tensor,
+    candidates: Tensor,
+    temperature: float,
+    targets: Tensor | None = None,
+    similarity: str = "cosine",
 ) -> Tensor:
-    """Mean cross-entropy of cos(anchor_i, candidate_j) / tau; anchor i's positive is candidate targets[i].
+    """Mean cross-entropy of sim(anchor_i, candidate_j) / tau; anchor i's positive is candidate targets[i].
 
     anchors (B, D), candidates (M, D); targets default to arange(B).
     """
-    logits = cosine_matrix(anchors, candidates) / temperature  # (B, M)
+    logits = similarity_matrix(anchors, candidates, similarity) / temperature  # (B, M)
     if targets is None:
         targets = torch.arange(anchors.size(0), device=anchors.device)
+    return torch.nn.functional.cross_entropy(logits, targets)
+
+
+def symmetric_info_nce(views: Tensor, temperature: float, similarity: str = "cosine") -> Tensor:
+    """Seed 004's loss: views (2N, D) interleaved (rows 2i, 2i+1 = sentence i); CE over the masked 2N x 2N matrix."""
+    rows = views.size(0)
+    if rows % 2:
+        raise ValueError(f"symmetric InfoNCE needs an even number of interleaved views, got {rows}")
+    logits = similarity_matrix(views, views, similarity) / temperature  # (2N, 2N)
+    eye = torch.eye(rows, dtype=torch.bool, device=views.device)  # (2N, 2N)
+    logits = logits.masked_fill(eye, float("-inf"))
+    targets = torch.arange(rows, device=views.device) ^ 1  # (2N,): 2i -> 2i+1, 2i+1 -> 2i
     return torch.nn.functional.cross_entropy(logits, targets)
 
 
@@ -36,13 +72,22 @@ class InfoNCE(Objective):
 
     num_views = 2
 
-    def __init__(self, temperature: float = 0.05) -> None:
+    def __init__(
+        self, temperature: float = 0.05, similarity: str = "cosine", symmetric: bool = False
+    ) -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"unknown similarity {similarity!r}; valid: {', '.join(SIMILARITIES)}")
         self.temperature = temperature
+        self.similarity = similarity
+        self.symmetric = symmetric
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
         self.check_views(z)
+        if self.symmetric:
+            views = z.reshape(-1, z.size(-1))  # (B, 2, D) -> (2B, D): rows 2i, 2i+1 = views of sentence i
+            return {"loss": symmetric_info_nce(views, self.temperature, self.similarity)}
         anchors, positives = z[:, 0], z[:, 1]  # (B, D) each
-        return {"loss": info_nce(anchors, positives, self.temperature)}
+        return {"loss": info_nce(anchors, positives, self.temperature, similarity=self.similarity)}

@@ -13,6 +13,12 @@ two details, available as options: it spreads a unit of target mass evenly over 
 and averages rows (``reduction="rows"``), and it "ignores" the source sentence by setting S_ii = 0,
 which leaves exp(0) in the denominator (``diagonal="zero"``; the default ``"mask"`` uses -inf).
 
+Seed 002 writes it as score f·gᵀ, diagonal set to 0, softmax, and the KL divergence from each row's
+targets t_i (uniform over the row's neighbours, summing to 1) to the softmax p_i:
+KL(t_i || p_i) = sum_j t_ij (log t_ij - log p_ij), averaged over the rows that have a neighbour
+(``reduction="kl"`` with ``diagonal="zero"``). It differs from ``"rows"`` by the targets' entropy, a
+constant, so the gradients agree.
+
 The inference embedding [f(s); g(s)] is model-side; ``quick_thoughts_embedding`` is the one-line helper.
 """
 
@@ -25,7 +31,7 @@ from torch import Tensor
 
 from sentcl.objectives.base import OBJECTIVES, Objective
 
-REDUCTIONS = ("pairs", "rows")
+REDUCTIONS = ("pairs", "rows", "kl")
 DIAGONALS = ("mask", "zero")
 
 
@@ -103,6 +109,8 @@ def quick_thoughts_loss(
     per_row = targets.sum(dim=1)  # (B,)
     has_target = per_row > 0  # (B,)
     row_loss = -target_log_probs.sum(dim=1)[has_target] / per_row[has_target]  # (rows with targets,)
+    if reduction == "kl":  # KL(t_i || p_i) = cross-entropy - entropy of t_i, t_ij = 1 / |targets of i|
+        row_loss = row_loss + torch.log(1.0 / per_row[has_target].to(row_loss.dtype))  # (rows with targets,)
     return row_loss.mean()
 
 

@@ -10,6 +10,8 @@ Hard-negative weight. The paper's Table 7 reports a weight alpha on the anchor's
 to the logit sim(h_i, h_i^-)/tau, which multiplies e^{sim(h_i, h_i^-)/tau} by alpha = e^w. So w = 0
 (the default) is alpha = 1, the paper's best setting, and plain cross-entropy over the B x 2B logits.
 
+``similarity="dot"`` scores h_i . h_j instead of the cosine (SimCSE Table D.1's "N/A" column, tau = 1).
+
 Extra hard negatives (e.g. the neutral hypotheses) are extra views: z is (B, 2 + k, D) and every view
 from index 2 on adds a B-column block of hard negatives; w goes to the diagonal of every such block.
 """
@@ -21,8 +23,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sentcl.modeling.pooling import cosine_matrix
 from sentcl.objectives.base import OBJECTIVES, Objective
+from sentcl.objectives.infonce import SIMILARITIES, similarity_matrix
 
 
 def supervised_info_nce(
@@ -31,6 +33,7 @@ def supervised_info_nce(
     hard_negatives: Tensor,
     temperature: float,
     hard_negative_weight: float = 0.0,
+    similarity: str = "cosine",
 ) -> Tensor:
     """Mean of eq. 5 over the batch: anchors (B, D), positives (B, D), hard_negatives (K, B, D).
 
@@ -45,7 +48,7 @@ def supervised_info_nce(
     num_blocks = hard_negatives.size(0)
     flat_negatives = hard_negatives.reshape(num_blocks * batch, -1)  # (K*B, D), block k = rows k*B..k*B+B-1
     candidates = torch.cat([positives, flat_negatives], dim=0)  # ((1+K)*B, D)
-    logits = cosine_matrix(anchors, candidates) / temperature  # (B, (1+K)*B)
+    logits = similarity_matrix(anchors, candidates, similarity) / temperature  # (B, (1+K)*B)
     if hard_negative_weight != 0.0:
         rows = torch.arange(batch, device=anchors.device)  # (B,)
         bonus = torch.zeros_like(logits)  # (B, (1+K)*B)
@@ -64,9 +67,16 @@ class SupervisedInfoNCE(Objective):
     """
 
     def __init__(
-        self, temperature: float = 0.05, hard_negative_weight: float = 0.0, num_hard_negatives: int = 1
+        self,
+        temperature: float = 0.05,
+        hard_negative_weight: float = 0.0,
+        num_hard_negatives: int = 1,
+        similarity: str = "cosine",
     ) -> None:
         super().__init__()
+        if similarity not in SIMILARITIES:
+            raise ValueError(f"unknown similarity {similarity!r}; valid: {', '.join(SIMILARITIES)}")
+        self.similarity = similarity
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
         if num_hard_negatives < 1:
@@ -80,6 +90,6 @@ class SupervisedInfoNCE(Objective):
         anchors, positives = z[:, 0], z[:, 1]  # (B, D) each
         hard_negatives = z[:, 2:].transpose(0, 1)  # (k, B, D)
         loss = supervised_info_nce(
-            anchors, positives, hard_negatives, self.temperature, self.hard_negative_weight
+            anchors, positives, hard_negatives, self.temperature, self.hard_negative_weight, self.similarity
         )
         return {"loss": loss}

@@ -1,19 +1,21 @@
-"""Token cutoff + triplet loss: InfoNCE on a weak view plus a margin between weak and strong views.
+"""Token cutoff + triplet loss (seed 003): SimCSE's NT-Xent plus a triplet term on weak and strong cutoff views.
 
-    loss = InfoNCE(s, s*) + lambda * mean_i max(0, m + sim(s_i, s_i**) - sim(s_i, s_i*))
+The paper's form (``form="paper"``, the default), z (B, 4, D) = (s, s', s*, s**):
 
-s is the anchor sentence, s* its weak view (10% token cutoff) and s** its strong view (20% cutoff);
-sim is cosine similarity. InfoNCE is unsupervised SimCSE with the weak view as the positive and the
-other sentences' weak views as in-batch negatives (temperature 0.07 for BERT-base, 0.05 for RoBERTa).
+    loss = NT-Xent(s, s') + lambda * mean_i max(0, m + sim(s_i, s_i**) - sim(s_i, s_i*)),   m = 0
+
+NT-Xent is unsupervised SimCSE's InfoNCE on the pair (s, s'): the same sentence encoded twice, dropout
+being the only noise, with the other sentences' s' as in-batch negatives. s* is the weak view (10% of the
+tokens cut to [UNK]) and s** the strong view (20%); only s** goes through the LeakyReLU head (model-side,
+the encoder's per-view ``head_activation``). The printed formula has no margin: m defaults to 0.
+
+Our variant (``form="weak_positive"``), z (B, 3, D) = (s, s*, s**): the weak view is InfoNCE's positive
+(no dropout-only copy) and the recipe adds a margin m = 0.2; it is how sentcl trained before following
+the paper, kept to compare with.
 
 Term order. The source paper prints the triplet term with the two similarities swapped, which would
 push the anchor towards the strong view; the intended order, implemented here, keeps the anchor
-closer to its weak view than to its strong view by at least m.
-
-Margin. We could not check the paper's value of m; the default 0.2 is our choice (cosine
-similarities lie in [-1, 1], so m = 0.2 asks for a clear but small gap). lambda defaults to 1.
-
-The LeakyReLU head on the strong view is model-side (the encoder's ``head_activation``).
+closer to its weak view than to its strong view (by at least m). sim is cosine similarity.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from torch.nn import functional as F
 from sentcl.objectives.base import OBJECTIVES, Objective
 from sentcl.objectives.infonce import info_nce
 
+#: "paper": (s, s', s*, s**) with NT-Xent on (s, s'); "weak_positive" (ours): (s, s*, s**), InfoNCE on (s, s*)
+TRIPLET_FORMS = ("paper", "weak_positive")
+
 
 def weak_strong_triplet(anchors: Tensor, weak: Tensor, strong: Tensor, margin: float) -> Tensor:
     """mean_i max(0, m + cos(s_i, s_i**) - cos(s_i, s_i*)) for anchors, weak, strong each (B, D)."""
@@ -36,11 +41,16 @@ def weak_strong_triplet(anchors: Tensor, weak: Tensor, strong: Tensor, margin: f
 
 @OBJECTIVES.register("cutoff_triplet")
 class CutoffTriplet(Objective):
-    """z (B, 3, D): view 0 = anchor s, view 1 = weak view s* (10% cutoff), view 2 = strong view s** (20%)."""
+    """``form="paper"``: z (B, 4, D) = (anchor s, dropout copy s', weak view s*, strong view s**).
+    ``form="weak_positive"``: z (B, 3, D) = (anchor s, weak view s*, strong view s**)."""
 
-    num_views = 3
-
-    def __init__(self, temperature: float = 0.07, margin: float = 0.2, triplet_weight: float = 1.0) -> None:
+    def __init__(
+        self,
+        temperature: float = 0.07,
+        margin: float = 0.0,
+        triplet_weight: float = 1.0,
+        form: str = "paper",
+    ) -> None:
         super().__init__()
         if temperature <= 0:
             raise ValueError(f"temperature must be positive, got {temperature}")
@@ -48,14 +58,22 @@ class CutoffTriplet(Objective):
             raise ValueError(f"margin must be non-negative, got {margin}")
         if triplet_weight < 0:
             raise ValueError(f"triplet_weight must be non-negative, got {triplet_weight}")
+        if form not in TRIPLET_FORMS:
+            raise ValueError(f"unknown cutoff-triplet form {form!r}; valid: {', '.join(TRIPLET_FORMS)}")
         self.temperature = temperature
         self.margin = margin
         self.triplet_weight = triplet_weight
+        self.form = form
+        self.num_views = 4 if form == "paper" else 3
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
         self.check_views(z)
-        anchors, weak, strong = z[:, 0], z[:, 1], z[:, 2]  # (B, D) each
-        contrastive = info_nce(anchors, weak, self.temperature)
+        if self.form == "paper":
+            anchors, copies, weak, strong = z[:, 0], z[:, 1], z[:, 2], z[:, 3]  # (B, D) each
+            contrastive = info_nce(anchors, copies, self.temperature)
+        else:
+            anchors, weak, strong = z[:, 0], z[:, 1], z[:, 2]  # (B, D) each
+            contrastive = info_nce(anchors, weak, self.temperature)
         triplet = weak_strong_triplet(anchors, weak, strong, self.margin)
         return {
             "loss": contrastive + self.triplet_weight * triplet,

@@ -18,6 +18,7 @@ from typing import Any
 
 from sentcl.evaluation.runner import evaluate, expand
 from sentcl.evaluation.sts import write_json
+from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
 from sentcl.paths import OFFLINE_MODELS
 from sentcl.search_cli import model_fingerprint
 
@@ -119,6 +120,14 @@ def compute_tasks(
     return evaluate(lambda s: encoder.encode(s, batch_size=batch_size), data_dir, tasks)
 
 
+def is_current(result: Any, protocol: str = DEFAULT_TRANSFER_PROTOCOL) -> bool:
+    """False for a cached transfer result of another protocol, or from before results named their protocol."""
+    if not isinstance(result, dict):
+        return True
+    tasks = [r for r in result.values() if isinstance(r, dict) and "acc" in r]
+    return all(r.get("protocol") == protocol for r in tasks)
+
+
 def _has(results: dict[str, Any], task: str) -> bool:
     return task in results or any(t in results for t in SUBSTITUTES.get(task, ()))
 
@@ -133,7 +142,7 @@ def ensure_results(source: ReportSource, tasks: Sequence[str], data_dir: Path, b
     if source.cache_path.is_file():
         payload = json.loads(source.cache_path.read_text(encoding="utf-8"))
         if payload.get("model_fingerprint") == fingerprint:
-            cached = payload.get("results", {})
+            cached = {t: r for t, r in payload.get("results", {}).items() if is_current(r)}
         else:
             logger.info(
                 "%s: the model changed since %s was written; evaluating again", source.name, source.cache_path

@@ -70,7 +70,7 @@ def render(sources: Sequence[ReportSource], figures: Mapping[str, str], notes: S
             kinds.add(task)
     if transfer:
         how = " and ".join(
-            {"transfer": "10-fold", "transfer_fast": "5-fold, small C grid (transfer_fast)"}[k]
+            {"transfer": "10-fold", "transfer_fast": "5-fold, fast settings (transfer_fast)"}[k]
             for k in sorted(kinds)
         )
         parts += [f"## Transfer (accuracy %, {how})", "", format_transfer_table(transfer), ""]

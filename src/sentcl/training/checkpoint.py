@@ -1,12 +1,23 @@
-"""Atomic checkpoints: write into a temporary folder beside the target, then rename it into place.
+"""Atomic checkpoints: write into a temporary folder beside the target, then swap it into place.
 
 A run folder holds ``checkpoint-<step>/`` (model as a plain HF folder under ``model/`` plus
 ``training_state.pt``: optimizer, schedule, RNG states, counters) and ``best/`` (the best model by the dev
-score). A crash mid-write leaves only a ``.tmp-*`` folder, never a half-written checkpoint.
+score). Every file is fsynced before the rename, so a crash or a kill mid-write leaves only a ``.tmp-*``
+folder, never a half-written checkpoint (files: ``sentcl.atomic``, the project's one atomic writer). Replacing an existing folder (``best/``) swaps the two folders
+atomically where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two renames, and a
+kill between them leaves ``.old-best-*``, which ``recover_run_folder`` puts back on the next start.
+
+``training_state.pt`` holds tensors and plain Python values only, so it is read with
+``torch.load(weights_only=True)``: a crafted file cannot run code on ``--resume``.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
+import logging
+import os
+import pickle
 import random
 import re
 import shutil
@@ -17,36 +28,157 @@ from typing import Any
 
 import numpy as np
 import torch
+from safetensors import SafetensorError
 
+from sentcl.atomic import fsync_dir, fsync_tree
+
+logger = logging.getLogger(__name__)
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
+STALE_RE = re.compile(r"^\.(tmp|old)-(.+)-[0-9a-f]{8}$")  # the names atomic_dir_write uses
 STATE_FILE = "training_state.pt"
 
 
+class CheckpointError(RuntimeError):
+    """A checkpoint could not be written, or a saved training state cannot be trusted."""
+
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).renameat2  # glibc >= 2.28
+    except (AttributeError, OSError):
+        return None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2); False where the OS or filesystem cannot."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    return renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
+
+
 def atomic_dir_write(target: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a fresh folder, then replace ``target`` by it with renames."""
+    """Call ``write(tmp)`` on a fresh folder, fsync it, then put it in place of ``target``.
+
+    A failed write (a full disk, a read-only filesystem) removes the temporary folder and raises
+    ``CheckpointError`` naming the target and the OS's reason.
+    """
     target = Path(target)
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = target.parent / f".tmp-{target.name}-{uuid.uuid4().hex[:8]}"
-    write(tmp)
-    old = None
-    if target.exists():
-        old = target.parent / f".old-{target.name}-{uuid.uuid4().hex[:8]}"
-        target.rename(old)
-    tmp.rename(target)
-    if old is not None:
-        shutil.rmtree(old)
+    try:
+        write(tmp)
+        fsync_tree(tmp)
+    except (OSError, SafetensorError) as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        if isinstance(err, SafetensorError) and "I/O error" not in str(err):
+            raise
+        reason = getattr(err, "strerror", None) or str(err)
+        raise CheckpointError(
+            f"could not write {target}: {reason} (the previous checkpoints are kept)"
+        ) from err
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    if target.exists() and _exchange(tmp, target):
+        shutil.rmtree(tmp)  # now holds the old contents
+    else:
+        old = None
+        if target.exists():
+            old = target.parent / f".old-{target.name}-{uuid.uuid4().hex[:8]}"
+            target.rename(old)
+        tmp.rename(target)
+        if old is not None:
+            shutil.rmtree(old)
+    fsync_dir(target.parent)
+
+
+def recover_run_folder(run_dir: Path) -> None:
+    """Put back a folder that a kill left as ``.old-<name>-*`` between two renames; remove stale temporaries.
+
+    ``.tmp-*`` folders and files are writes that never finished (or never got swapped in), ``.old-*`` folders
+    whose name exists again are replaced copies: both are deleted.
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        return
+    stale = sorted(p for p in run_dir.iterdir() if STALE_RE.match(p.name))
+    for path in stale:
+        kind, name = STALE_RE.match(path.name).groups()  # type: ignore[union-attr]
+        if kind == "old" and not (run_dir / name).exists():
+            path.rename(run_dir / name)
+            logger.warning(
+                "restored %s from %s (a write was interrupted between two renames)", name, path.name
+            )
+    for path in stale:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        elif path.exists():
+            path.unlink()
+        else:
+            continue
+        logger.info("removed the stale temporary %s", path)
+
+
+# --------------------------------------------------------------------------- training state
+
+
+def save_state(payload: dict[str, Any], path: Path) -> None:
+    """``torch.save`` through a Python file (so a full disk is an OSError), flushed to disk."""
+    with open(path, "wb") as handle:
+        torch.save(payload, handle)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def load_state(path: Path) -> dict[str, Any]:
+    """Read a training state with ``weights_only=True``: tensors and plain values only, never code.
+
+    Raises ``CheckpointError`` for a file that holds other Python objects (crafted, or written by an older
+    sentcl, which pickled numpy RNG states), and ``EOFError``/``RuntimeError``/``OSError`` for a
+    truncated or corrupt file.
+    """
+    try:
+        return torch.load(path, weights_only=True, map_location="cpu")
+    except pickle.UnpicklingError as err:
+        if "weights only" not in str(err).lower():
+            raise
+        first = str(err).splitlines()[-1].strip() if str(err).strip() else ""
+        raise CheckpointError(
+            f"refusing to load {path}: it holds Python objects other than tensors and plain values, which "
+            f"could run code ({first[:160]}); it was not written by this version of sentcl"
+        ) from None
 
 
 def rng_state() -> dict[str, Any]:
-    state = {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state()}
+    """Every RNG stream as tensors and plain values (loadable with weights_only=True)."""
+    _, keys, pos, has_gauss, cached = np.random.get_state()
+    state: dict[str, Any] = {
+        "python": random.getstate(),  # (int, tuple of ints, None)
+        "numpy": {
+            "keys": torch.from_numpy(keys.astype(np.int64)),
+            "pos": int(pos),
+            "has_gauss": int(has_gauss),
+            "cached_gaussian": float(cached),
+        },
+        "torch": torch.get_rng_state(),
+    }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
     return state
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    npy = state["numpy"]
+    keys = npy["keys"].numpy().astype(np.uint32)
+    np.random.set_state(("MT19937", keys, npy["pos"], npy["has_gauss"], npy["cached_gaussian"]))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
@@ -65,6 +197,27 @@ def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:
 def latest_checkpoint(run_dir: Path) -> Path | None:
     found = list_checkpoints(run_dir)
     return found[-1][1] if found else None
+
+
+def load_latest_state(run_dir: Path) -> tuple[Path, dict[str, Any]] | None:
+    """The newest checkpoint whose training state reads; a truncated or corrupt newer one is skipped with a
+    warning. None when the run folder has no checkpoint at all."""
+    found = list_checkpoints(run_dir)
+    for _, path in reversed(found):
+        try:
+            return path, load_state(path / STATE_FILE)
+        except (EOFError, RuntimeError, OSError, pickle.UnpicklingError) as err:
+            if isinstance(err, CheckpointError):
+                raise
+            logger.warning(
+                "%s is truncated or corrupt (%s: %s); falling back to the previous checkpoint",
+                path / STATE_FILE,
+                type(err).__name__,
+                str(err).splitlines()[0][:120] if str(err) else "",
+            )
+    if found:
+        raise CheckpointError(f"no checkpoint in {run_dir} has a readable {STATE_FILE}")
+    return None
 
 
 def prune_checkpoints(run_dir: Path, keep: int) -> None:

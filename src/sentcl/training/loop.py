@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import random
 import time
 from dataclasses import dataclass, field
@@ -23,13 +24,15 @@ from torch import nn
 from tqdm.auto import tqdm
 
 from sentcl import distributed
+from sentcl.atomic import atomic_write_text
 from sentcl.config import ConfigError, TrainConfig, to_dict
 from sentcl.data.readers import Corpus
 from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation, example_key
 from sentcl.data.sources import read_training_data
 from sentcl.data.streaming import StreamingCorpus, collate_cached
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
-from sentcl.evaluation.runner import check_tasks, dev_score, evaluate
+from sentcl.evaluation.runner import check_dev_task, check_tasks, dev_score, evaluate
+from sentcl.interop.model_card import write_run_card
 from sentcl.methods import Method, build_method, method_spec
 from sentcl.modeling.build import build_encoder
 from sentcl.modeling.dual import DualEncoder, load_encoder
@@ -40,15 +43,29 @@ from sentcl.training.allocator import fix_mmap_threshold
 from sentcl.training.checkpoint import (
     STATE_FILE,
     atomic_dir_write,
-    latest_checkpoint,
+    load_latest_state,
     prune_checkpoints,
+    recover_run_folder,
     rng_state,
+    save_state,
     set_rng_state,
 )
 from sentcl.training.gradcache import gradcache_step
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import autocast, check_precision, grad_scaler, resolve_device
-from sentcl.training.step import augment_tokens, embed_views, make_batch, mlm_step_loss
+from sentcl.training.provenance import write_provenance
+from sentcl.training.run_folder import file_fingerprint, prepare_output_dir
+from sentcl.training.step import (
+    TrainingDiverged,
+    augment_tokens,
+    check_finite_grad_norm,
+    check_finite_loss,
+    check_finite_weights,
+    embed_views,
+    make_batch,
+    mlm_step_loss,
+)
+from sentcl.training.tracking import Tracker, check_report_to
 
 logger = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 2
@@ -93,7 +110,7 @@ def epoch_batches(
     if method.sampler == "contiguous":
         from sentcl.data.ordered import contiguous_batches
 
-        out = contiguous_batches(n, global_batch, seed, epoch)
+        out = contiguous_batches(n, global_batch, seed, epoch, method.examples)  # drops pairless blocks
     elif cfg.data.no_duplicates_in_batch:
         order = epoch_permutation(n, seed, epoch)
         out = batches_without_duplicates(order, [example_key(e) for e in method.examples], global_batch)
@@ -106,6 +123,28 @@ def _encode_fn(model: nn.Module, batch_size: int):
     return lambda sentences: model.encode(sentences, batch_size=batch_size)
 
 
+def _finite_or_none(value: Any) -> Any:
+    """NaN and infinities (a collapsed model's correlation) become null: strict JSON, never a bare NaN."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite_or_none(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite_or_none(v) for v in value]
+    return value
+
+
+def _check_run_folder(out: Path, cfg: TrainConfig, resume: bool, main: bool, train_path: Path) -> list[str]:
+    """Rank 0: refuse an output_dir that is unusable, a model, or another run; on --resume, the config
+    changes that break it. Returns the safe changes, logged."""
+    if not main:
+        return []
+    changes = prepare_output_dir(out, cfg, resume, train_path)
+    for change in changes:
+        logger.info("--resume with a changed setting: %s", change)
+    return changes
+
+
 def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     """Train a sentence encoder as ``cfg`` says; returns where it went and how it scored."""
     # ---- phase 1: setup and the checks that must fail before any work
@@ -114,6 +153,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     world, rank, main = distributed.world_size(), distributed.rank(), distributed.is_main_process()
     data_dir = resolve_data_dir(cfg.data.data_dir)
     check_tasks(cfg.eval.final_tasks)
+    check_dev_task(cfg.eval.dev_task, data_dir)  # pairs:FILE / retrieval:DIR: read once, before any work
     spec = method_spec(cfg)
     train_path = Path(cfg.data.train_file)
     if not train_path.is_absolute():
@@ -136,6 +176,8 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             "training.gradient_cache_chunk cannot be combined with objective.mlm_weight > 0: the MLM loss "
             "needs its own forward pass with a graph over the whole batch"
         )
+    config_changes = _check_run_folder(out, cfg, resume, main, train_path)
+    check_report_to(tcfg.report_to)  # wandb / mlflow requested but not installed: fail before any work
 
     # ---- phase 2: data
     corpus: Corpus
@@ -150,10 +192,20 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         )
     if main:
         out.mkdir(parents=True, exist_ok=True)
-        (out / "config.json").write_text(json.dumps(to_dict(cfg), indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(out / "config.json", json.dumps(to_dict(cfg), indent=2) + "\n")
     metrics = MetricsLog(out / "metrics.jsonl", enabled=main)
+    if main:
+        write_provenance(out, to_dict(cfg), tcfg.seed, device)
+    tracker = Tracker(tcfg.report_to, out, to_dict(cfg), enabled=main)
     logger.info("read %d examples from %s (skipped: %s)", len(corpus), train_path, corpus.skipped)
-    metrics.write(event="data", path=str(train_path), examples=len(corpus), skipped=corpus.skipped)
+    fingerprint = file_fingerprint(train_path) if main and train_path.is_file() else None
+    metrics.write(
+        event="data",
+        path=str(train_path),
+        examples=len(corpus),
+        skipped=corpus.skipped,
+        fingerprint=fingerprint,
+    )
 
     # ---- phase 3: model and method (identical initialisation on every rank, then per-rank dropout streams)
     _seed_everything(tcfg.seed)
@@ -185,7 +237,9 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             start_results = json.loads(start_file.read_text(encoding="utf-8"))
         else:
             logger.info("evaluating the starting model on %s", ", ".join(cfg.eval.final_tasks))
-            start_results = evaluate(encode, data_dir, cfg.eval.final_tasks)
+            start_results = evaluate(
+                encode, data_dir, cfg.eval.final_tasks, transfer_protocol=cfg.eval.transfer_protocol
+            )
             start_file.write_text(json.dumps(start_results, indent=2) + "\n", encoding="utf-8")
 
     # ---- phase 4: optimizer, schedule, resume
@@ -210,10 +264,10 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         "best_step": None,
     }
     if resume:
-        ckpt = latest_checkpoint(out)
-        if ckpt is None:
+        found = load_latest_state(out)
+        if found is None:
             raise FileNotFoundError(f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}")
-        payload = torch.load(ckpt / STATE_FILE, weights_only=False, map_location="cpu")
+        ckpt, payload = found
         trainable.load_state_dict(payload["model"])
         optimizer.load_state_dict(payload["optimizer"])
         scheduler.load_state_dict(payload["scheduler"])
@@ -221,16 +275,19 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         set_rng_state(payload["rng"][rank] if isinstance(payload["rng"], list) else payload["rng"])
         state.update(payload["state"])
         logger.info("resumed from %s at step %d", ckpt, state["global_step"])
-        metrics.write(event="resume", checkpoint=str(ckpt), step=state["global_step"])
+        metrics.write(
+            event="resume", checkpoint=str(ckpt), step=state["global_step"], config_changes=config_changes
+        )
 
     def save_checkpoint() -> None:
         rngs = distributed.all_gather_object(rng_state())  # every rank's dropout stream, in rank order
         if not main:
             return
+        check_finite_weights(trainable, state["global_step"])
 
         def write(tmp: Path) -> None:
             model.save_pretrained(tmp / "model")
-            torch.save(
+            save_state(
                 {
                     "model": trainable.state_dict(),
                     "optimizer": optimizer.state_dict(),
@@ -244,6 +301,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
 
         atomic_dir_write(out / f"checkpoint-{state['global_step']}", write)
         prune_checkpoints(out, KEEP_CHECKPOINTS)
+        recover_run_folder(out)  # stale temporaries of an earlier interrupted write
 
     def geometry() -> dict[str, float]:
         """alignment/uniformity on STS-B dev, when tracked (the paper's Figure 2 trajectory)."""
@@ -252,6 +310,21 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
         result = alignment_uniformity(encode, data_dir, split="dev")
         return {"alignment": result["alignment"], "uniformity": result["uniformity"]}
 
+    def save_best(folder: Path, results: dict[str, Any] | None = None) -> None:
+        """The best model with its model card (README.md); ``results`` once the final evaluation ran."""
+        if results is None:
+            model.save_pretrained(folder)
+        write_run_card(
+            folder,
+            to_dict(cfg),
+            out,
+            out / "best",
+            steps=state["global_step"],
+            train_examples=len(method.examples),
+            best_step=state["best_step"],
+            results=results,
+        )
+
     def run_dev_eval() -> None:
         if main:
             rng = rng_state()  # evaluation must not shift the training RNG streams
@@ -259,18 +332,32 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             extra = geometry()
             set_rng_state(rng)
             step = state["global_step"]
-            improved = state["best_score"] is None or score > state["best_score"]
-            metrics.write(event="eval", step=step, **{cfg.eval.dev_task: score}, **extra, best=improved)
-            logger.info("step %d: %s = %.2f%s", step, cfg.eval.dev_task, score, " (best)" if improved else "")
+            finite = math.isfinite(score)  # a NaN score (diverged or collapsed model) is never the best
+            improved = finite and (state["best_score"] is None or score > state["best_score"])
+            metrics.write(
+                event="eval",
+                step=step,
+                **{cfg.eval.dev_task: score if finite else None},
+                **extra,
+                best=improved,
+            )
+            if finite:
+                tracker.log_eval(step, {cfg.eval.dev_task: score, **extra})
+            note = (" (best)" if improved else "") if finite else " (not finite: never the best)"
+            level = logging.INFO if finite else logging.WARNING
+            logger.log(level, "step %d: %s = %.2f%s", step, cfg.eval.dev_task, score, note)
             if improved:
+                check_finite_weights(model, step)
                 state["best_score"], state["best_step"] = score, step
-                atomic_dir_write(out / "best", model.save_pretrained)
+                atomic_dir_write(out / "best", save_best)
         distributed.barrier()
 
     # ---- phase 5: steps
     if main and cfg.eval.track_alignment_uniformity and state["global_step"] == 0:
         rng = rng_state()
-        metrics.write(event="geometry", step=0, **geometry())
+        start_geometry = geometry()
+        metrics.write(event="geometry", step=0, **start_geometry)
+        tracker.log_eval(0, start_geometry)
         set_rng_state(rng)
     trainable.train()
     mlm_generator = torch.Generator().manual_seed(tcfg.seed)
@@ -322,10 +409,13 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
                 if mlm is not None:
                     outputs = add_mlm(outputs, mlm.float(), cfg.objective.mlm_weight)
                 scaler.scale(outputs["loss"]).backward()
+            check_finite_loss(outputs["loss"], state["global_step"] + 1, scheduler.get_last_lr()[0])
             distributed.sync_gradients(trainable)
             if tcfg.max_grad_norm > 0:
                 scaler.unscale_(optimizer)
-                torch.nn.utils.clip_grad_norm_(trainable.parameters(), tcfg.max_grad_norm)
+                norm = torch.nn.utils.clip_grad_norm_(trainable.parameters(), tcfg.max_grad_norm)
+                if not scaler.is_enabled():  # a scaled fp16 step with inf gradients is skipped by the scaler
+                    check_finite_grad_norm(norm, state["global_step"] + 1, scheduler.get_last_lr()[0])
             scaler.step(optimizer)
             scaler.update()
             scheduler.step()
@@ -334,6 +424,7 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             state["batch_in_epoch"] += 1
             window_sentences += len(index)
             step = state["global_step"]
+            tracker.log_step(step, outputs, scheduler.get_last_lr()[0], len(index))
             if tcfg.log_steps and step % tcfg.log_steps == 0:
                 rate = window_sentences / max(time.perf_counter() - window_start, 1e-9)
                 scalars = {k: float(v.detach()) for k, v in outputs.items()}
@@ -361,17 +452,28 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     if tcfg.eval_steps == 0 or state["global_step"] % tcfg.eval_steps != 0:
         run_dev_eval()  # the last step is always a candidate for the best model
     save_checkpoint()
+    tracker.close()
 
     # ---- phase 6: final evaluation of the best model (rank 0)
     result = TrainResult(
         out, state["global_step"], state["best_step"], state["best_score"], {}, start_results
     )
     if main:
+        if state["best_step"] is None:
+            raise TrainingDiverged(
+                f"no evaluation gave a finite {cfg.eval.dev_task} score, so there is no best model; the "
+                f"checkpoints in {out} are kept"
+            )
         best = load_encoder(str(out / "best")).to(device)
         logger.info(
             "evaluating the best model (step %s) on %s", state["best_step"], ", ".join(cfg.eval.final_tasks)
         )
-        result.results = evaluate(_encode_fn(best, cfg.eval.batch_size), data_dir, cfg.eval.final_tasks)
+        result.results = evaluate(
+            _encode_fn(best, cfg.eval.batch_size),
+            data_dir,
+            cfg.eval.final_tasks,
+            transfer_protocol=cfg.eval.transfer_protocol,
+        )
         summary = {
             "best_step": state["best_step"],
             "best_dev_score": state["best_score"],
@@ -379,7 +481,9 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
             "global_step": state["global_step"],
             "results": result.results,
         }
-        (out / "results.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+        text = json.dumps(_finite_or_none(summary), indent=2, allow_nan=False)
+        atomic_write_text(out / "results.json", text + "\n")
+        save_best(out / "best", result.results)  # the card again, now with the final results
     distributed.barrier()
     if is_dist:
         distributed.shutdown()

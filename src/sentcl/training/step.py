@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import torch
@@ -101,3 +102,38 @@ def mlm_step_loss(
     inputs = {**batch, "input_ids": masked}
     logits = mlm_model(**inputs).logits  # (B·V, L, vocab)
     return mlm_loss(logits, labels)
+
+
+class TrainingDiverged(RuntimeError):
+    """The loss, the gradients or the weights became NaN or infinite; the run stops, its checkpoints kept."""
+
+
+def check_finite_loss(loss: Tensor, step: int, learning_rate: float) -> None:
+    """Stop the run at a NaN or infinite loss, before the optimizer applies it (one sync per step)."""
+    value = float(loss.detach())
+    if not math.isfinite(value):
+        raise TrainingDiverged(
+            f"the loss is {value} at step {step} (learning rate {learning_rate:.3g}); training stopped "
+            "before this step changed the weights, and the last good checkpoint is kept: lower "
+            "training.learning_rate or raise training.warmup_steps"
+        )
+
+
+def check_finite_grad_norm(norm: Tensor, step: int, learning_rate: float) -> None:
+    """Stop the run at a NaN or infinite gradient norm (without loss scaling, nothing would skip the step)."""
+    value = float(norm)
+    if not math.isfinite(value):
+        raise TrainingDiverged(
+            f"the gradient norm is {value} at step {step} (learning rate {learning_rate:.3g}); training "
+            "stopped before this step changed the weights, and the last good checkpoint is kept"
+        )
+
+
+def check_finite_weights(module: nn.Module, step: int) -> None:
+    """Refuse to save NaN or infinite weights (checked before each checkpoint and best model)."""
+    bad = [name for name, p in module.named_parameters() if not bool(torch.isfinite(p).all())]
+    if bad:
+        raise TrainingDiverged(
+            f"{len(bad)} weight tensors (first: {bad[0]}) are NaN or infinite at step {step}; not saved, the "
+            "last good checkpoint is kept"
+        )

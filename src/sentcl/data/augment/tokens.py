@@ -167,8 +167,12 @@ class _Cutoff(TokenAugmentation):
         replace_with: str,
         mask_attention: bool | None = None,
         generator: torch.Generator | int | None = None,
+        exceed_rate: float | None = None,
     ) -> None:
         super().__init__(tokenizer, generator)
+        if exceed_rate is not None and check_rate(exceed_rate, "exceed_rate") >= rate:
+            raise ValueError(f"exceed_rate must be below rate={rate}, got {exceed_rate}")
+        self.exceed_rate = exceed_rate
         if replace_with not in REPLACE_CHOICES:
             raise ValueError(f"replace_with must be one of {REPLACE_CHOICES}, got {replace_with!r}")
         if replace_with != "remove":
@@ -183,6 +187,8 @@ class _Cutoff(TokenAugmentation):
     def apply(self, input_ids: Tensor, attention_mask: Tensor, real: Tensor) -> TokenView:
         n = real.sum(dim=1)  # (N,)
         counts = change_counts(self.rate, n)
+        if self.exceed_rate is not None:  # strictly more than a cutoff at exceed_rate, where n allows
+            counts = torch.minimum(torch.maximum(counts, change_counts(self.exceed_rate, n) + 1), n)
         if self.replace_with == "remove" or self.mask_attention:  # erasing: one real token stays visible
             counts = torch.minimum(counts, torch.clamp(n - 1, min=0))
         selected = self.select(real, counts)
@@ -198,6 +204,10 @@ class TokenCutoff(_Cutoff):
     ``mask_attention`` (default: True exactly when ``replace_with="pad"``, as ConSERT's cutoff erases the
     tokens) also sets their attention_mask to 0. ``"remove"`` deletes them and shifts the rest left. When
     tokens are erased (remove, or mask_attention) c_i is capped at n_i - 1, so one real token stays visible.
+
+    ``exceed_rate`` (the weak view's rate, for cutoff-triplet's strong view) raises c_i to at least one more
+    than a cutoff at that rate changes, wherever n_i allows: with rates 0.1 and 0.2 a 5-token sentence would
+    otherwise cut 1 token in both views.
     """
 
     def __init__(
@@ -207,8 +217,9 @@ class TokenCutoff(_Cutoff):
         replace_with: str = "unk",
         mask_attention: bool | None = None,
         generator: torch.Generator | int | None = None,
+        exceed_rate: float | None = None,
     ) -> None:
-        super().__init__(rate, tokenizer, replace_with, mask_attention, generator)
+        super().__init__(rate, tokenizer, replace_with, mask_attention, generator, exceed_rate)
 
     def select(self, real: Tensor, counts: Tensor) -> Tensor:
         return select_random(real, counts, self.generator)

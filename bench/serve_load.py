@@ -1,0 +1,291 @@
+"""Load on ``sentcl serve``: served sentences per second against the in-process ``encode`` of the same model.
+
+The service runs as ``sentcl serve`` in a child process on 127.0.0.1 (a free port). ``--clients`` concurrent
+clients (asyncio + httpx, keep-alive) send ``--requests`` POST /embed requests of 1–8 sentences each
+(seeded), with a time cap per round; throughput counts the sentences of successful answers over the wall
+time. The in-process figure encodes the same sentences with ``encode(..., batch_size=--batch-size)`` in this
+process with the same thread count while the service idles. The two alternate per round (rotating who goes
+first) and the figures are medians. ``--soak-seconds S`` then keeps the load on for S seconds and samples
+the service's resident memory (VmRSS) every ``--rss-every`` seconds.
+
+    python -m bench.serve_load --rounds 3 --requests 300                  # from the repository root
+    python -m bench.serve_load --rounds 1 --soak-seconds 300 --rss-every 30
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from bench.common import format_table, machine_info, median, read_sentences, set_threads, write_json
+from sentcl.paths import data_file, resolve_data_dir
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--model", default="all-MiniLM-L6-v2")
+    parser.add_argument("--pooler", default="avg", help="all-MiniLM-L6-v2 was trained with mean pooling")
+    parser.add_argument("--data-dir", default=None)
+    parser.add_argument("--clients", type=int, default=16)
+    parser.add_argument("--min-sentences", type=int, default=1)
+    parser.add_argument("--max-sentences", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=300, help="requests per load round")
+    parser.add_argument("--time-cap", type=float, default=120.0, help="seconds per load round at most")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=64, help="in-process batch")
+    parser.add_argument("--serve-batch-size", type=int, default=16, help="the service's --batch-size")
+    parser.add_argument("--max-length", type=int, default=128, help="truncation on both sides")
+    parser.add_argument("--max-wait-ms", type=float, default=5.0)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--soak-seconds", type=float, default=0.0, help="0: no soak")
+    parser.add_argument("--rss-every", type=float, default=30.0)
+    parser.add_argument(
+        "--keep-malloc-threshold", action="store_true", help="the service's option of that name"
+    )
+    parser.add_argument("--start-timeout", type=float, default=180.0)
+    parser.add_argument("--output", default="bench/results/serve_load.json")
+    return parser.parse_args(argv)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def rss_of(pid: int) -> float:
+    """VmRSS of a process in MiB."""
+    with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+        for line in handle:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for pid {pid}")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds a process has used so far (all its threads), from /proc/PID/stat."""
+    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+        fields = handle.read().rsplit(")", 1)[1].split()  # after "(comm)": state is field 3
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+
+
+def start_service(args: argparse.Namespace, port: int) -> subprocess.Popen:
+    cmd = [
+        sys.executable,
+        "-m",
+        "sentcl.cli",
+        "serve",
+        args.model,
+        "--pooler",
+        args.pooler,
+        "--port",
+        str(port),
+    ]
+    cmd += ["--batch-size", str(args.serve_batch_size), "--max-length", str(args.max_length)]
+    cmd += ["--max-wait-ms", str(args.max_wait_ms), "--max-client-batch", str(args.max_sentences)]
+    cmd += ["--max-queue", str(args.clients * args.max_sentences * 2), "--auto-truncate"]
+    cmd += ["--keep-malloc-threshold"] if args.keep_malloc_threshold else []
+    env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + args.start_timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(
+                f"sentcl serve exited with {proc.returncode}: {proc.stderr.read().decode()[-2000:]}"
+            )  # type: ignore[union-attr]
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.kill()
+    raise RuntimeError(f"sentcl serve did not become healthy in {args.start_timeout} s")
+
+
+async def drive(
+    url: str, requests: list[list[str]], clients: int, time_cap: float, cycle: bool
+) -> dict[str, Any]:
+    """``clients`` tasks send the requests (each once, or round and round when ``cycle``) until done or
+    the time cap; per request: latency, status, sentences."""
+    latencies: list[float] = []
+    errors: dict[str, int] = {}
+    sentences = 0
+    next_id = 0
+    deadline = time.monotonic() + time_cap
+    limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+
+        async def worker() -> None:
+            nonlocal next_id, sentences
+            while time.monotonic() < deadline and (cycle or next_id < len(requests)):
+                batch = requests[next_id % len(requests)]
+                next_id += 1
+                start = time.perf_counter()
+                try:
+                    resp = await client.post("/embed", json={"inputs": batch, "normalize": False})
+                    status = str(resp.status_code)
+                except httpx.HTTPError as err:
+                    status = type(err).__name__
+                if status == "200":
+                    latencies.append(time.perf_counter() - start)
+                    sentences += len(batch)
+                else:
+                    errors[status] = errors.get(status, 0) + 1
+
+        start = time.perf_counter()
+        await asyncio.gather(*(worker() for _ in range(clients)))
+        wall = time.perf_counter() - start
+    lat = np.array(latencies) if latencies else np.array([np.nan])
+    return {
+        "requests_ok": len(latencies),
+        "errors": errors,
+        "sentences": sentences,
+        "wall_s": wall,
+        "sentences_per_s": sentences / wall,
+        "p50_ms": float(np.percentile(lat, 50) * 1000),
+        "p99_ms": float(np.percentile(lat, 99) * 1000),
+        "capped": time.monotonic() >= deadline,
+    }
+
+
+def in_process(encoder: Any, sentences: list[str], args: argparse.Namespace) -> dict[str, float]:
+    start = time.perf_counter()
+    encoder.encode(sentences, batch_size=args.batch_size, max_length=args.max_length)
+    wall = time.perf_counter() - start
+    return {"sentences": len(sentences), "wall_s": wall, "sentences_per_s": len(sentences) / wall}
+
+
+def soak(url: str, pid: int, requests: list[list[str]], args: argparse.Namespace) -> dict[str, Any]:
+    """The load for ``--soak-seconds`` while a thread samples the service's RSS every ``--rss-every`` s."""
+    import threading
+
+    samples: list[tuple[float, float]] = [(0.0, rss_of(pid))]
+    stop = threading.Event()
+    start = time.monotonic()
+
+    def sample() -> None:
+        while not stop.wait(args.rss_every):
+            samples.append((round(time.monotonic() - start, 1), rss_of(pid)))
+
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
+    load = asyncio.run(drive(url, requests, args.clients, args.soak_seconds, cycle=True))
+    stop.set()
+    thread.join(timeout=5)
+    samples.append((round(time.monotonic() - start, 1), rss_of(pid)))
+    rss = [mb for _, mb in samples]
+    return {"rss_mb": samples, "growth_mb": rss[-1] - rss[0], "max_over_start_mb": max(rss) - rss[0], **load}
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    args = parse_args(argv)
+    set_threads(args.threads)
+    from sentcl.modeling.dual import load_encoder
+
+    rng = random.Random(args.seed)
+    pool = read_sentences(data_file(resolve_data_dir(args.data_dir), "corpora", "wiki1m_prefix.txt"))
+    requests = [
+        rng.sample(pool, rng.randint(args.min_sentences, args.max_sentences)) for _ in range(args.requests)
+    ]
+    flat = [s for r in requests for s in r]
+    encoder = load_encoder(args.model, pooler=args.pooler)
+    encoder.encode(flat[: args.batch_size], batch_size=args.batch_size, max_length=args.max_length)  # warm-up
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    proc = start_service(args, port)
+    res: dict[str, Any] = {
+        "benchmark": "serve_load",
+        "command": "python -m bench.serve_load " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine_info(args.threads),
+        "settings": {k: v for k, v in vars(args).items() if k != "output"},
+    }
+    try:
+        asyncio.run(drive(url, requests[: args.clients], args.clients, args.time_cap, cycle=False))  # warm-up
+        rounds: list[dict[str, Any]] = []
+        for r in range(args.rounds):
+            row: dict[str, Any] = {}
+            for mode in ("in_process", "serve") if r % 2 == 0 else ("serve", "in_process"):
+                server_cpu, own_cpu = cpu_seconds(proc.pid), time.process_time()
+                if mode == "serve":
+                    row[mode] = asyncio.run(drive(url, requests, args.clients, args.time_cap, cycle=False))
+                    row[mode]["server_cpu_s"] = cpu_seconds(proc.pid) - server_cpu
+                    row[mode]["client_cpu_s"] = time.process_time() - own_cpu
+                    cpu = row[mode]["server_cpu_s"] + row[mode]["client_cpu_s"]
+                else:
+                    row[mode] = in_process(encoder, flat, args)
+                    cpu = row[mode]["cpu_s"] = time.process_time() - own_cpu
+                row[mode]["sentences_per_cpu_s"] = row[mode]["sentences"] / cpu
+            row["ratio"] = row["serve"]["sentences_per_s"] / row["in_process"]["sentences_per_s"]
+            # per CPU-second (server + client processes): insensitive to the CPU share other jobs leave
+            row["cpu_ratio"] = row["serve"]["sentences_per_cpu_s"] / row["in_process"]["sentences_per_cpu_s"]
+            rounds.append(row)
+            print(
+                f"round {r + 1}/{args.rounds}: ratio {row['ratio']:.3f}, per CPU-s {row['cpu_ratio']:.3f}",
+                flush=True,
+            )
+        res["rounds"] = rounds
+        errors = sum(sum(row["serve"]["errors"].values()) for row in rounds)
+        res["summary"] = {
+            "serve_sentences_per_s": median([row["serve"]["sentences_per_s"] for row in rounds]),
+            "p50_ms": median([row["serve"]["p50_ms"] for row in rounds]),
+            "p99_ms": median([row["serve"]["p99_ms"] for row in rounds]),
+            "errors": errors,
+            "in_process_sentences_per_s": median([row["in_process"]["sentences_per_s"] for row in rounds]),
+            "ratio_median": median([row["ratio"] for row in rounds]),
+            "cpu_ratio_median": median([row["cpu_ratio"] for row in rounds]),
+        }
+        res["targets"] = {
+            "serve>=0.85x_in_process_zero_errors": res["summary"]["ratio_median"] >= 0.85 and not errors
+        }
+        if args.soak_seconds > 0:
+            res["soak"] = soak(url, proc.pid, requests, args)
+            res["targets"]["soak_rss_growth<50MB"] = res["soak"]["max_over_start_mb"] < 50
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    s = res["summary"]
+    print(
+        format_table(
+            ["served sent/s", "p50 ms", "p99 ms", "errors", "in-process sent/s", "ratio", "ratio per CPU-s"],
+            [
+                [
+                    s["serve_sentences_per_s"],
+                    s["p50_ms"],
+                    s["p99_ms"],
+                    s["errors"],
+                    s["in_process_sentences_per_s"],
+                    s["ratio_median"],
+                    s["cpu_ratio_median"],
+                ]
+            ],
+        )
+    )
+    if "soak" in res:
+        print("soak RSS (s, MiB):", ", ".join(f"{t:g}: {mb:.0f}" for t, mb in res["soak"]["rss_mb"]))
+    print("wrote", write_json(args.output, res))
+    return res
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,59 @@
+"""``sentcl download wiki1m nli senteval``: the papers' data, into the data folder's layout."""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+
+from sentcl.paths import DATA_ENV
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from sentcl.data.download import MIRROR_ENV, SOURCES
+
+    p = sub.add_parser(
+        "download",
+        help="Download the papers' data (wiki1m, nli, senteval) into the data folder.",
+        description="; ".join(f"{k}: {s.about} -> <data-dir>/{s.target}" for k, s in SOURCES.items()),
+    )
+    p.add_argument("names", nargs="+", choices=list(SOURCES), metavar="NAME", help=", ".join(SOURCES))
+    p.add_argument(
+        "--data-dir",
+        type=Path,
+        help=f"Folder to fill (created if missing; default ${DATA_ENV}, else ../shared/data).",
+    )
+    p.add_argument(
+        "--mirror",
+        default=os.environ.get(MIRROR_ENV),
+        help=f"Fetch each file from MIRROR/<file name> instead (default ${MIRROR_ENV}).",
+    )
+    p.add_argument("--force", action="store_true", help="Download again even when the data is already there.")
+    p.set_defaults(func=run)
+
+
+def _data_dir(arg: Path | None) -> Path:
+    if arg is None and os.environ.get(DATA_ENV):
+        arg = Path(os.environ[DATA_ENV])
+    folder = arg if arg is not None else Path.cwd().parent / "shared" / "data"
+    from sentcl.data.download import DownloadError
+
+    if folder.exists() and not folder.is_dir():
+        raise DownloadError(f"data folder {folder} is a file, not a folder")
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.data.download import SOURCES, DownloadError, download, with_mirror
+
+    try:
+        data_dir = _data_dir(args.data_dir)
+        paths = download(args.names, data_dir, with_mirror(SOURCES, args.mirror), force=args.force)
+    except DownloadError:
+        raise
+    except (PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError) as err:
+        raise DownloadError(f"{err.filename}: {err.strerror}; choose a writable --data-dir") from None
+    for name, path in zip(dict.fromkeys(args.names), paths, strict=True):
+        print(f"{name}: {path}")
+    return 0

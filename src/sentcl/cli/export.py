@@ -1,0 +1,41 @@
+"""``sentcl export --format onnx MODEL OUT``: the whole encoder (backbone, pooler, head) as an ONNX folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from sentcl.cli.options import add_pooler
+
+FORMATS = ("onnx",)
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "export",
+        help="Export a model for deployment (ONNX: input_ids + attention_mask -> sentence embedding).",
+    )
+    p.add_argument("--format", choices=FORMATS, default="onnx", help="Export format (default onnx).")
+    p.add_argument("model", metavar="MODEL", help="Local folder, hub id or offline short name.")
+    p.add_argument("out", metavar="OUT", type=Path, help="Output folder (new or a previous export).")
+    add_pooler(p)
+    p.add_argument(
+        "--int8",
+        action="store_true",
+        help="Quantise with onnxruntime's dynamic int8 quantisation (int8 weights per output channel).",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, export_onnx
+
+    out = export_onnx(args.model, args.out, int8=args.int8, pooler=args.pooler)
+    meta = json.loads((out / ONNX_CONFIG).read_text(encoding="utf-8"))
+    size_mb = (out / ONNX_MODEL).stat().st_size / 2**20
+    print(
+        f"wrote {out / ONNX_MODEL} ({size_mb:.1f} MiB, pooler {meta['pooler']}, dim {meta['dim']}, "
+        f"max_length {meta['max_length']}, {'int8' if args.int8 else 'fp32'})"
+    )
+    return 0

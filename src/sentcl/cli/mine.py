@@ -1,0 +1,77 @@
+"""``sentcl mine``: hard negatives for (anchor, positive) pairs -> ``sent0,sent1,hard_neg`` CSV."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from sentcl.cli.options import add_model_options, load_model, positive_int, settings_from_args
+
+logger = logging.getLogger("sentcl")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    from sentcl.index.mining import SAMPLING
+
+    p = sub.add_parser(
+        "mine", help="Mine hard negatives for (anchor, positive) pairs into supervised SimCSE's CSV."
+    )
+    add_model_options(p)
+    p.add_argument(
+        "--pairs", required=True, type=Path, help="Pairs file: .csv, .tsv (with a header) or .jsonl."
+    )
+    p.add_argument("--output", required=True, type=Path, help="Output CSV: sent0,sent1,hard_neg.")
+    p.add_argument("--corpus", type=Path, help="Extra candidate texts, one a line (besides the positives).")
+    p.add_argument("--anchor-column", help="Anchor column (default: anchor, sent0 or query).")
+    p.add_argument("--positive-column", help="Positive column (default: positive or sent1).")
+    p.add_argument("--num-negatives", type=positive_int, default=3, help="Negatives per anchor (default 3).")
+    p.add_argument("--range-min", type=int, default=0, help="Skip this many top candidates (default 0).")
+    p.add_argument(
+        "--range-max", type=positive_int, help="Consider candidates ranked below this (default: see README)."
+    )
+    p.add_argument("--max-score", type=float, help="Drop candidates with cosine above this.")
+    p.add_argument("--min-score", type=float, help="Drop candidates with cosine below this.")
+    p.add_argument(
+        "--absolute-margin", type=float, help="Keep a negative only if cos + margin <= the positive's cos."
+    )
+    p.add_argument(
+        "--relative-margin", type=float, help="Keep a negative only if cos <= pos - |pos|·margin (e.g. 0.05)."
+    )
+    p.add_argument("--sampling", choices=SAMPLING, default="top", help="top candidates, or a random sample.")
+    p.add_argument(
+        "--include-anchor-text",
+        action="store_true",
+        help="Allow a corpus text equal to the anchor as a negative (sentence-transformers' behaviour).",
+    )
+    p.add_argument("--seed", type=int, default=0, help="Seed of --sampling random.")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.data.nli import write_nli_csv
+    from sentcl.index.mining import MiningSettings, mine_pairs, read_corpus_file
+    from sentcl.index.pairs import read_pairs
+
+    settings = settings_from_args(MiningSettings, args, exclude_anchor=not args.include_anchor_text)
+    settings.window(1)  # validate the options before loading anything
+    if args.output.is_dir():
+        raise ValueError(f"--output {args.output} is a directory; give a .csv file path")
+    pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
+    extra = read_corpus_file(args.corpus) if args.corpus else None
+    model = load_model(args)
+    triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
+    if stats["anchors_short_of_negatives"]:
+        logger.warning(
+            "%d of %d anchors got fewer than %d negatives (filters removed: %s); widen --range-max or relax "
+            "the margins",
+            stats["anchors_short_of_negatives"],
+            stats["anchors"],
+            args.num_negatives,
+            ", ".join(f"{k} {v}" for k, v in stats["removed"].items() if v),
+        )
+    write_nli_csv(triples, args.output)
+    print(
+        f"wrote {len(triples)} (sent0, sent1, hard_neg) rows for {stats['anchors']} anchors to {args.output}"
+    )
+    return 0

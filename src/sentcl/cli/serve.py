@@ -1,0 +1,118 @@
+"""``sentcl serve``: an HTTP embedding and semantic-search service with a web page (the ``serve`` extra)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from sentcl.cli.options import add_model_options, load_model, positive_int
+
+logger = logging.getLogger("sentcl")
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "serve",
+        help="Serve embeddings over HTTP (/embed, /v1/embeddings, /search, a web page at /).",
+        description="Serve a model over HTTP: text-embeddings-inference's /embed and /similarity, OpenAI's "
+        "/v1/embeddings, /search over an index built by 'sentcl search --index', /metrics, and a page at /.",
+    )
+    p.add_argument("model_path", nargs="?", metavar="MODEL", help="The model (or give --model).")
+    add_model_options(p, model_required=False)
+    p.add_argument("--index", type=Path, help="A folder saved by 'sentcl search --index' for /search.")
+    p.add_argument(
+        "--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1: this machine only)."
+    )
+    p.add_argument("--port", type=int, default=8080, help="Port (default 8080; 0 picks a free one).")
+    p.add_argument(
+        "--api-key",
+        help="Require 'Authorization: Bearer KEY' on every route but / and /health (default $SENTCL_API_KEY).",
+    )
+    for action in p._actions:  # the shared --batch-size, with the service's meaning and default
+        if action.dest == "batch_size":
+            action.default = 16
+            action.help = "Sentences per forward pass inside an encode call (default 16)."
+    p.add_argument(
+        "--max-batch-size",
+        type=positive_int,
+        default=128,
+        help="Sentences gathered into one encode call (default 128); it runs them sorted by length in "
+        "passes of --batch-size (default 16 here: small passes pad mixed lengths less).",
+    )
+    p.add_argument(
+        "--max-client-batch", type=positive_int, default=32, help="Inputs per request (413 above)."
+    )
+    p.add_argument(
+        "--max-batch-tokens", type=positive_int, default=16384, help="Tokens per encode call (default 16384)."
+    )
+    p.add_argument(
+        "--max-wait-ms", type=float, default=5.0, help="How long a request waits for others to batch with."
+    )
+    p.add_argument(
+        "--max-queue", type=positive_int, default=1024, help="Sentences waiting to be encoded (429 above)."
+    )
+    p.add_argument("--max-body-bytes", type=positive_int, default=2_000_000, help="Request body cap (413).")
+    p.add_argument("--max-k", type=positive_int, default=100, help="Hits per search query at most.")
+    p.add_argument(
+        "--auto-truncate",
+        action="store_true",
+        help="Truncate inputs over the model's length when the request does not say (else 422).",
+    )
+    p.add_argument(
+        "--keep-malloc-threshold",
+        action="store_true",
+        help="Keep glibc's adaptive mmap threshold (default: fixed at 128 KiB, so that resident memory "
+        "follows the batches in flight; docs/performance.md, 'Serving').",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        import uvicorn
+
+        from sentcl.serve.app import create_app
+        from sentcl.serve.auth import resolve_api_key
+        from sentcl.serve.index import load_search_index
+        from sentcl.serve.limits import Limits
+    except ImportError as err:
+        raise ValueError(f"{err.name} is not installed: pip install 'sentcl[serve]'") from err
+    if args.model_path and args.model and args.model_path != args.model:
+        raise ValueError(f"two models given: {args.model_path} and --model {args.model}")
+    args.model = args.model or args.model_path
+    if not args.model:
+        raise ValueError("no model: give MODEL or --model")
+    if args.max_wait_ms < 0:
+        raise ValueError(f"--max-wait-ms must be >= 0, got {args.max_wait_ms}")
+    limits = Limits(
+        max_client_batch=args.max_client_batch,
+        max_batch_size=args.max_batch_size,
+        encode_batch_size=args.batch_size,
+        max_batch_tokens=args.max_batch_tokens,
+        max_wait_ms=args.max_wait_ms or 1e-3,
+        max_queue=args.max_queue,
+        max_body_bytes=args.max_body_bytes,
+        max_k=args.max_k,
+        auto_truncate=args.auto_truncate,
+    )
+    if not args.keep_malloc_threshold:
+        from sentcl.training.allocator import fix_mmap_threshold
+
+        fix_mmap_threshold()  # batches of varied shapes: freed activations go back to the system
+    encoder = load_model(args)
+    index = load_search_index(args.index, int(encoder.embedding_dim)) if args.index else None
+    app = create_app(
+        encoder,
+        model_name=args.model,
+        index=index,
+        limits=limits,
+        max_length=args.max_length,
+        api_key=resolve_api_key(args.api_key),
+        backend=None if getattr(args, "model_backend", "auto") == "auto" else args.model_backend,
+    )
+    if args.host not in ("127.0.0.1", "localhost", "::1"):
+        logger.warning("serving on %s: reachable from other machines", args.host)
+    logger.info("serving %s on http://%s:%d/ (Ctrl-C stops)", args.model, args.host, args.port)
+    uvicorn.run(app, host=args.host, port=args.port, log_level="warning" if not args.verbose else "info")
+    return 0

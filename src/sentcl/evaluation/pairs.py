@@ -1,0 +1,215 @@
+"""STS on a user's own pairs file, in any language: ``sentcl eval --pairs FILE`` and ``eval.dev_task: pairs:FILE``.
+
+The file is TSV, CSV or JSONL (``sentcl.data.tables``). Columns (sentence 1, sentence 2, score) are given by
+name or 0-based index, or detected: by header names (sentence1/sent1/sentence_a/text1, ..., score/label/
+similarity/relatedness_score), else, without a header, the single all-numeric column is the score and the two
+other columns the sentences. So KorSTS (``genre filename year id score sentence1 sentence2`` with a header)
+and the Chinese STS-B (``sent1<TAB>sent2<TAB>score``, no header) read as they are. The score range is given
+(every score must lie in it) or detected (min and max, reported). Scoring is the STS evaluator's: ρ = 100 ·
+Spearman(cos(u, v), gold) and 100 · Pearson, over the file's pairs.
+
+Tokenisation is checked, not assumed: ``tokenizer_report`` counts [UNK] pieces and detects a tokenizer that
+decomposes Hangul syllables into jamo (BERT's ``strip_accents``/lower-casing applies NFD), which maps Korean
+to [UNK] when the vocabulary holds precomposed syllables; ``sentcl eval`` warns with the fix.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentcl.data.readers import DataFormatError
+from sentcl.data.tables import Table, _is_number, cell, column_index, read_table
+from sentcl.evaluation.sts import Pair, _correlations, _norm, _score_task
+
+logger = logging.getLogger(__name__)
+EncodeFn = Callable[[list[str]], np.ndarray]
+
+NAMES = {
+    "sentence 1": ("sentence1", "sent1", "sentence_a", "sentence_1", "text1", "text_a", "s1"),
+    "sentence 2": ("sentence2", "sent2", "sentence_b", "sentence_2", "text2", "text_b", "s2"),
+    "score": ("score", "label", "similarity", "relatedness_score", "gold", "gold_score"),
+}
+ROLES = tuple(NAMES)
+
+
+@dataclass
+class PairsFile:
+    path: Path
+    pairs: list[Pair]
+    columns: tuple[str, str, str]  # as found: header names, or "#index"
+    score_range: tuple[float, float]
+    range_given: bool
+
+
+def parse_columns(text: str | None) -> list[str] | None:
+    """``S1,S2,SCORE`` (names or 0-based indices) -> list; None stays None."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(
+            f"--columns expects three comma-separated names or indices S1,S2,SCORE, got {text!r}"
+        )
+    return parts
+
+
+def parse_range(text: str | None) -> tuple[float, float] | None:
+    """``LO,HI`` -> (lo, hi) with lo < hi; None stays None."""
+    if text is None:
+        return None
+    try:
+        lo, hi = (float(p) for p in text.split(","))
+    except ValueError:
+        raise ValueError(f"--score-range expects LO,HI (two numbers), got {text!r}") from None
+    if not lo < hi:
+        raise ValueError(f"--score-range needs LO < HI, got {text!r}")
+    return lo, hi
+
+
+def _detect(table: Table) -> list[int]:
+    if table.header is not None:
+        lowered = [h.lower() for h in table.header]
+        found = [next((lowered.index(n) for n in NAMES[role] if n in lowered), None) for role in ROLES]
+        if all(i is not None for i in found):
+            return found  # type: ignore[return-value]
+        missing = [role for role, i in zip(ROLES, found, strict=True) if i is None]
+        raise DataFormatError(
+            f"{table.path}:1: cannot tell which column holds the {' and the '.join(missing)} (columns: "
+            f"{', '.join(table.header)}); name them with --columns S1,S2,SCORE (or a missing column?)"
+        )
+    sample = [fields for _, fields in table.rows[:100]]
+    width = min(len(f) for f in sample)
+    # a score column is numeric in most rows (a stray non-number is then reported on its own line)
+    numeric = [i for i in range(width) if 2 * sum(_is_number(f[i]) for f in sample) >= len(sample)]
+    text = [i for i in range(width) if i not in numeric]
+    if len(numeric) == 1 and len(text) == 2:
+        return [text[0], text[1], numeric[0]]
+    lineno = table.rows[0][0]
+    raise DataFormatError(
+        f"{table.path}:{lineno}: cannot detect the columns of a file without a header ({width} fields, "
+        f"{len(numeric)} numeric): pass --columns S1,S2,SCORE as 0-based indices (or a score is not a number?)"
+    )
+
+
+def read_pairs(
+    path: str | Path,
+    columns: Sequence[str | int] | None = None,
+    score_range: tuple[float, float] | None = None,
+    fmt: str | None = None,
+) -> PairsFile:
+    """Read (sentence 1, sentence 2, score) pairs; every malformed row is an error naming file:line."""
+    table = read_table(path, fmt=fmt, known={n for names in NAMES.values() for n in names})
+    if columns is not None:
+        if len(columns) != 3:
+            raise ValueError(f"columns must be (sentence 1, sentence 2, score), got {list(columns)}")
+        index = [column_index(table, spec, role) for spec, role in zip(columns, ROLES, strict=True)]
+    else:
+        index = _detect(table)
+    pairs: list[Pair] = []
+    for lineno, fields in table.rows:
+        s1, s2, raw = (cell(table, lineno, fields, i, role) for i, role in zip(index, ROLES, strict=True))
+        for role, value in (("sentence 1", s1), ("sentence 2", s2)):
+            if not isinstance(value, str) or not value.strip():
+                raise DataFormatError(f"{table.path}:{lineno}: {role} is empty or not text ({value!r})")
+        score = float(raw) if _is_number(raw) else None
+        if score is None or not math.isfinite(score):
+            raise DataFormatError(f"{table.path}:{lineno}: score {raw!r} is not a number")
+        if score_range is not None and not score_range[0] <= score <= score_range[1]:
+            raise DataFormatError(
+                f"{table.path}:{lineno}: score {score:g} is outside the given range {score_range[0]:g}..{score_range[1]:g}"
+            )
+        pairs.append((_norm(s1), _norm(s2), score))
+    if len(pairs) < 2:
+        raise DataFormatError(f"{table.path}: a correlation needs at least 2 pairs, found {len(pairs)}")
+    names = tuple(table.header[i] if table.header else f"#{i}" for i in index)
+    scores = [p[2] for p in pairs]
+    found_range = score_range or (min(scores), max(scores))
+    return PairsFile(table.path, pairs, names, found_range, score_range is not None)  # type: ignore[arg-type]
+
+
+def score_pairs(encode: EncodeFn, data: PairsFile) -> dict[str, Any]:
+    """{"spearman", "pearson" (both ×100), "n", "file", "columns", "score_min", "score_max", "range"}."""
+    if len({p[2] for p in data.pairs}) < 2:
+        raise DataFormatError(
+            f"{data.path}: every score is {data.pairs[0][2]:g}; a correlation needs two or more"
+        )
+    sims, gold = _score_task(encode, {"pairs": data.pairs})["pairs"]
+    result = _correlations(sims, gold, str(data.path))
+    return result | {
+        "file": str(data.path),
+        "columns": ",".join(data.columns),
+        "score_min": data.score_range[0],
+        "score_max": data.score_range[1],
+        "range": "given" if data.range_given else "detected",
+    }
+
+
+def evaluate_pairs(
+    encode: EncodeFn,
+    path: str | Path,
+    columns: Sequence[str | int] | None = None,
+    score_range: tuple[float, float] | None = None,
+    fmt: str | None = None,
+) -> dict[str, Any]:
+    """Read a pairs file (``read_pairs``) and score it (``score_pairs``)."""
+    return score_pairs(encode, read_pairs(path, columns, score_range, fmt))
+
+
+def _hangul_syllable(ch: str) -> bool:
+    return "\uac00" <= ch <= "\ud7a3"
+
+
+def _jamo(ch: str) -> bool:
+    return "\u1100" <= ch <= "\u11ff"
+
+
+def _normalized(tokenizer: Any, sentence: str) -> str:
+    """The text as the tokenizer's normaliser leaves it (fast: its normalizer; slow BERT: basic tokenizer)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is not None and backend.normalizer is not None:
+        return backend.normalizer.normalize_str(sentence)
+    basic = getattr(tokenizer, "basic_tokenizer", None)
+    return " ".join(basic.tokenize(sentence)) if basic is not None else sentence
+
+
+def tokenizer_report(tokenizer: Any, sentences: Sequence[str]) -> dict[str, Any]:
+    """{"unk_rate": share of [UNK] pieces, "hangul_decomposed": the tokenizer turned syllables into jamo}."""
+    unk = getattr(tokenizer, "unk_token", None)
+    pieces = unknown = 0
+    decomposed = False
+    for sentence in sentences:
+        tokens = tokenizer.tokenize(sentence)
+        pieces += len(tokens)
+        unknown += sum(t == unk for t in tokens)
+        if any(map(_hangul_syllable, sentence)) and not any(map(_jamo, sentence)):
+            decomposed |= any(map(_jamo, _normalized(tokenizer, sentence)))
+    return {"unk_rate": unknown / pieces if pieces else 0.0, "hangul_decomposed": decomposed}
+
+
+def warn_if_mangled(
+    tokenizer: Any, sentences: Sequence[str], where: str, limit: float = 0.05
+) -> dict[str, Any]:
+    """Log a warning when more than ``limit`` of the pieces are [UNK] (naming the Hangul NFD pitfall)."""
+    report = tokenizer_report(tokenizer, sentences)
+    if report["unk_rate"] > limit:
+        why = (
+            " The tokenizer decomposes Hangul syllables into jamo (NFD under strip_accents / lower-casing) that "
+            "its vocabulary lacks: load it with strip_accents=False, or use a model whose vocabulary covers jamo."
+            if report["hangul_decomposed"]
+            else " The model's vocabulary does not cover this text's script or words."
+        )
+        logger.warning(
+            "%s: %.0f%% of the word pieces are %s.%s",
+            where,
+            100 * report["unk_rate"],
+            tokenizer.unk_token,
+            why,
+        )
+    return report

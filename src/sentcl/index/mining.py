@@ -1,0 +1,193 @@
+"""Hard-negative mining for supervised SimCSE: ``sentcl mine`` (sentence-transformers' ``mine_hard_negatives``).
+
+Given (anchor, positive) pairs, the corpus is the distinct positives plus an optional corpus file (each
+distinct text once, so duplicates of a positive vanish with it). Anchors and corpus are embedded,
+normalised, and scored by cosine. Per distinct anchor:
+
+1. retrieve the top ``range_max + max_positives`` corpus texts (+1 when the anchor's own text is
+   excluded), score descending, ties by corpus order;
+2. drop its positives (and, ``exclude_anchor``, a text equal to the anchor: our addition, on by default;
+   sentence-transformers keeps it);
+3. drop candidates whose score s fails a filter, each optional: ``absolute_margin`` (s + m > p),
+   ``relative_margin`` (s > p - |p|·m), ``max_score`` (s > x), ``min_score`` (s < x), where p is the
+   anchor's lowest positive score;
+4. of the surviving candidates in rank order, keep ranks ``range_min`` .. ``range_max - 1`` (0-based);
+5. take ``num_negatives`` of them: the first ones (``sampling="top"``) or a seeded uniform sample
+   (``"random"``, then sorted by score).
+
+``range_max`` defaults as in sentence-transformers: ``range_min + num_negatives + max_positives``, or
+``range_min + 10·num_negatives + max_positives`` when a margin or ``max_score`` filters candidates. The
+output is one ``sent0,sent1,hard_neg`` row per (anchor, positive, negative): the file supervised SimCSE
+trains on. An anchor with fewer surviving candidates gets fewer rows, counted in the log.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentcl.retrieval import ExactIndex
+
+logger = logging.getLogger(__name__)
+SAMPLING = ("top", "random")
+
+
+@dataclass
+class MiningSettings:
+    range_min: int = 0
+    range_max: int | None = None
+    max_score: float | None = None
+    min_score: float | None = None
+    absolute_margin: float | None = None
+    relative_margin: float | None = None
+    num_negatives: int = 3
+    sampling: str = "top"
+    exclude_anchor: bool = True
+    seed: int = 0
+
+    def window(self, max_positives: int) -> tuple[int, int]:
+        """(range_min, range_max) with the default range_max filled in, validated."""
+        if self.num_negatives < 1:
+            raise ValueError(f"--num-negatives must be >= 1, got {self.num_negatives}")
+        if self.range_min < 0:
+            raise ValueError(f"--range-min must be >= 0, got {self.range_min}")
+        if self.sampling not in SAMPLING:
+            raise ValueError(f"--sampling must be one of {', '.join(SAMPLING)}, got {self.sampling!r}")
+        filtered = any(v is not None for v in (self.absolute_margin, self.relative_margin, self.max_score))
+        range_max = self.range_max
+        if range_max is None:
+            range_max = self.range_min + self.num_negatives * (10 if filtered else 1) + max_positives
+        if range_max - self.range_min < self.num_negatives:
+            raise ValueError(
+                f"--range-max {range_max} leaves fewer than --num-negatives {self.num_negatives} ranks "
+                f"after --range-min {self.range_min}"
+            )
+        return self.range_min, range_max
+
+
+def _unit(x: np.ndarray) -> np.ndarray:
+    x = np.asarray(x, dtype=np.float32)
+    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # (N, D)
+
+
+def mine(
+    anchors: np.ndarray,
+    corpus: np.ndarray,
+    positives: list[list[int]],
+    settings: MiningSettings,
+    anchor_in_corpus: list[int | None] | None = None,
+) -> tuple[list[list[int]], list[list[float]], dict[str, int]]:
+    """Negatives per anchor: (corpus ids, cosines) lists, and counts of what each filter removed.
+
+    anchors (Q, D), corpus (N, D); ``positives[q]``: corpus ids of anchor q's positives;
+    ``anchor_in_corpus[q]``: the corpus id of a text equal to anchor q, if any.
+    """
+    a, c = _unit(anchors), _unit(corpus)
+    max_pos = max(len(p) for p in positives)
+    range_min, range_max = settings.window(max_pos)
+    extra = 1 if settings.exclude_anchor else 0
+    k = min(range_max + max_pos + extra, len(c))
+    scores, ids = ExactIndex(c, normalize=False).search(a, k)  # (Q, k), (Q, k): score desc, ties by id
+    scores = scores.astype(np.float64)
+    removed = {
+        "positive": 0,
+        "anchor_text": 0,
+        "absolute_margin": 0,
+        "relative_margin": 0,
+        "max_score": 0,
+        "min_score": 0,
+    }
+    rng = np.random.default_rng(settings.seed)
+    out_ids: list[list[int]] = []
+    out_scores: list[list[float]] = []
+    for q in range(len(a)):
+        pos_score = float(min(a[q] @ c[j] for j in positives[q]))
+        keep = ~np.isin(ids[q], positives[q])  # (k,)
+        removed["positive"] += int((~keep).sum())
+        if settings.exclude_anchor and anchor_in_corpus is not None and anchor_in_corpus[q] is not None:
+            same = ids[q] == anchor_in_corpus[q]
+            removed["anchor_text"] += int((same & keep).sum())
+            keep &= ~same
+        s = scores[q]
+        for name, bad in (
+            (
+                "absolute_margin",
+                None if settings.absolute_margin is None else s + settings.absolute_margin > pos_score,
+            ),
+            (
+                "relative_margin",
+                None
+                if settings.relative_margin is None
+                else s > pos_score - abs(pos_score) * settings.relative_margin,
+            ),
+            ("max_score", None if settings.max_score is None else s > settings.max_score),
+            ("min_score", None if settings.min_score is None else s < settings.min_score),
+        ):
+            if bad is not None:
+                removed[name] += int((bad & keep).sum())
+                keep &= ~bad
+        survivors = np.flatnonzero(keep)[range_min:range_max]  # positions in rank order
+        if settings.sampling == "random" and len(survivors) > settings.num_negatives:
+            survivors = np.sort(rng.choice(survivors, size=settings.num_negatives, replace=False))
+        survivors = survivors[: settings.num_negatives]
+        out_ids.append([int(ids[q, j]) for j in survivors])
+        out_scores.append([float(scores[q, j]) for j in survivors])
+    return out_ids, out_scores, removed
+
+
+def mine_pairs(
+    model: Any,
+    pairs: list[tuple[int, str, str]],
+    settings: MiningSettings,
+    extra_corpus: list[str] | None = None,
+    batch_size: int = 128,
+    max_length: int | None = None,
+) -> tuple[list[tuple[str, str, str]], dict[str, Any]]:
+    """(anchor, positive, hard negative) triples for the pairs, in input order, and statistics."""
+    anchors: dict[str, int] = {}
+    corpus: dict[str, int] = {}
+    for _, anchor, positive in pairs:
+        anchors.setdefault(anchor, len(anchors))
+        corpus.setdefault(positive, len(corpus))
+    for text in extra_corpus or []:
+        corpus.setdefault(text, len(corpus))
+    positives: list[list[int]] = [[] for _ in anchors]
+    for _, anchor, positive in pairs:
+        if corpus[positive] not in positives[anchors[anchor]]:
+            positives[anchors[anchor]].append(corpus[positive])
+    anchor_texts, corpus_texts = list(anchors), list(corpus)
+    if len(corpus_texts) < 2:
+        raise ValueError("the corpus has fewer than 2 distinct texts: nothing to mine negatives from")
+    emb_a = model.encode(anchor_texts, batch_size=batch_size, max_length=max_length, normalize=True)
+    emb_c = model.encode(corpus_texts, batch_size=batch_size, max_length=max_length, normalize=True)
+    in_corpus = [corpus.get(t) for t in anchor_texts]
+    neg_ids, _, removed = mine(np.asarray(emb_a), np.asarray(emb_c), positives, settings, in_corpus)
+    triples: list[tuple[str, str, str]] = []
+    seen: set[tuple[str, str]] = set()
+    for _, anchor, positive in pairs:
+        if (anchor, positive) in seen:
+            continue
+        seen.add((anchor, positive))
+        triples.extend((anchor, positive, corpus_texts[j]) for j in neg_ids[anchors[anchor]])
+    short = sum(1 for n in neg_ids if len(n) < settings.num_negatives)
+    stats = {"anchors": len(anchor_texts), "corpus": len(corpus_texts), "triples": len(triples)}
+    stats.update({"anchors_short_of_negatives": short, "removed": removed})
+    return triples, stats
+
+
+def read_corpus_file(path: Path) -> list[str]:
+    """Non-blank stripped lines of an extra corpus file (one text a line); blank lines counted."""
+    from sentcl.data.readers import iter_text_lines
+
+    if path.is_dir():
+        raise ValueError(f"corpus file {path} is a directory, not a file")
+    if not path.is_file():
+        raise FileNotFoundError(f"corpus file {path} does not exist")
+    texts = [t.strip() for _, t in iter_text_lines(path) if t.strip()]
+    if not texts:
+        raise ValueError(f"corpus file {path} has no non-blank line")
+    return texts

@@ -1,0 +1,1 @@
+"""sentcl models outside sentcl: sentence-transformers, ONNX, MTEB, model cards."""

@@ -1,0 +1,219 @@
+"""A model card (README.md in the Hugging Face hub's format) for every model folder a training run saves.
+
+YAML front matter: library_name, base_model, pipeline_tag (sentence-similarity), tags, datasets, metrics and a
+``model-index`` with the STS results; then the method and the resolved recipe, the training data and steps,
+the dev and final results tables, and how to load the folder with sentcl, sentence-transformers and plain
+transformers. Written by the training loop into ``best/`` at each new best and again after the final
+evaluation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sentcl.atomic import atomic_write_text
+from sentcl.evaluation.sts import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
+
+CARD_FILE = "README.md"
+_STS_RESULTS = ("sts", "stsb")  # final results shaped as evaluate_sts's, shown as tables
+# sentcl's short offline names -> their hub ids (the card's base_model must be a hub id)
+_HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+_PAPERS = {
+    "unsup_simcse": "SimCSE (Gao et al., 2021), unsupervised: dropout noise as the positive",
+    "sup_simcse": "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
+    "quick_thoughts": "Quick-Thoughts (Logeswaran & Lee, 2018): classify the context sentences",
+    "cutoff_triplet": "token cutoff views with a triplet term",
+}
+
+
+def base_model_id(name_or_path: str) -> str:
+    """The hub id of the starting model where sentcl knows it; else the name as given (a local path)."""
+    return _HUB_IDS.get(name_or_path, name_or_path)
+
+
+def _model_index(name: str, results: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    sts = (results or {}).get("sts") or (results or {}).get("stsb") or {}
+    entries = []
+    for task in STS_TASKS:
+        if task not in sts:
+            continue
+        entries.append(
+            {
+                "task": {"type": "sentence-similarity", "name": "Semantic Textual Similarity"},
+                "dataset": {"name": DISPLAY_NAMES.get(task, task), "type": task, "split": "test"},
+                "metrics": [
+                    {
+                        "type": "spearman_cosine",
+                        "value": round(main_score(sts, task), 2),
+                        "name": "Spearman correlation of cosine similarities (x100)",
+                    }
+                ],
+            }
+        )
+    return [{"name": name, "results": entries}] if entries else []
+
+
+def card_metadata(
+    config: Mapping[str, Any], name: str, results: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """The YAML front matter as a dict."""
+    objective = config["objective"]["name"]
+    meta: dict[str, Any] = {
+        "library_name": "sentcl",
+        "base_model": base_model_id(config["model"]["name_or_path"]),
+        "pipeline_tag": "sentence-similarity",
+        "tags": ["sentence-similarity", "feature-extraction", "sentence-transformers", "sentcl", objective],
+        "datasets": [Path(config["data"]["train_file"]).stem],
+        "metrics": ["spearman_cosine"],
+    }
+    index = _model_index(name, results)
+    if index:
+        meta["model-index"] = index
+    return meta
+
+
+_MEAN = 'mask = batch["attention_mask"].unsqueeze(-1)  # (N, L, 1)\n'
+# pooler -> how to compute it from ``out`` (hidden_states[0] is the embeddings' output)
+_PLAIN_POOLING = {
+    "cls": "emb = out.last_hidden_state[:, 0]  # [CLS], (N, H)\n",
+    "cls_before_pooler": "emb = out.last_hidden_state[:, 0]  # [CLS], (N, H)\n",
+    "avg": _MEAN + "emb = (out.last_hidden_state * mask).sum(1) / mask.sum(1)  # mean over real tokens\n",
+    "avg_top2": _MEAN
+    + "h = (out.hidden_states[-2] + out.hidden_states[-1]) / 2  # (N, L, H)\nemb = (h * mask).sum(1) / mask.sum(1)\n",
+    "avg_first_last": _MEAN
+    + "h = (out.hidden_states[1] + out.hidden_states[-1]) / 2  # (N, L, H)\nemb = (h * mask).sum(1) / mask.sum(1)\n",
+}
+
+
+def _dev_table(dev_history: Sequence[tuple[int, float]], dev_task: str, best_step: int | None) -> str:
+    lines = [f"| step | {dev_task} |", "|---:|---:|"]
+    for step, score in dev_history:
+        mark = " (best)" if step == best_step else ""
+        lines.append(f"| {step} | {score:.2f}{mark} |")
+    return "\n".join(lines)
+
+
+def render_card(
+    config: Mapping[str, Any],
+    name: str,
+    *,
+    steps: int,
+    train_examples: int | None = None,
+    best_step: int | None = None,
+    dev_history: Sequence[tuple[int, float]] = (),
+    results: Mapping[str, Any] | None = None,
+    pooler: str | None = None,
+    load_path: str | None = None,
+) -> str:
+    meta = card_metadata(config, name, results)
+    model, data, objective, training = (
+        config["model"],
+        config["data"],
+        config["objective"],
+        config["training"],
+    )
+    method = _PAPERS.get(objective["name"], objective["name"])
+    pooler = pooler or model.get("pooler") or "cls"
+    head = pooler == "cls" and not model.get("mlp_only_train", False)  # the head is part of the embedding
+    front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
+    where = load_path or name
+    parts = [
+        f"---\n{front}---\n",
+        f"# {name}\n",
+        f"A sentence encoder trained with sentcl from `{meta['base_model']}`: {method}. "
+        f"Pooler `{pooler}`; embeddings are compared by cosine similarity.\n",
+        "## Training\n",
+        f"- data: `{data['train_file']}`"
+        + (f" ({train_examples:,} examples)" if train_examples is not None else ""),
+        f"- steps: {steps} (batch {training['batch_size']}, learning rate {training['learning_rate']}, "
+        f"seed {training['seed']})",
+        f"- objective: `{objective['name']}`, temperature {objective.get('temperature')}",
+        f"- best step by {config['eval']['dev_task']}: {best_step}\n",
+        "The resolved recipe (`sentcl train --config` accepts it as YAML):\n",
+        "```yaml\n" + yaml.safe_dump(json.loads(json.dumps(config)), sort_keys=False) + "```\n",
+    ]
+    if dev_history:
+        parts += ["## Dev results\n", _dev_table(dev_history, config["eval"]["dev_task"], best_step) + "\n"]
+    tables = {k: v for k, v in (results or {}).items() if k in _STS_RESULTS}
+    for key, sts in tables.items():
+        parts += [
+            f"## Final results: {key} (Spearman x100, test sets)\n",
+            format_sts_table({name: sts}) + "\n",
+        ]
+    other = {k: v for k, v in (results or {}).items() if k not in _STS_RESULTS}
+    if other:
+        parts += [
+            "Other final results:\n",
+            "```json\n" + json.dumps(other, indent=1, default=str)[:4000] + "\n```\n",
+        ]
+    parts += [
+        "## Use\n",
+        "With sentcl:\n",
+        "```python\nfrom sentcl import SentenceEncoder\n\n"
+        f'model = SentenceEncoder.from_pretrained("{where}")\n'
+        'emb = model.encode(["A man plays guitar.", "Someone plays music."], normalize=True)\n```\n',
+        "With sentence-transformers (the folder carries `modules.json` where its poolers can express ours):\n",
+        "```python\nfrom sentence_transformers import SentenceTransformer\n\n"
+        f'model = SentenceTransformer("{where}")\n'
+        'emb = model.encode(["A man plays guitar.", "Someone plays music."], normalize_embeddings=True)\n```\n',
+        f"With plain transformers (backbone only; apply the `{pooler}` pooler yourself, "
+        "`sentcl.json` says which):\n",
+        "```python\nimport torch\nfrom transformers import AutoModel, AutoTokenizer\n\n"
+        f'tok = AutoTokenizer.from_pretrained("{where}")\nmodel = AutoModel.from_pretrained("{where}")\n'
+        'batch = tok(["A man plays guitar."], padding=True, return_tensors="pt")\n'
+        "with torch.no_grad():\n    out = model(**batch, output_hidden_states=True)\n"
+        + _PLAIN_POOLING.get(pooler, _PLAIN_POOLING["avg"])
+        + ("# then the MLP head: tanh(x W^T + b), W and b in sentcl_head.safetensors\n" if head else "")
+        + "```\n",
+    ]
+    return "\n".join(parts)
+
+
+def write_model_card(folder: str | Path, config: Mapping[str, Any], **kwargs: Any) -> Path:
+    """Render the card (``render_card`` arguments) into ``folder/README.md`` atomically; the folder's name
+    is the model's name in the card unless ``name=`` is given."""
+    folder = Path(folder)
+    name = kwargs.pop("name", None) or folder.name
+    kwargs.setdefault("load_path", str(folder))
+    # model.pooler may be null (the start model's own): the saved folder says which one it resolved to
+    if kwargs.get("pooler") is None and (folder / "sentcl.json").is_file():
+        kwargs["pooler"] = json.loads((folder / "sentcl.json").read_text(encoding="utf-8")).get("pooler")
+    text = render_card(config, name, **kwargs)
+    return atomic_write_text(folder / CARD_FILE, text)
+
+
+def read_card_metadata(path: str | Path) -> dict[str, Any]:
+    """The YAML front matter of a model card (``---`` ... ``---`` at the top)."""
+    text = Path(path).read_text(encoding="utf-8")
+    if not text.startswith("---\n"):
+        raise ValueError(f"{path}: a model card starts with a '---' line (YAML front matter)")
+    end = text.find("\n---\n", 4)
+    if end < 0:
+        raise ValueError(f"{path}: the YAML front matter has no closing '---' line")
+    return yaml.safe_load(text[4:end])
+
+
+def dev_history(metrics_file: Path, dev_task: str) -> list[tuple[int, float]]:
+    """(step, score) of every finite dev evaluation in a run's metrics.jsonl, last one per step."""
+    found: dict[int, float] = {}
+    if Path(metrics_file).is_file():
+        for line in Path(metrics_file).read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            if record.get("event") == "eval" and isinstance(record.get(dev_task), int | float):
+                found[int(record["step"])] = float(record[dev_task])
+    return sorted(found.items())
+
+
+def write_run_card(
+    folder: Path, config: Mapping[str, Any], run_dir: Path, load_path: Path, **kwargs: Any
+) -> Path:
+    """The card of a training run's model folder: the run's name, its dev history from metrics.jsonl."""
+    history = dev_history(Path(run_dir) / "metrics.jsonl", config["eval"]["dev_task"])
+    return write_model_card(
+        folder, config, name=Path(run_dir).name, load_path=str(load_path), dev_history=history, **kwargs
+    )

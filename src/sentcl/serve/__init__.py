@@ -1,0 +1,7 @@
+"""``sentcl serve``: an HTTP embedding and semantic-search service (FastAPI + uvicorn, the ``serve`` extra).
+
+``app.create_app`` builds the service around any encoder with ``.encode(list[str], batch_size=...,
+max_length=..., normalize=...)``, ``.tokenizer``, ``.max_length`` and ``.embedding_dim`` (the PyTorch
+SentenceEncoder, or another backend with the same interface); ``batching`` gathers concurrent requests into
+one ``encode`` call; ``limits``, ``auth`` and ``metrics`` are the service's guards and counters.
+"""

@@ -1,0 +1,191 @@
+"""The FastAPI application: routes over an already-loaded encoder (any backend with ``.encode``,
+``.tokenizer``, ``.max_length``, ``.embedding_dim``) and an optional search index."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import threading
+from collections.abc import AsyncIterator, Callable
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import asynccontextmanager
+from typing import Any
+
+import numpy as np
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException
+
+from sentcl.serve.auth import BearerAuth
+from sentcl.serve.batching import MicroBatcher
+from sentcl.serve.limits import BodySizeLimit, Limits, ServiceError
+from sentcl.serve.metrics import Metrics, MetricsMiddleware
+from sentcl.serve.routes import ROUTES, add_routes
+
+
+def model_length_limit(encoder: Any) -> int:
+    """Tokens the model takes: ``inference_max_length`` where the encoder has one, else ``max_length``."""
+    return int(getattr(encoder, "inference_max_length", None) or encoder.max_length)
+
+
+def backend_name(encoder: Any) -> str:
+    """ "torch" for a PyTorch module, else the encoder's ``backend`` attribute or its class (OnnxEncoder: "onnx")."""
+    import torch
+
+    if isinstance(encoder, torch.nn.Module):
+        return "torch"
+    name = getattr(encoder, "backend", None) or type(encoder).__name__
+    return "onnx" if name == "OnnxEncoder" else str(name)
+
+
+class Service:
+    """The state behind the routes: the encoder (None while loading), the batcher, the index, the metrics."""
+
+    def __init__(self, limits: Limits, index: Any, info: dict[str, Any], max_length: int | None) -> None:
+        self.limits = limits
+        self.index = index
+        self.info = info
+        self.max_length_override = max_length
+        self.encoder: Any = None
+        self._count_tokenizer: Any = None
+        self._count_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sentcl-count")
+        self.load_error: str | None = None
+        self.metrics = Metrics(queue_depth=lambda: self.batcher.depth)
+        self.batcher = MicroBatcher(
+            self._encode,
+            max_batch_size=limits.max_batch_size,
+            max_batch_tokens=limits.max_batch_tokens,
+            max_wait_s=limits.max_wait_ms / 1000,
+            max_queue=limits.max_queue,
+            on_batch=self._on_batch,
+        )
+
+    @property
+    def max_length(self) -> int:
+        limit = model_length_limit(self.encoder)
+        return min(self.max_length_override, limit) if self.max_length_override else limit
+
+    def set_encoder(self, encoder: Any) -> None:
+        # a Rust tokenizer used from two threads at once raises "Already borrowed": the encode thread has
+        # the encoder's, the one counting thread a copy
+        try:
+            self._count_tokenizer = copy.deepcopy(encoder.tokenizer)
+        except Exception:  # noqa: BLE001 - an uncopyable tokenizer: count in the encode thread instead
+            self._count_tokenizer = None
+        self.encoder = encoder
+
+    def _on_batch(self, sentences: int, seconds: float) -> None:
+        self.metrics.batch.observe(sentences)
+        self.metrics.encode.observe(seconds)
+
+    def _encode(self, texts: list[str]) -> np.ndarray:
+        emb = self.encoder.encode(
+            texts, batch_size=self.limits.encode_batch_size, max_length=self.max_length, normalize=False
+        )
+        return np.asarray(emb, dtype=np.float32)  # (N, D)
+
+    def _token_counts(self, texts: list[str]) -> list[int]:
+        tokenizer = self._count_tokenizer or self.encoder.tokenizer
+        return [len(ids) for ids in tokenizer(texts, truncation=False)["input_ids"]]
+
+    async def embed(self, texts: list[str], truncate: bool | None) -> tuple[np.ndarray, int]:
+        """Raw embeddings (N, D) of ``texts`` after the limits' checks, and the tokens they used."""
+        if self.encoder is None:
+            raise ServiceError(503, "unavailable", self.load_error or "the model is loading")
+        if not texts:
+            raise ServiceError(400, "empty", "no input: send at least one sentence")
+        if len(texts) > self.limits.max_client_batch:
+            raise ServiceError(
+                413,
+                "too_many_inputs",
+                f"{len(texts)} inputs in one request; the limit is {self.limits.max_client_batch}",
+            )
+        empty = [i for i, t in enumerate(texts) if not t.strip()]
+        if empty:
+            raise ServiceError(400, "empty", f"input {empty[0]} is empty ({len(empty)} empty input(s))")
+        executor = self._count_executor if self._count_tokenizer is not None else self.batcher.executor
+        counts = await asyncio.get_running_loop().run_in_executor(executor, self._token_counts, texts)
+        limit = self.max_length
+        over = [i for i, n in enumerate(counts) if n > limit]
+        if over and not (self.limits.auto_truncate if truncate is None else truncate):
+            raise ServiceError(
+                422,
+                "input_too_long",
+                f"input {over[0]} has {counts[over[0]]} tokens; the model takes {limit}"
+                ' (send "truncate": true to cut it)',
+            )
+        used = sum(min(n, limit) for n in counts)
+        return await self.batcher.submit(texts, used), used
+
+
+def _validation_error(_: Request, err: Exception) -> Response:
+    errors = err.errors() if isinstance(err, RequestValidationError) else []
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return _error(ServiceError(400, "malformed_json", "the request body is not valid JSON"))
+    parts = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in errors[:3]]
+    return _error(ServiceError(422, "validation", "; ".join(parts) or "invalid request"))
+
+
+def _error(err: ServiceError) -> Response:
+    return JSONResponse(err.body(), status_code=err.status, headers=err.headers())
+
+
+def _http_error(_: Request, err: Exception) -> Response:
+    assert isinstance(err, HTTPException)
+    kind = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code, "http_error")
+    return _error(ServiceError(err.status_code, kind, str(err.detail)))
+
+
+def create_app(
+    encoder: Any = None,
+    *,
+    load: Callable[[], Any] | None = None,
+    model_name: str = "model",
+    index: Any = None,
+    limits: Limits | None = None,
+    max_length: int | None = None,
+    api_key: str | None = None,
+    backend: str | None = None,
+) -> FastAPI:
+    """The service around ``encoder`` (or the one ``load()`` returns, loaded in a thread at start-up:
+    /health answers 503 until then). ``index``: ``serve.index.load_search_index``'s, for /search."""
+    if (encoder is None) == (load is None):
+        raise ValueError("give exactly one of encoder and load")
+    limits = limits or Limits()
+    info = {"model": model_name, "backend": backend, "pooler": None}
+    service = Service(limits, index, info, max_length)
+
+    def finish_loading(enc: Any) -> None:
+        info["pooler"] = getattr(enc, "pooler", None) or getattr(getattr(enc, "f", None), "pooler", None)
+        info["backend"] = backend or backend_name(enc)
+        service.set_encoder(enc)
+
+    def load_in_thread() -> None:
+        try:
+            finish_loading(load())  # type: ignore[misc]
+        except Exception as err:  # noqa: BLE001 - reported by /health
+            service.load_error = f"the model failed to load: {type(err).__name__}: {err}"
+
+    if encoder is not None:
+        finish_loading(encoder)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if load is not None:
+            threading.Thread(target=load_in_thread, name="sentcl-load", daemon=True).start()
+        yield
+        await service.batcher.close()
+        service._count_executor.shutdown(wait=False, cancel_futures=True)
+
+    app = FastAPI(title="sentcl serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
+    app.state.service = service
+    app.add_exception_handler(ServiceError, lambda _, e: _error(e))  # type: ignore[arg-type]
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)  # innermost
+    if api_key:
+        app.add_middleware(BearerAuth, api_key=api_key)
+    app.add_middleware(MetricsMiddleware, metrics=service.metrics, routes=ROUTES)  # outermost
+    add_routes(app, service)
+    return app

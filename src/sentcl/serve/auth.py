@@ -1,0 +1,42 @@
+"""Optional Bearer-token authentication: with an API key set, every route but the page and /health needs
+``Authorization: Bearer KEY`` (401 otherwise). The key comes from ``--api-key`` or ``$SENTCL_API_KEY``."""
+
+from __future__ import annotations
+
+import hmac
+import os
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from sentcl.serve.limits import ServiceError, send_json_error
+
+API_KEY_ENV = "SENTCL_API_KEY"
+PUBLIC_PATHS = frozenset({"/", "/health"})  # the page holds no data; /health is for load balancers
+
+
+def resolve_api_key(cli_value: str | None) -> str | None:
+    """The command line's key, else the environment's; an empty string means none."""
+    key = cli_value if cli_value is not None else os.environ.get(API_KEY_ENV)
+    return key or None
+
+
+class BearerAuth:
+    """ASGI middleware comparing the Bearer token with the key in constant time."""
+
+    def __init__(self, app: ASGIApp, api_key: str) -> None:
+        self.app = app
+        self.expected = api_key.encode()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in PUBLIC_PATHS:
+            await self.app(scope, receive, send)
+            return
+        header = dict(scope.get("headers", [])).get(b"authorization", b"")
+        scheme, _, token = header.partition(b" ")
+        if scheme.lower() == b"bearer" and hmac.compare_digest(token.strip(), self.expected):
+            await self.app(scope, receive, send)
+            return
+        message = "missing or wrong API key: send the header 'Authorization: Bearer KEY'"
+        await send_json_error(
+            send, ServiceError(401, "unauthorized", message), [(b"www-authenticate", b"Bearer")]
+        )

@@ -1,0 +1,132 @@
+"""The routes: /health, /info, /embed, /similarity, /v1/embeddings, /search, /metrics and the page at /."""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import json
+from importlib import resources
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from fastapi import FastAPI
+from fastapi.responses import HTMLResponse, Response
+
+from sentcl.serve.limits import ServiceError
+from sentcl.serve.schemas import EmbedRequest, OpenAIEmbeddingRequest, SearchRequest, SimilarityRequest
+
+if TYPE_CHECKING:
+    from sentcl.serve.app import Service
+
+ROUTES = frozenset(
+    {"/", "/health", "/info", "/embed", "/similarity", "/v1/embeddings", "/search", "/metrics"}
+)
+PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
+
+
+def _json(payload: Any) -> Response:
+    # json.dumps directly: FastAPI's jsonable_encoder walks every float of a large embedding list
+    return Response(json.dumps(payload), media_type="application/json")
+
+
+def unit_rows(x: np.ndarray) -> np.ndarray:
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
+    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
+
+
+def page() -> str:
+    return resources.files("sentcl.serve").joinpath("static/index.html").read_text(encoding="utf-8")
+
+
+def _as_list(inputs: str | list[str]) -> list[str]:
+    return [inputs] if isinstance(inputs, str) else list(inputs)
+
+
+def add_routes(app: FastAPI, service: Service) -> None:
+    @app.get("/", include_in_schema=False)
+    async def index_page() -> HTMLResponse:
+        return HTMLResponse(page())
+
+    @app.get("/health")
+    async def health() -> Response:
+        if service.encoder is None:
+            raise ServiceError(503, "unavailable", service.load_error or "the model is loading")
+        return _json({"status": "ok"})
+
+    @app.get("/info")
+    async def info() -> Response:
+        loaded = service.encoder is not None
+        index = service.index
+        return _json(
+            {
+                **service.info,
+                "ready": loaded,
+                "dimension": int(service.encoder.embedding_dim) if loaded else None,
+                "max_length": service.max_length if loaded else service.max_length_override,
+                "limits": service.limits.as_dict(),
+                "index": {"size": len(index), "backend": getattr(index, "backend", None)} if index else None,
+            }
+        )
+
+    @app.post("/embed")
+    async def embed(body: EmbedRequest) -> Response:
+        emb, _ = await service.embed(_as_list(body.inputs), body.truncate)  # (N, D)
+        return _json((unit_rows(emb) if body.normalize else emb).tolist())
+
+    @app.post("/similarity")
+    async def similarity(body: SimilarityRequest) -> Response:
+        """Cosine of the source sentence with each of the sentences."""
+        if not body.inputs.sentences:
+            raise ServiceError(400, "empty", "no sentence to compare the source sentence with")
+        texts = [body.inputs.source_sentence, *body.inputs.sentences]
+        emb = unit_rows((await service.embed(texts, body.truncate))[0])  # (1 + S, D)
+        return _json((emb[1:] @ emb[0]).tolist())  # (S,)
+
+    @app.post("/v1/embeddings")
+    async def openai_embeddings(body: OpenAIEmbeddingRequest) -> Response:
+        """OpenAI's embeddings API; ``dimensions`` < the model's keeps the first values, re-normalised."""
+        if isinstance(body.input, list) and body.input and not isinstance(body.input[0], str):
+            raise ServiceError(422, "validation", "token-id inputs are not supported: send text")
+        dim = int(service.encoder.embedding_dim) if service.encoder is not None else None
+        if body.dimensions is not None and dim is not None and body.dimensions > dim:
+            raise ServiceError(422, "validation", f"dimensions {body.dimensions} > the model's {dim}")
+        emb, tokens = await service.embed(_as_list(body.input), None)  # type: ignore[arg-type]
+        emb = unit_rows(emb[:, : body.dimensions] if body.dimensions else emb)  # (N, d)
+        if body.encoding_format == "base64":
+            vectors: list[Any] = [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in emb]
+        else:
+            vectors = emb.tolist()
+        return _json(
+            {
+                "object": "list",
+                "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vectors)],
+                "model": service.info["model"],
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    @app.post("/search")
+    async def search(body: SearchRequest) -> Response:
+        """Top-k index entries by cosine: a list of hits for ``query``, a list of lists for ``queries``."""
+        index = service.index
+        if index is None:
+            raise ServiceError(404, "no_index", "no index is loaded: start the service with --index DIR")
+        if (body.query is None) == (body.queries is None):
+            raise ServiceError(422, "validation", 'send exactly one of "query" and "queries"')
+        if body.k > service.limits.max_k:
+            raise ServiceError(422, "validation", f"k = {body.k} is over the limit {service.limits.max_k}")
+        queries = [body.query] if body.query is not None else list(body.queries or [])
+        emb, _ = await service.embed(queries, body.truncate)  # (Q, D)
+        scores, ids = await asyncio.to_thread(index.search, emb, body.k)  # (Q, k), (Q, k)
+        hits = [
+            [
+                {"id": int(i), "text": index.texts[int(i)], "score": float(s)}
+                for s, i in zip(srow, irow, strict=True)
+            ]
+            for srow, irow in zip(scores, ids, strict=True)
+        ]
+        return _json(hits[0] if body.query is not None else hits)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(service.metrics.render(), media_type=PROMETHEUS_TEXT)

@@ -1,0 +1,109 @@
+"""ONNX export: the graph's interface (read with onnx), parity with PyTorch under onnxruntime, the CLI."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import onnx
+import pytest
+
+from sentcl.cli import main
+from sentcl.config import POOLERS
+from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, OnnxEncoder, export_onnx
+from sentcl.modeling.encoder import SentenceEncoder
+
+SENTENCES = [
+    "a man is playing a guitar",
+    "the dog runs near the river under the old tree in the morning with a child",
+    "stock price falls",
+    "a",
+    "",
+]
+# every pooler, and [CLS] whose MLP head is used in training only
+CASES = [(p, False) for p in POOLERS] + [("cls", True)]
+
+
+@pytest.mark.parametrize(("pooler", "mlp_only_train"), CASES)
+def test_fp32_parity_every_pooler(tiny_bert: Path, tmp_path: Path, pooler: str, mlp_only_train: bool) -> None:
+    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler=pooler, mlp_only_train=mlp_only_train)
+    out = export_onnx(model, tmp_path / "onnx")
+    expected = model.encode(SENTENCES, batch_size=2)
+    got = OnnxEncoder(out).encode(SENTENCES, batch_size=2)  # batches of unequal padded length
+    assert got.shape == expected.shape == (len(SENTENCES), 32)
+    np.testing.assert_allclose(got, expected, atol=1e-4, rtol=0)
+
+
+def test_graph_interface_and_metadata(tiny_bert: Path, tmp_path: Path) -> None:
+    out = export_onnx(str(tiny_bert), tmp_path / "onnx", pooler="avg")
+    graph = onnx.load(str(out / ONNX_MODEL)).graph
+    assert [i.name for i in graph.input] == ["input_ids", "attention_mask"]
+    assert [o.name for o in graph.output] == ["sentence_embedding"]
+    for tensor in graph.input:  # dynamic batch and sequence axes: symbolic names, not fixed sizes
+        dims = tensor.type.tensor_type.shape.dim
+        assert [d.dim_param for d in dims] == ["batch", "sequence"]
+    meta = json.loads((out / ONNX_CONFIG).read_text(encoding="utf-8"))
+    assert (meta["pooler"], meta["dim"], meta["max_length"], meta["normalize"]) == ("avg", 32, 64, False)
+    assert (out / "tokenizer.json").is_file() or (out / "vocab.txt").is_file()
+
+
+def test_minilm_parity_and_int8(tmp_path: Path) -> None:
+    model = SentenceEncoder.from_pretrained("all-MiniLM-L6-v2", pooler="avg")
+    sentences = [
+        "A man plays guitar.",
+        "Someone is playing music on a big stage tonight.",
+        "The market fell.",
+    ]
+    expected = model.encode(sentences)
+    np.testing.assert_allclose(
+        OnnxEncoder(export_onnx(model, tmp_path / "fp32")).encode(sentences), expected, atol=1e-4, rtol=0
+    )
+    int8 = OnnxEncoder(export_onnx(model, tmp_path / "int8", int8=True)).encode(sentences, normalize=True)
+    ref = expected / np.linalg.norm(expected, axis=1, keepdims=True)
+    assert (int8 * ref).sum(axis=1).min() > 0.95  # quantised, not garbage
+    assert json.loads((tmp_path / "int8" / ONNX_CONFIG).read_text())["quantization"] == "int8-dynamic"
+
+
+def test_cli_export_then_encode_eval_search(
+    tiny_bert: Path, tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "onnx"
+    assert main(["export", "--format", "onnx", str(tiny_bert), str(out), "--pooler", "avg"]) == 0
+    text = tmp_path / "in.txt"
+    text.write_text("\n".join(SENTENCES[:4]) + "\n", encoding="utf-8")
+    for backend, model in (("onnx", out), ("torch", tiny_bert)):
+        args = ["encode", "--model", str(model), "--backend", backend, "--pooler", "avg"]
+        assert main([*args, "--input", str(text), "--output", str(tmp_path / f"{backend}.npy")]) == 0
+    np.testing.assert_allclose(np.load(tmp_path / "onnx.npy"), np.load(tmp_path / "torch.npy"), atol=1e-4)
+
+    scores = {}
+    for backend, model in (("onnx", out), ("torch", tiny_bert)):
+        res = tmp_path / f"{backend}.json"
+        args = ["eval", "--model", str(model), "--backend", backend, "--pooler", "avg", "--tasks", "stsb_dev"]
+        assert main([*args, "--data-dir", str(data_dir), "--output", str(res)]) == 0
+        scores[backend] = json.loads(res.read_text())["stsb_dev"]["STSBenchmark"]["spearman"]
+    assert scores["onnx"] == pytest.approx(scores["torch"], abs=0.01)
+
+    hits = {}
+    for backend, model in (("onnx", out), ("torch", tiny_bert)):
+        capsys.readouterr()
+        args = ["search", "--model", str(model), "--corpus", str(text), "--query", "a guitar", "-k", "4"]
+        assert main([*args, "--pooler", "avg", "--json", "--backend", backend]) == 0
+        hits[backend] = json.loads(capsys.readouterr().out)[0]["hits"]
+    assert [h["line"] for h in hits["onnx"]] == [h["line"] for h in hits["torch"]]
+    np.testing.assert_allclose(
+        [h["score"] for h in hits["onnx"]], [h["score"] for h in hits["torch"]], atol=1e-4
+    )
+
+
+def test_backend_onnx_refuses_a_pytorch_folder(
+    tiny_bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    text = tmp_path / "in.txt"
+    text.write_text("a b\n", encoding="utf-8")
+    args = ["encode", "--model", str(tiny_bert), "--backend", "onnx", "--input", str(text)]
+    assert main([*args, "--output", str(tmp_path / "x.npy")]) == 2
+    err = capsys.readouterr().err
+    assert "not an exported ONNX folder" in err and "sentcl export --format onnx" in err
+    assert not (tmp_path / "x.npy").exists()

@@ -1,0 +1,62 @@
+"""Helpers of the service's tests: a gated encoder, bounded waiting, a real uvicorn in a thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    return x / np.linalg.norm(x, axis=-1, keepdims=True)
+
+
+class GatedEncoder:
+    """Wraps an encoder: records every encode call's sentences; while ``gate`` is clear, encode blocks
+    (at most ``timeout_s``), so that tests can hold a batch in flight."""
+
+    def __init__(self, inner: Any, timeout_s: float = 10.0) -> None:
+        self.inner = inner
+        self.tokenizer = inner.tokenizer
+        self.max_length = inner.max_length
+        self.embedding_dim = inner.embedding_dim
+        self.gate = threading.Event()
+        self.gate.set()
+        self.entered = threading.Event()
+        self.calls: list[list[str]] = []
+        self.timeout_s = timeout_s
+
+    def encode(self, sentences: list[str], **kwargs: Any) -> np.ndarray:
+        self.calls.append(list(sentences))
+        self.entered.set()
+        assert self.gate.wait(self.timeout_s), "the test never opened the gate"
+        return self.inner.encode(sentences, **kwargs)
+
+
+def wait_for(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout_s
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout_s} s waiting for {what}")
+        time.sleep(0.01)
+
+
+@contextmanager
+def running_server(app: Any) -> Iterator[str]:
+    """Serve ``app`` with a real uvicorn on 127.0.0.1 and a free port; yields its base URL."""
+    import uvicorn
+
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        wait_for(lambda: server.started, 20.0, "uvicorn to start")
+        port = server.servers[0].sockets[0].getsockname()[1]
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -1,0 +1,57 @@
+"""``sentcl serve``'s wiring: options reach the app (uvicorn.run is replaced to capture it), the default
+bind address is 127.0.0.1, and a user's mistakes end as one line with exit status 2."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from sentcl.cli import main
+
+
+@pytest.fixture()
+def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    import uvicorn
+
+    seen: dict[str, Any] = {}
+    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(app=app, **kw))
+    monkeypatch.delenv("SENTCL_API_KEY", raising=False)
+    return seen
+
+
+def test_options_reach_the_service(captured: dict[str, Any], tiny_bert: Path, index_dir: Path) -> None:
+    argv = ["serve", str(tiny_bert), "--pooler", "avg", "--index", str(index_dir), "--api-key", "abc"]
+    argv += ["--keep-malloc-threshold"]  # leave this process's allocator as it is
+    assert main([*argv, "--max-client-batch", "2", "--max-length", "16", "--port", "9999"]) == 0
+    assert (captured["host"], captured["port"]) == ("127.0.0.1", 9999)
+    auth = {"Authorization": "Bearer abc"}
+    with TestClient(captured["app"]) as c:
+        info = c.get("/info", headers=auth).json()
+        assert info["limits"]["max_client_batch"] == 2 and info["max_length"] == 16
+        assert info["index"]["size"] == 12 and info["pooler"] == "avg"
+        assert c.post("/search", json={"query": "a dog"}).status_code == 401
+        assert c.post("/embed", json={"inputs": ["a", "b", "c"]}, headers=auth).status_code == 413
+        hits = c.post("/search", json={"query": "a dog", "k": 3}, headers=auth).json()
+        assert len(hits) == 3
+
+
+def test_user_errors_are_one_line(
+    captured: dict[str, Any], tiny_bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["serve"]) == 2
+    assert capsys.readouterr().err.strip() == "sentcl serve: error: no model: give MODEL or --model"
+    assert (
+        main(["serve", str(tiny_bert), "--index", str(tmp_path / "missing"), "--keep-malloc-threshold"]) == 2
+    )
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("sentcl serve: error: index folder") and "\n" not in err
+    (tmp_path / "not_index").mkdir()
+    assert (
+        main(["serve", str(tiny_bert), "--index", str(tmp_path / "not_index"), "--keep-malloc-threshold"])
+        == 2
+    )
+    assert "not a saved index" in capsys.readouterr().err
+    assert "app" not in captured

@@ -1,0 +1,86 @@
+"""The web page in a real headless Chromium (Debian's chromium + chromium-driver, driven by selenium with
+the system chromedriver, so selenium-manager never downloads anything): search and compare from the DOM,
+checked against the JSON routes; a screenshot is saved under the test's tmp folder."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from serve_helpers import running_server
+
+from sentcl.serve.app import create_app
+from sentcl.serve.index import load_search_index
+
+
+@pytest.fixture()
+def browser() -> Any:
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver_path, "install Debian's chromium and chromium-driver (make browser)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(20)
+    try:
+        yield driver
+    finally:
+        driver.quit()
+
+
+def test_page_search_and_compare_match_the_api(
+    browser: Any, tiny_encoder: Any, index_dir: Path, tmp_path: Path
+) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    index = load_search_index(index_dir, tiny_encoder.embedding_dim)
+    app = create_app(tiny_encoder, model_name="tiny-bert", index=index)
+    wait = WebDriverWait(browser, 15)
+    with running_server(app) as url:
+        browser.get(url + "/")
+        wait.until(lambda d: "index of" in d.find_element(By.ID, "model-info").text)
+        assert "tiny-bert" in browser.find_element(By.ID, "model-info").text
+
+        query = "a dog runs in the garden"
+        browser.find_element(By.ID, "query").send_keys(query)
+        k_box = browser.find_element(By.ID, "k")
+        k_box.clear()
+        k_box.send_keys("4")
+        browser.find_element(By.ID, "search-btn").click()
+        wait.until(lambda d: "results in" in d.find_element(By.ID, "search-status").text)
+        items = browser.find_elements(By.CSS_SELECTOR, "#results li")
+        shown = [
+            (
+                int(li.get_attribute("data-id")),
+                li.find_element(By.CLASS_NAME, "text").text,
+                float(li.find_element(By.CLASS_NAME, "score").text),
+            )
+            for li in items
+        ]
+        api = httpx.post(f"{url}/search", json={"query": query, "k": 4}, timeout=10).json()
+        assert [(s[0], s[1]) for s in shown] == [(h["id"], h["text"]) for h in api] and len(api) == 4
+        assert all(abs(s[2] - h["score"]) < 6e-5 for s, h in zip(shown, api, strict=True))  # 4 decimals shown
+        latency = float(browser.find_element(By.ID, "search-status").get_attribute("data-latency-ms"))
+        assert 0 < latency < 15000
+
+        a, b = "a man plays the guitar", "a woman plays the piano"
+        browser.find_element(By.ID, "sentence-a").send_keys(a)
+        browser.find_element(By.ID, "sentence-b").send_keys(b)
+        browser.find_element(By.ID, "compare-btn").click()
+        wait.until(lambda d: d.find_element(By.ID, "cosine").text not in ("–", "…"))
+        cosine = float(browser.find_element(By.ID, "cosine").text)
+        body = {"inputs": {"source_sentence": a, "sentences": [b]}}
+        want = httpx.post(f"{url}/similarity", json=body, timeout=10).json()[0]
+        assert abs(cosine - want) < 6e-5
+
+        shot = tmp_path / "serve_page.png"
+        assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 1000
+        print(f"screenshot: {shot}")
