@@ -45,6 +45,8 @@ bench: install-dev bench-peer-venv
 	$(BIN)/python -m bench.streaming --lines 1000000
 	$(BIN)/python -m bench.threads --rounds 3 --steps 2
 	$(BIN)/python -m bench.serve_load --rounds 3 --soak-seconds 300
+	$(BIN)/python -m bench.index --n 1000000 --types flat,ivf,hnsw,ivfpq --threads 1 --rounds 3
+	$(BIN)/python -m bench.shard_memory --sizes 20000,80000,320000 --shard-size 20000
 
 # The peer's ONNX backend (encode_vs_st's st-onnx: SentenceTransformer(backend="onnx")) needs optimum-onnx,
 # which requires transformers<4.58: a second venv beside .venv (transformers 5), used by make bench only.

@@ -1,0 +1,129 @@
+"""HNSW settings against exact search at one N: storage (flat / sq8) × M, efSearch swept, 1 and 2 threads.
+
+The companion of ``bench/index.py`` for choosing ``sentcl index build --type hnsw``'s defaults: the same
+generated mixture (``bench.index.mixture``), the same exact reference (``IndexFlatIP``, all queries in one
+batched BLAS call) and the same recall@10. Each configuration ``STORAGE+M`` (e.g. ``sq8:32``,
+``flat:32``) is built with ``sentcl.index.faiss_index.new_index`` (efConstruction = ``--ef-construction``)
+using ``--build-threads`` faiss threads, adding 100,000 rows at a time; sq8 is trained on the first 50,000
+rows (the mixture's rows are i.i.d., so that is a uniform sample). Then, for each search thread count, three
+rounds alternate the exact search (before and after) with every efSearch; the median time is kept. Results
+are written after each configuration, so a long run keeps what it finished.
+
+    python -m bench.index_hnsw --n 1000000 --configs sq8:32,flat:32 --build-threads 2
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bench.common import machine_info, median, write_json
+from bench.index import mixture
+
+
+def recall_at_10(ids: np.ndarray, exact: np.ndarray) -> float:
+    return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, exact, strict=True)]))
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--n", type=int, default=1_000_000)
+    p.add_argument("--queries", type=int, default=500)
+    p.add_argument("--clusters", type=int, default=5000)
+    p.add_argument("--configs", default="sq8:32,flat:32", help="STORAGE:M,... (storage flat or sq8).")
+    p.add_argument("--ef-construction", type=int, default=40)
+    p.add_argument("--ef-search", default="16,32,48,64,96,128")
+    p.add_argument("--build-threads", type=int, default=2)
+    p.add_argument("--search-threads", default="1,2")
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--output", default="bench/results/index_hnsw_1m.json")
+    args = p.parse_args(argv)
+
+    import faiss
+
+    from sentcl.index.faiss_index import new_index
+
+    efs = [int(v) for v in args.ef_search.split(",")]
+    dim = 384
+    payload: dict[str, Any] = {
+        "benchmark": "index_hnsw",
+        "command": "python -m bench.index_hnsw " + " ".join(argv if argv is not None else sys.argv[1:]),
+        "machine": machine_info(args.build_threads),
+        "n": args.n,
+        "queries": args.queries,
+        "clusters": args.clusters,
+        "faiss": faiss.__version__,
+        "rows": [],
+    }
+    base = mixture(args.n, dim, args.clusters, 8, 0, 0.45)
+    queries = mixture(args.queries, dim, args.clusters, 8, 0, 0.45, draw_seed=2)
+    faiss.omp_set_num_threads(1)
+    flat = faiss.IndexFlatIP(dim)
+    flat.add(base)
+    _, exact_ids = flat.search(queries, 10)  # (Q, 10)
+    for config in args.configs.split(","):
+        storage, m = config.split(":")
+        params = {"hnsw_m": int(m), "ef_construction": args.ef_construction, "ef_search": efs[0]}
+        index = new_index("hnsw", dim, {**params, "hnsw_storage": storage})
+        faiss.omp_set_num_threads(args.build_threads)
+        start = time.perf_counter()
+        if not index.is_trained:
+            index.train(base[:50_000])
+        for i in range(0, args.n, 100_000):
+            index.add(base[i : i + 100_000])
+            print(f"{config}: {i + 100_000} added, {time.perf_counter() - start:.0f}s", file=sys.stderr)
+        build_s = time.perf_counter() - start
+        with tempfile.TemporaryDirectory() as tmp:
+            faiss.write_index(index, f"{tmp}/i")
+            size_mb = Path(f"{tmp}/i").stat().st_size / 2**20
+        for threads in [int(t) for t in args.search_threads.split(",")]:
+            faiss.omp_set_num_threads(threads)  # the exact and the HNSW search alike
+            exact_s: list[float] = []
+            times: dict[int, list[float]] = {ef: [] for ef in efs}
+            ids: dict[int, np.ndarray] = {}
+            for _ in range(args.rounds):
+                for ef in [None, *efs, None]:
+                    start = time.perf_counter()
+                    if ef is None:
+                        flat.search(queries, 10)
+                        exact_s.append(time.perf_counter() - start)
+                        continue
+                    index.hnsw.efSearch = ef
+                    _, ids[ef] = index.search(queries, 10)
+                    times[ef].append(time.perf_counter() - start)
+            exact_qps = args.queries / median(exact_s)
+            for ef in efs:
+                qps = args.queries / median(times[ef])
+                row = {
+                    "storage": storage,
+                    "hnsw_m": int(m),
+                    "ef_construction": args.ef_construction,
+                    "ef_search": ef,
+                    "build_threads": args.build_threads,
+                    "build_s": build_s,
+                    "size_mb": size_mb,
+                    "search_threads": threads,
+                    "qps": qps,
+                    "exact_qps": exact_qps,
+                    "speedup_vs_exact": qps / exact_qps,
+                    "recall_at_10": recall_at_10(ids[ef], exact_ids),
+                    "search_s": times[ef],
+                    "exact_s": exact_s,
+                }
+                payload["rows"].append(row)
+                print(
+                    f"{config} threads={threads} efSearch={ef}: {qps:.0f} QPS, "
+                    f"{row['speedup_vs_exact']:.1f}x exact, recall@10 {row['recall_at_10']:.3f}"
+                )
+        write_json(args.output, payload)
+    return payload
+
+
+if __name__ == "__main__":
+    main()
