@@ -19,6 +19,12 @@ LINES = [f"the {w} number {i} sits near the river" for i, w in enumerate(["cat",
 LINES[5] = ""  # an empty line keeps its row, as in a plain encode
 
 
+def encode_one_npy(model: Path, corpus: Path, output: Path) -> None:
+    """The reference: the same corpus encoded by plain ``sentcl encode`` into one .npy."""
+    argv = ["encode", "--model", str(model), "--input", str(corpus), "--output", str(output)]
+    assert main(argv) == 0
+
+
 def write_corpus(path: Path, lines: list[str], trailing_newline: bool = True) -> Path:
     path.write_bytes(("\n".join(lines) + ("\n" if trailing_newline else "")).encode("utf-8"))
     return path
@@ -48,20 +54,7 @@ def test_sharded_encode_equals_one_shot_and_resumes(
     out = tmp_path / "shards"
     argv = ["encode", "--model", str(tiny_bert), "--input", str(corpus), "--output", str(out)]
     assert main([*argv, "--shard-size", "10", "--batch-size", "4"]) == 0
-    assert (
-        main(
-            [
-                "encode",
-                "--model",
-                str(tiny_bert),
-                "--input",
-                str(corpus),
-                "--output",
-                str(tmp_path / "one.npy"),
-            ]
-        )
-        == 0
-    )
+    encode_one_npy(tiny_bert, corpus, tmp_path / "one.npy")
     capsys.readouterr()
     manifest = json.loads((out / "manifest.json").read_text())
     assert manifest["complete"] and manifest["rows"] == len(LINES) and manifest["dim"] == 32
@@ -130,19 +123,6 @@ def test_torchrun_ranks_encode_disjoint_shards(tmp_path: Path, tiny_bert: Path) 
     assert done.returncode == 0, done.stderr[-3000:]
     manifest = json.loads((tmp_path / "multi" / "manifest.json").read_text())
     assert manifest["complete"] and [s["rank"] for s in manifest["shards"]] == [0, 1, 0, 1, 0]
-    assert (
-        main(
-            [
-                "encode",
-                "--model",
-                str(tiny_bert),
-                "--input",
-                str(corpus),
-                "--output",
-                str(tmp_path / "one.npy"),
-            ]
-        )
-        == 0
-    )
+    encode_one_npy(tiny_bert, corpus, tmp_path / "one.npy")
     multi = np.concatenate([a for _, a in ShardSet.open(tmp_path / "multi").iter_arrays()])
     np.testing.assert_allclose(multi, np.load(tmp_path / "one.npy"), atol=1e-5)
