@@ -61,6 +61,29 @@ def write_corpus(path: Path, num_lines: int, seed: int = 0) -> Path:
     return path
 
 
+def tiny_recipe(
+    model: Path, data_dir: Path, corpus: Path, output_dir: Path, **training: object
+) -> dict[str, Any]:
+    """The sections of a 4-step unsupervised SimCSE recipe on the tiny model: STS-B dev every 2 steps."""
+    return {
+        "model": {"name_or_path": str(model), "pooler": "cls", "max_length": 16},
+        "data": {"data_dir": str(data_dir), "train_file": str(corpus)},
+        "objective": {"name": "unsup_simcse", "temperature": 0.05},
+        "training": {
+            "output_dir": str(output_dir),
+            "batch_size": 8,
+            "max_steps": 4,
+            "eval_steps": 2,
+            "save_steps": 2,
+            "log_steps": 1,
+            "progress": False,
+            "learning_rate": 1e-3,
+            **training,
+        },
+        "eval": {"dev_task": "stsb_dev", "final_tasks": ["stsb_dev"], "batch_size": 64},
+    }
+
+
 @pytest.fixture(scope="session")
 def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return build_tiny_bert(tmp_path_factory.mktemp("tiny_bert"))

@@ -20,23 +20,9 @@ SENTENCES = ["a man is playing a guitar", "the dog runs near the river", "stock 
 
 
 def write_recipe(tmp_path: Path, tiny_bert: Path, corpus: Path, data_dir: Path, **training: object) -> Path:
-    recipe = {
-        "model": {"name_or_path": str(tiny_bert), "pooler": "cls", "max_length": 16},
-        "data": {"data_dir": str(data_dir), "train_file": str(corpus)},
-        "objective": {"name": "unsup_simcse", "temperature": 0.05},
-        "training": {
-            "output_dir": str(tmp_path / "run"),
-            "batch_size": 8,
-            "max_steps": 4,
-            "eval_steps": 2,
-            "save_steps": 2,
-            "log_steps": 1,
-            "progress": False,
-            "learning_rate": 1e-3,
-            **training,
-        },
-        "eval": {"dev_task": "stsb_dev", "final_tasks": ["stsb_dev"], "batch_size": 64},
-    }
+    from conftest import tiny_recipe
+
+    recipe = tiny_recipe(tiny_bert, data_dir, corpus, tmp_path / "run", **training)
     path = tmp_path / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe), encoding="utf-8")
     return path

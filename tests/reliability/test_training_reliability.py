@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import write_corpus
+from conftest import tiny_recipe, write_corpus
 from harness import Case, parametrize, run_case
 from safetensors.torch import load_file
 
@@ -57,22 +57,7 @@ def _env(base_run: Path) -> None:
 def recipe(folder: Path, corpus: Path | None = None, raw: str | None = None, **training: object) -> Path:
     """A tiny training recipe in ``folder``; ``raw`` replaces the training section's YAML text verbatim."""
     corpus = corpus or ENV.get("corpus") or write_corpus(folder / "corpus.txt", 32)
-    sections = {
-        "model": {"name_or_path": str(ENV["model"]), "pooler": "cls", "max_length": 16},
-        "data": {"data_dir": str(ENV["data"]), "train_file": str(corpus)},
-        "training": {
-            "output_dir": str(folder / "run"),
-            "batch_size": 8,
-            "max_steps": 4,
-            "eval_steps": 2,
-            "save_steps": 2,
-            "log_steps": 1,
-            "progress": False,
-            "learning_rate": 1e-3,
-            **training,
-        },
-        "eval": {"dev_task": "stsb_dev", "final_tasks": ["stsb_dev"], "batch_size": 64},
-    }
+    sections = tiny_recipe(ENV["model"], ENV["data"], corpus, folder / "run", **training)
     text = yaml.safe_dump(sections)
     if raw is not None:
         text += raw
