@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import random
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,14 +28,13 @@ from typing import Any
 import numpy as np
 import torch
 
+from bench import harness
 from bench.common import (
     format_table,
-    machine_info,
     matmul_peak,
     median,
     read_sentences,
     set_threads,
-    write_json,
 )
 from sentcl.evaluation.runner import evaluate
 from sentcl.modeling.encoder import SentenceEncoder
@@ -47,20 +45,12 @@ DEFAULT_MODES = ["sentcl", "st", "sentcl-int8", "sentcl-bf16", "sentcl-onnx", "s
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data-dir", default=None)
+    parser = harness.parser(__doc__, "encode_vs_st", corpus=False, max_length=128, seed=0, worker=None)
     parser.add_argument("--modes", default=",".join(DEFAULT_MODES))
     parser.add_argument("--sentences", type=int, default=20000)
     parser.add_argument(
         "--chunks", type=int, default=5, help="alternation rounds (the sentences split evenly)"
     )
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=128, help="truncation on both sides")
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--sts", action="store_true", help="also score the seven STS tasks per sentcl mode")
     parser.add_argument("--force-bf16", action="store_true")
     parser.add_argument(
@@ -68,7 +58,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         default=None,
         help="interpreter that runs st-onnx (sentence-transformers + optimum-onnx; make bench-peer-venv)",
     )
-    parser.add_argument("--output", default="bench/results/encode_vs_st.json")
     return parser.parse_args(argv)
 
 
@@ -170,7 +159,7 @@ def st_onnx_missing() -> str | None:
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     set_threads(args.threads)
-    info = machine_info(args.threads)
+    head = harness.header("encode_vs_st", args, args.threads)  # the machine and its load at the start
     data_dir = resolve_data_dir(args.data_dir)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     skipped: dict[str, str] = {}
@@ -185,7 +174,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sentences = mixed_sentences(data_dir, args.sentences, args.seed)
     encoders = Encoders(args.model, args.batch_size, args.max_length, args.peer_python)
     try:
-        return _measure(args, info, modes, skipped, (fp32, bf16), sentences, encoders, data_dir)
+        return _measure(args, head, modes, skipped, (fp32, bf16), sentences, encoders, data_dir)
     finally:
         for peer in encoders.peers:
             peer.close()
@@ -193,7 +182,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def _measure(
     args: argparse.Namespace,
-    info: dict[str, Any],
+    head: dict[str, Any],
     modes: list[str],
     skipped: dict[str, str],
     peaks: tuple[float, float],
@@ -242,13 +231,8 @@ def _measure(
         m: result[m]["sentences_per_s"] / result["st"]["sentences_per_s"] for m in modes if "st" in result
     }
     return {
-        "benchmark": "encode_vs_st",
-        "command": "python -m bench.encode_vs_st " + " ".join(sys.argv[1:]),
-        "machine": info,
-        "config": {
-            **{k: v for k, v in vars(args).items() if k != "output"},
-            "max_length": encoders.max_length,
-        },
+        **head,
+        "config": {**head["config"], "max_length": encoders.max_length},
         "matmul_peak_flop_s": {"fp32": fp32, "bf16": bf16},
         "sentence_tokens_mean": float(
             np.mean(
@@ -321,11 +305,7 @@ def report(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args = parse_args(argv)
-    res = run(args)
-    print(report(res))
-    print("wrote", write_json(args.output, res))
-    return res
+    return harness.main(argv, parse_args, run, report)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import PeakRSS, format_table, machine_info, median, write_json
+from bench import harness
+from bench.common import PeakRSS, format_table, median, write_json
 
 DEFAULT_SWEEP = {"ivf": [2, 4, 8, 16, 32], "ivfpq": [8, 32], "hnsw": [16, 32, 48, 64, 96, 128], "flat": [0]}
 
@@ -98,7 +99,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     build_threads = args.build_threads or args.threads
     faiss.omp_set_num_threads(build_threads)
-    machine = machine_info(args.threads)  # load average at the start
+    head = harness.header("index", args, args.threads, argv=argv)  # load average at the start
     types = [t for t in args.types.split(",") if t]
     t0 = time.perf_counter()
     base = mixture(args.n, args.dim, args.clusters, args.latent, args.seed, args.spread)
@@ -197,9 +198,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     ]
     print(format_table(headers, table))
     payload = {
-        "benchmark": "index",
-        "command": "python -m bench.index " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine,
+        **head,
         "n": args.n,
         "dim": args.dim,
         "queries": args.queries,

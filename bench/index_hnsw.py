@@ -23,7 +23,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import machine_info, median, write_json
+from bench import harness
+from bench.common import median, write_json
 from bench.index import mixture
 
 
@@ -52,9 +53,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     efs = [int(v) for v in args.ef_search.split(",")]
     dim = 384
     payload: dict[str, Any] = {
-        "benchmark": "index_hnsw",
-        "command": "python -m bench.index_hnsw " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine_info(args.build_threads),
+        **harness.header("index_hnsw", args, args.build_threads, argv=argv),
         "n": args.n,
         "queries": args.queries,
         "clusters": args.clusters,

@@ -12,40 +12,29 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import torch
 
+from bench import harness
 from bench.common import (
     PeakRSS,
     format_table,
-    machine_info,
     max_rss_mb,
     median,
     rss_mb,
     set_threads,
     worker_env,
-    write_json,
 )
 from bench.sides import SentclSide
-from bench.train_vs_st import _batches
 
-ROOT = Path(__file__).resolve().parent.parent
 # (name, batch size, gradient-cache chunk or None)
 DEFAULT_CONFIGS = "plain-64:64:0,gradcache-512:512:64,plain-512:512:0"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--corpus", default="corpora/wiki1m_prefix.txt")
+    parser = harness.parser(__doc__, "memory_gradcache", batch_size=None)
     parser.add_argument("--configs", default=DEFAULT_CONFIGS, help="name:batch:chunk,... (chunk 0: no cache)")
     parser.add_argument("--steps", type=int, default=1)
     parser.add_argument(
@@ -55,11 +44,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "and go back to the system when freed, so RSS follows the memory in use); mallopt: the same set "
         "at run time by sentcl.training.allocator, as the training loop does with gradient caching",
     )
-    parser.add_argument("--max-length", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--output", default="bench/results/memory_gradcache.json")
-    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
@@ -80,14 +64,7 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
             raise RuntimeError("allocator 'mallopt' needs glibc")
     set_threads(args.threads)
     torch.manual_seed(args.seed)
-    data_args = argparse.Namespace(
-        corpus=args.corpus,
-        data_dir=args.data_dir,
-        seed=args.seed,
-        batch_size=batch,
-        max_length=args.max_length,
-    )
-    data, _ = _batches(data_args, args.steps)
+    data, _ = harness.corpus_batches(args.corpus, args.data_dir, args.seed, batch, args.steps)
     side = SentclSide(args.model, args.max_length, 3e-5, args.steps, gradcache_chunk=chunk or None)
     loaded = rss_mb()
     times, losses = [], []
@@ -110,28 +87,16 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    info = machine_info(args.threads)
+    head = harness.header("memory_gradcache", args, args.threads)  # the machine and its load at the start
+    names = ("model", "corpus", "data_dir", "steps", "max_length", "threads", "seed")
     rows = {}
     allocators = [a.strip() for a in args.allocators.split(",") if a.strip()]
     for (name, batch, chunk), allocator in [(c, a) for a in allocators for c in _configs(args.configs)]:
-        env = worker_env(ROOT, allocator)
-        command = [sys.executable, "-m", "bench.memory_gradcache", "--worker", f"{name}:{batch}:{chunk}"]
-        command += ["--model", args.model, "--corpus", args.corpus, "--steps", str(args.steps)]
-        command += [
-            "--max-length",
-            str(args.max_length),
-            "--threads",
-            str(args.threads),
-            "--seed",
-            str(args.seed),
-        ]
-        if args.data_dir:
-            command += ["--data-dir", args.data_dir]
-        done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
-        if done.returncode != 0:
-            raise RuntimeError(f"memory worker {name} failed:\n{done.stderr[-3000:]}")
+        env = worker_env(harness.ROOT, allocator)
+        options = harness.options_of(args, *names)
+        out = harness.spawn_worker("bench.memory_gradcache", f"{name}:{batch}:{chunk}", options, env)
         key = f"{name}@{allocator}"
-        rows[key] = {**json.loads(done.stdout.strip().splitlines()[-1]), "allocator": allocator}
+        rows[key] = {**out, "allocator": allocator}
         print(f"{key}: peak {rows[key]['peak_rss_mb']:.0f} MB, {rows[key]['s_per_step']:.2f} s/step")
     targets: dict[str, Any] = {}
     for allocator in allocators:
@@ -141,10 +106,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             targets[f"gradcache512_over_plain64_peak@{allocator}"] = ratio
             targets[f"gradcache512_peak<=1.3x_plain64@{allocator}"] = ratio <= 1.3
     return {
-        "benchmark": "memory_gradcache",
-        "command": "python -m bench.memory_gradcache " + " ".join(sys.argv[1:]),
-        "machine": info,
-        "config": {k: v for k, v in vars(args).items() if k not in ("output", "worker")},
+        **head,
         "runs": rows,
         "targets": targets,
     }
@@ -168,15 +130,7 @@ def report(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args = parse_args(argv)
-    if args.worker:
-        out = worker(args)
-        print(json.dumps(out))
-        return out
-    res = run(args)
-    print(report(res))
-    print("wrote", write_json(args.output, res))
-    return res
+    return harness.main(argv, parse_args, run, report, worker)
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench.common import format_table, machine_info, median, read_sentences, set_threads, write_json
+from bench import harness
+from bench.common import format_table, median, read_sentences, set_threads, write_json
 from sentcl.paths import data_file, resolve_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -212,9 +213,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     url = f"http://127.0.0.1:{port}"
     proc = start_service(args, port)
     res: dict[str, Any] = {
-        "benchmark": "serve_load",
-        "command": "python -m bench.serve_load " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine_info(args.threads),
+        **harness.header("serve_load", args, args.threads, argv=argv),
         "settings": {k: v for k, v in vars(args).items() if k != "output"},
     }
     try:

@@ -19,7 +19,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.common import format_table, machine_info, worker_env, write_json
+from bench import harness
+from bench.common import format_table, worker_env, write_json
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKER = """
@@ -58,7 +59,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--output", default="bench/results/shard_memory.json")
     args = p.parse_args(argv)
     seeds = seed_sentences()
-    machine = machine_info(1)  # load average at the start
+    head = harness.header("shard_memory", args, 1, argv=argv)  # load average at the start
     rows, table = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for n in [int(s) for s in args.sizes.split(",")]:
@@ -80,9 +81,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             corpus.unlink()
     print(format_table(["lines", "peak RSS MiB", "wall s", "lines/s"], table))
     payload = {
-        "benchmark": "shard_memory",
-        "command": "python -m bench.shard_memory " + " ".join(argv if argv is not None else sys.argv[1:]),
-        "machine": machine,
+        **head,
         "model": args.model,
         "shard_size": args.shard_size,
         "max_length": args.max_length,

@@ -8,6 +8,7 @@ stepped the way its ``fit`` does (collate -> loss -> backward -> clip -> AdamW -
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,7 @@ import numpy as np
 import torch
 from transformers import AutoConfig
 
-from sentcl.config import ModelConfig, ObjectiveConfig, TrainConfig
+from sentcl.config import TrainConfig, TrainingConfig, from_dict
 from sentcl.data.readers import Corpus
 from sentcl.methods import build_method
 from sentcl.modeling.encoder import SentenceEncoder
@@ -36,6 +37,14 @@ def eval_max_length(model: str) -> int:
     return min(EVAL_MAX_LENGTH, int(getattr(config, "max_position_embeddings", EVAL_MAX_LENGTH)))
 
 
+def optimizer_step(model: torch.nn.Module, optimizer: torch.optim.Optimizer, scheduler: Any) -> None:
+    """After the backward pass, as both trainers do: clip the gradient norm, step, schedule, clear."""
+    torch.nn.utils.clip_grad_norm_(model.parameters(), MAX_GRAD_NORM)
+    optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+
+
 class SentclSide:
     """sentcl's unsupervised SimCSE step with mean pooling (``pooler=avg``), as the training loop runs it."""
 
@@ -49,15 +58,23 @@ class SentclSide:
         gradcache_chunk: int | None = None,
         compile_model: bool = False,
         fused_adamw: bool = False,
+        length_buckets: int | None = None,
+        packed_tokens: bool | None = None,
     ) -> None:
         self.device = torch.device("cpu")
         self.precision, self.gradcache_chunk = precision, gradcache_chunk
+        # the loop's default unless a mode says otherwise
+        self.length_buckets = TrainingConfig().length_buckets if length_buckets is None else length_buckets
+        self.packed_tokens = TrainingConfig().packed_tokens if packed_tokens is None else packed_tokens
         self.model = SentenceEncoder.from_pretrained(
             resolve_model_path(model), pooler="avg", max_length=max_length
         )
-        cfg = TrainConfig(
-            model=ModelConfig(name_or_path=model, pooler="avg", max_length=max_length),
-            objective=ObjectiveConfig(name="unsup_simcse", temperature=TEMPERATURE),
+        cfg = from_dict(
+            TrainConfig,
+            {
+                "model": {"name_or_path": model, "pooler": "avg", "max_length": max_length},
+                "objective": {"name": "unsup_simcse", "temperature": TEMPERATURE},
+            },
         )
         self.method = build_method(cfg, Corpus(Path("bench"), [], {}), self.model.tokenizer)
         self.optimizer = build_optimizer(self.model, learning_rate, 0.0, fused=fused_adamw)
@@ -81,7 +98,14 @@ class SentclSide:
             )
             return float(out["loss"])
         with autocast(self.precision, self.device):
-            z = embed_views(self.forward_model, batch, self.method, n)  # (B, V, D)
+            z = embed_views(
+                self.forward_model,
+                batch,
+                self.method,
+                n,
+                length_buckets=self.length_buckets,
+                packed_tokens=self.packed_tokens,
+            )  # (B, V, D)
         loss = self.method.objective(z.float())["loss"]
         loss.backward()
         return float(loss.detach())
@@ -91,10 +115,7 @@ class SentclSide:
 
     def step_batch(self, batch: dict[str, torch.Tensor], n: int) -> float:
         loss = self.batch_loss_and_backward(batch, n)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), MAX_GRAD_NORM)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        optimizer_step(self.model, self.optimizer, self.scheduler)
         return loss
 
     def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
@@ -148,10 +169,7 @@ class PeerSide:
 
     def step(self, sentences: Sequence[str]) -> float:
         loss = self.loss_and_backward(sentences)
-        torch.nn.utils.clip_grad_norm_(self.model.parameters(), MAX_GRAD_NORM)
-        self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
+        optimizer_step(self.model, self.optimizer, self.scheduler)
         return loss
 
     def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
@@ -163,8 +181,10 @@ class PeerSide:
             self.model.train()
 
 
-MODES = {
+MODES: dict[str, dict[str, Any]] = {
     "sentcl": {"side": "sentcl", "precision": "fp32"},
+    "sentcl-padded": {"side": "sentcl", "precision": "fp32", "length_buckets": 0, "packed_tokens": False},
+    "sentcl-packed": {"side": "sentcl", "precision": "fp32", "packed_tokens": True},
     "sentcl-bf16": {"side": "sentcl", "precision": "bf16"},
     "sentcl-fused": {"side": "sentcl", "precision": "fp32", "fused_adamw": True},
     "sentcl-compile": {"side": "sentcl", "precision": "fp32", "compile_model": True},
@@ -173,12 +193,27 @@ MODES = {
 }
 
 
+BUCKETS_MODE = re.compile(r"sentcl-b(\d+)")  # sentcl-bN: fp32 with training.length_buckets = N
+
+
+def mode_spec(mode: str) -> dict[str, Any]:
+    """A mode's settings: one of MODES, or sentcl-bN (N length buckets)."""
+    if mode in MODES:
+        return dict(MODES[mode])
+    if match := BUCKETS_MODE.fullmatch(mode):
+        return {
+            "side": "sentcl",
+            "precision": "fp32",
+            "length_buckets": int(match.group(1)),
+            "packed_tokens": False,
+        }
+    raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}, sentcl-bN (N length buckets)")
+
+
 def build_side(
     mode: str, model: str, max_length: int, learning_rate: float, total_steps: int
 ) -> SentclSide | PeerSide:
-    if mode not in MODES:
-        raise ValueError(f"unknown mode {mode!r}; valid: {', '.join(MODES)}")
-    spec = dict(MODES[mode])
+    spec = mode_spec(mode)
     side = spec.pop("side")
     if side == "st":
         return PeerSide(model, max_length, learning_rate, total_steps, **spec)

@@ -18,10 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -30,16 +27,15 @@ from typing import Any
 import torch
 from transformers import AutoTokenizer
 
+from bench import harness
 from bench.common import (
     PeakRSS,
     format_table,
-    machine_info,
     max_rss_mb,
     median,
     read_sentences,
     rss_mb,
     set_threads,
-    write_json,
 )
 from bench.sides import SentclSide
 from sentcl.data.readers import read_lines
@@ -47,28 +43,17 @@ from sentcl.data.sampler import batches, epoch_permutation
 from sentcl.data.streaming import LineFile, StreamingCorpus, collate_cached
 from sentcl.paths import data_file, resolve_data_dir, resolve_model_path
 
-ROOT = Path(__file__).resolve().parent.parent
 RUNS = ("memory-small", "stream-small", "stream-large", "memory-large")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data-dir", default=None)
+    parser = harness.parser(__doc__, "streaming", corpus=False)
     parser.add_argument("--lines", type=int, default=1_000_000, help="lines of the generated corpus")
     parser.add_argument("--runs", default=",".join(RUNS))
     parser.add_argument("--steps", type=int, default=3)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=32)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument(
         "--workdir", default=None, help="where the generated corpus and caches go (default: temp)"
     )
-    parser.add_argument("--output", default="bench/results/streaming.json")
-    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--corpus-file", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--cache-dir", default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
@@ -127,15 +112,10 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def _spawn(args: argparse.Namespace, run: str, corpus: Path, cache: Path) -> dict[str, Any]:
-    command = [sys.executable, "-m", "bench.streaming", "--worker", run, "--corpus-file", str(corpus)]
-    command += ["--cache-dir", str(cache), "--model", args.model, "--steps", str(args.steps)]
-    command += ["--batch-size", str(args.batch_size), "--max-length", str(args.max_length)]
-    command += ["--threads", str(args.threads), "--seed", str(args.seed)]
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"streaming worker {run} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    options = harness.options_of(args, "model", "steps", "batch_size", "max_length", "threads", "seed")
+    return harness.spawn_worker(
+        "bench.streaming", run, {**options, "corpus_file": corpus, "cache_dir": cache}
+    )
 
 
 def _build_caches(path: Path, cache: Path, tokenizer: Any, max_length: int) -> dict[str, float]:
@@ -154,7 +134,7 @@ def _build_caches(path: Path, cache: Path, tokenizer: Any, max_length: int) -> d
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     set_threads(args.threads)
-    info = machine_info(args.threads)
+    head = harness.header("streaming", args, args.threads, skip=("corpus_file", "cache_dir"))
     data_dir = resolve_data_dir(args.data_dir)
     small = data_file(data_dir, "corpora", "wiki1m_prefix.txt")
     workdir = Path(args.workdir) if args.workdir else Path(tempfile.mkdtemp(prefix="sentcl-bench-stream-"))
@@ -183,12 +163,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         growth = runs["stream-large"]["peak_rss_mb"] - runs["memory-small"]["peak_rss_mb"]
         targets = {"stream_large_peak_minus_memory_small_mb": growth, "growth<200MB": growth < 200}
     return {
-        "benchmark": "streaming",
-        "command": "python -m bench.streaming " + " ".join(sys.argv[1:]),
-        "machine": info,
-        "config": {
-            k: v for k, v in vars(args).items() if k not in ("output", "worker", "corpus_file", "cache_dir")
-        },
+        **head,
         "generated": {"lines": args.lines, "size_mb": size_mb, "generate_s": generate_s},
         "caches": caches,
         "runs": runs,
@@ -213,15 +188,7 @@ def report(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args = parse_args(argv)
-    if args.worker:
-        out = worker(args)
-        print(json.dumps(out))
-        return out
-    res = run(args)
-    print(report(res))
-    print("wrote", write_json(args.output, res))
-    return res
+    return harness.main(argv, parse_args, run, report, worker)
 
 
 if __name__ == "__main__":

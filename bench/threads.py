@@ -9,44 +9,29 @@ settings alternate over rounds and the figure is the median step time.
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 from typing import Any
 
-from bench.common import format_table, machine_info, median, set_threads, write_json
+from bench import harness
+from bench.common import format_table, median, set_threads, worker_env
 from bench.sides import SentclSide
-from bench.train_vs_st import _batches
 
-ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_SETTINGS = "1:default,2:default,2:passive"
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--corpus", default="corpora/wiki1m_prefix.txt")
+    parser = harness.parser(__doc__, "threads", threads=None, worker=int)
     parser.add_argument("--settings", default=DEFAULT_SETTINGS, help="threads:default|passive,...")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--steps", type=int, default=3, help="timed steps per setting per round")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=32)
-    parser.add_argument("--seed", type=int, default=42)
-    parser.add_argument("--output", default="bench/results/threads.json")
-    parser.add_argument("--worker", type=int, default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
     """One warm-up step, then ``steps`` timed ones."""
     set_threads(args.worker)
-    data, _ = _batches(args, args.steps + 1)
+    data, _ = harness.corpus_batches(args.corpus, args.data_dir, args.seed, args.batch_size, args.steps + 1)
     side = SentclSide(args.model, args.max_length, 3e-5, args.steps + 1)
     side.step(data[0])
     times = []
@@ -58,24 +43,17 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    info = machine_info(0)
+    head = harness.header("threads", args, 0)  # the machine and its load at the start
     settings = [(int(t), policy) for t, policy in (s.split(":") for s in args.settings.split(","))]
     result: dict[str, dict[str, Any]] = {f"{t}:{p}": {"step_s": [], "loadavg": []} for t, p in settings}
+    names = ("model", "corpus", "data_dir", "steps", "seed", "batch_size", "max_length")
     for r in range(args.rounds):
         for threads, policy in settings[r % len(settings) :] + settings[: r % len(settings)]:
-            env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
+            env = worker_env(harness.ROOT)
             env.pop("OMP_WAIT_POLICY", None)
             if policy == "passive":
                 env["OMP_WAIT_POLICY"] = "PASSIVE"
-            command = [sys.executable, "-m", "bench.threads", "--worker", str(threads), "--model", args.model]
-            command += ["--corpus", args.corpus, "--steps", str(args.steps), "--seed", str(args.seed)]
-            command += ["--batch-size", str(args.batch_size), "--max-length", str(args.max_length)]
-            if args.data_dir:
-                command += ["--data-dir", args.data_dir]
-            done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
-            if done.returncode != 0:
-                raise RuntimeError(f"threads worker failed:\n{done.stderr[-3000:]}")
-            out = json.loads(done.stdout.strip().splitlines()[-1])
+            out = harness.spawn_worker("bench.threads", str(threads), harness.options_of(args, *names), env)
             row = result[f"{threads}:{policy}"]
             row["step_s"] += out["step_s"]
             row["loadavg"].append(out["loadavg"])
@@ -83,13 +61,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     for row in result.values():
         row["s_per_step"] = median(row["step_s"])
         row["sentences_per_s"] = args.batch_size / row["s_per_step"]
-    return {
-        "benchmark": "threads",
-        "command": "python -m bench.threads " + " ".join(sys.argv[1:]),
-        "machine": info,
-        "config": {k: v for k, v in vars(args).items() if k not in ("output", "worker")},
-        "settings": result,
-    }
+    return {**head, "settings": result}
 
 
 def report(res: dict[str, Any]) -> str:
@@ -100,15 +72,7 @@ def report(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args = parse_args(argv)
-    if args.worker is not None:
-        out = worker(args)
-        print(json.dumps(out))
-        return out
-    res = run(args)
-    print(report(res))
-    print("wrote", write_json(args.output, res))
-    return res
+    return harness.main(argv, parse_args, run, report, worker)
 
 
 if __name__ == "__main__":

@@ -11,8 +11,6 @@ the figures are medians over steps. Peak resident memory comes from a fresh proc
 from __future__ import annotations
 
 import argparse
-import json
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -20,6 +18,7 @@ from typing import Any
 
 import torch
 
+from bench import harness
 from bench.common import (
     count_flops,
     format_table,
@@ -29,37 +28,26 @@ from bench.common import (
     median,
     own_rng,
     profile_ops,
-    read_sentences,
     rss_mb,
     set_threads,
     worker_env,
-    write_json,
 )
-from bench.sides import MODES, build_side
-from sentcl.data.sampler import batches, epoch_permutation
+from bench.sides import MODES, build_side, mode_spec
 from sentcl.evaluation.runner import dev_score
-from sentcl.paths import data_file, resolve_data_dir
+from sentcl.paths import resolve_data_dir
 
-ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_MODES = ["sentcl", "sentcl-fused", "st", "sentcl-bf16"]
+DEFAULT_MODES = ["sentcl", "sentcl-b2", "sentcl-fused", "st", "sentcl-bf16"]
 BF16_USABLE = 0.5  # bf16 modes run only where bf16 matmul reaches this share of the fp32 peak
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    parser = harness.parser(__doc__, "train_vs_st")
+    parser.add_argument(
+        "--modes", default=",".join(DEFAULT_MODES), help=f"comma list of {', '.join(MODES)}, sentcl-bN"
     )
-    parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--corpus", default="corpora/wiki1m_prefix.txt", help="relative to the data folder")
-    parser.add_argument("--modes", default=",".join(DEFAULT_MODES), help=f"comma list of {', '.join(MODES)}")
     parser.add_argument("--rounds", type=int, default=15)
     parser.add_argument("--steps", type=int, default=1, help="steps per mode per round")
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=32)
     parser.add_argument("--learning-rate", type=float, default=3e-5)
-    parser.add_argument("--threads", type=int, default=2)
-    parser.add_argument("--seed", type=int, default=42)
     parser.add_argument("--no-eval", action="store_true", help="skip STS-B dev after training")
     parser.add_argument("--profile", action="store_true", help="torch.profiler over one more step per mode")
     parser.add_argument(
@@ -71,21 +59,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--memory-modes", default=None, help="modes whose memory is measured (default: all)")
     parser.add_argument("--peak-sizes", default="1024,2048", help="matrix sizes of the matmul peak")
     parser.add_argument("--force-bf16", action="store_true", help="run bf16 even without fast bf16 matmul")
-    parser.add_argument("--output", default="bench/results/train_vs_st.json")
-    parser.add_argument("--worker", default=None, help=argparse.SUPPRESS)
     return parser.parse_args(argv)
 
 
 def _batches(args: argparse.Namespace, total: int) -> tuple[list[list[str]], Path]:
-    path = Path(args.corpus)
-    if not path.is_absolute():
-        path = data_file(resolve_data_dir(args.data_dir), args.corpus)
-    sentences = read_sentences(path)
-    order = batches(epoch_permutation(len(sentences), args.seed, 0), args.batch_size)
-    full = [b for b in order if len(b) == args.batch_size]
-    if len(full) < total:
-        raise ValueError(f"{path} has {len(full)} full batches of {args.batch_size}, the run needs {total}")
-    return [[sentences[i] for i in b] for b in full[:total]], path
+    return harness.corpus_batches(args.corpus, args.data_dir, args.seed, args.batch_size, total)
 
 
 def worker(args: argparse.Namespace) -> dict[str, Any]:
@@ -108,25 +86,15 @@ def worker(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def measure_memory(args: argparse.Namespace, mode: str) -> dict[str, Any]:
-    command = [sys.executable, "-m", "bench.train_vs_st", "--worker", mode]
-    command += ["--model", args.model, "--corpus", args.corpus, "--threads", str(args.threads)]
-    command += ["--batch-size", str(args.batch_size), "--max-length", str(args.max_length)]
-    command += ["--memory-steps", str(args.memory_steps), "--seed", str(args.seed)]
-    if args.data_dir:
-        command += ["--data-dir", args.data_dir]
-    env = worker_env(ROOT, args.memory_allocator)
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"memory worker for {mode} failed:\n{done.stderr[-3000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    names = ("model", "corpus", "data_dir", "threads", "batch_size", "max_length", "memory_steps", "seed")
+    env = worker_env(harness.ROOT, args.memory_allocator)
+    return harness.spawn_worker("bench.train_vs_st", mode, harness.options_of(args, *names), env)
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     set_threads(args.threads)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
-    if unknown:
-        raise ValueError(f"unknown mode(s) {', '.join(unknown)}; valid: {', '.join(MODES)}")
+    specs = {m: mode_spec(m) for m in modes}  # raises on an unknown mode
     info = machine_info(args.threads)
     sizes = [int(x) for x in args.peak_sizes.split(",")]
     peaks = {
@@ -135,7 +103,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     }
     skipped: dict[str, str] = {}
     if peaks["bf16"] < BF16_USABLE * peaks["fp32"][0] and not args.force_bf16:
-        for mode in [m for m in modes if MODES[m]["precision"] == "bf16"]:
+        for mode in [m for m in modes if specs[m]["precision"] == "bf16"]:
             skipped[mode] = (
                 f"bf16 matmul runs at {peaks['bf16'] / 1e9:.1f} GFLOP/s against {peaks['fp32'][0] / 1e9:.1f} "
                 f"in fp32 on this CPU (flags: {' '.join(info['cpu_flags'])}): no native bf16, a step would "
@@ -212,6 +180,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             "learning_rate": args.learning_rate,
             "seed": args.seed,
             "memory_allocator": args.memory_allocator,
+            "length_buckets": {m: getattr(sides[m], "length_buckets", None) for m in modes},
+            "packed_tokens": {m: getattr(sides[m], "packed_tokens", None) for m in modes},
         },
         "matmul_peak_flop_s": {"fp32": peak, "fp32_per_round": peaks["fp32"], "bf16": peaks["bf16"]},
         "stsb_dev_start": start_score,
@@ -229,11 +199,13 @@ def _targets(result: dict[str, Any], ratios: dict[str, float]) -> dict[str, Any]
     def dev(mode: str) -> float | None:
         return result.get(mode, {}).get("stsb_dev")
 
-    for mode in ("sentcl", "sentcl-fused"):
-        if mode in ratios and mode != "st":
+    # issue 11: sentcl (padded or length-bucketed) >= 1.15x the peer at fp32, STS-B dev within 0.3
+    for mode in [m for m in result if m.startswith("sentcl") and "bf16" not in m]:
+        if mode in ratios:
             gap = None if dev(mode) is None or dev("st") is None else dev(mode) - dev("st")
-            out[f"{mode}_fp32_speed>=1.05x_st"] = ratios[mode] >= 1.05
+            out[f"{mode}_fp32_speed>=1.15x_st"] = ratios[mode] >= 1.15
             out[f"{mode}_stsb_dev_gap_to_st"] = gap
+            out[f"{mode}_stsb_dev_within_0.3_of_st"] = None if gap is None else abs(gap) <= 0.3
     if "sentcl-bf16" in ratios:
         out["sentcl-bf16_speed>=1.4x_st_fp32"] = ratios["sentcl-bf16"] >= 1.4
     if "sentcl" in result:
@@ -275,15 +247,7 @@ def report(res: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    args = parse_args(argv)
-    if args.worker:
-        out = worker(args)
-        print(json.dumps(out))
-        return out
-    res = run(args)
-    print(report(res))
-    print("wrote", write_json(args.output, res))
-    return res
+    return harness.main(argv, parse_args, run, report, worker)
 
 
 if __name__ == "__main__":

@@ -22,7 +22,8 @@ from typing import Any
 
 import numpy as np
 
-from bench.common import format_table, machine_info, set_threads, write_json
+from bench import harness
+from bench.common import format_table, set_threads, write_json
 from sentcl.evaluation.transfer import PROTOCOLS, TRANSFER_TASKS, evaluate_transfer
 
 # test mode: the quick tasks first, so that a run stopped early still covers most of them
@@ -146,9 +147,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     protocols = args.protocols.split(",")
     tasks = args.tasks.split(",")
     payload: dict[str, Any] = {
-        "benchmark": "transfer_protocols",
-        "command": "python -m bench.transfer_protocols " + " ".join(sys.argv[1:] if argv is None else argv),
-        "machine": machine_info(args.threads),
+        **harness.header("transfer_protocols", args, args.threads, argv=argv),
         "model": args.model,
         "pooler": args.pooler,
         "results": {},

@@ -137,3 +137,19 @@ def index_dir(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path
     corpus.write_text("\n".join(SERVE_CORPUS) + "\n", encoding="utf-8")
     run_search(str(tiny_bert), corpus, ["a dog"], k=1, index_dir=folder / "index", pooler="avg")
     return folder / "index"
+
+
+def write_small_sts(root: Path, pairs: int = 40, seed: int = 0) -> Path:
+    """A data folder with tiny STS-B dev and test files (SentEval's 7-column layout), gold spread over 0-5."""
+    folder = root / "senteval" / "STS" / "STSBenchmark"
+    folder.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(seed)
+    for split in ("dev", "test"):
+        lines = []
+        for i in range(pairs):
+            s1 = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8)))
+            s2 = " ".join(rng.choice(WORDS) for _ in range(rng.randint(3, 8)))
+            gold = round(5.0 * i / (pairs - 1), 3)  # every gold group is populated, several pairs > 4
+            lines.append(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{gold}\t{s1}\t{s2}")
+        (folder / f"sts-{split}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return root

@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import write_corpus
-from test_report import write_small_sts
+from conftest import write_corpus, write_small_sts
 
 import sentcl.training.loop as loop
 from sentcl.cli import main

@@ -9,7 +9,11 @@ import numpy as np
 import pytest
 
 from sentcl.cli import main
+from sentcl.config import TrainConfig, load_config
+from sentcl.experiments import load_grid, point_configs
+from sentcl.methods import METHODS
 from sentcl.modeling.dual import DualEncoder, load_encoder
+from sentcl.validation import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_RECIPES = sorted(
@@ -17,8 +21,8 @@ CPU_RECIPES = sorted(
 )
 
 
-def write_nli_csv(path: Path) -> Path:
-    rows = [
+def write_nli_rows() -> list[tuple[str, str, str]]:
+    return [
         ("a man plays a guitar", "a man plays music", "a woman eats"),
         ("the dog runs near the river", "a dog is running", "the cat sits"),
         ("the stock price falls", "a price falls", "the market rises"),
@@ -26,6 +30,10 @@ def write_nli_csv(path: Path) -> Path:
         ("the old car is on the road", "a car is on the road", "the road is empty"),
         ("a bird sits in the tree", "a bird is in a tree", "the tree has no birds"),
     ]
+
+
+def write_nli_csv(path: Path) -> Path:
+    rows = write_nli_rows()
     path.write_text("sent0,sent1,hard_neg\n" + "\n".join(",".join(r) for r in rows) + "\n", encoding="utf-8")
     return path
 
@@ -66,6 +74,14 @@ def test_recipe_runs_and_saves(
     ]
     if "name: sup_simcse" in text:
         overrides.append("data.reader=nli_csv")
+    if "name: cosent" in text:  # scored pairs (sentence1, sentence2, score) written by hand
+        rows = [(r[0], r[1], float(i % 5)) for i, r in enumerate(write_nli_rows())]
+        scored = tmp_path / "scored.tsv"
+        scored.write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in rows), encoding="utf-8")
+        overrides[1] = f"data.train_file={scored}"
+        overrides.append("data.reader=scored_pairs")
+    if "matryoshka_dims" in text:  # the tiny BERT is 32 wide
+        overrides.append("objective.matryoshka_dims=[32,16,8]")
     args = ["train", "--config", str(recipe), "--data-dir", str(data_dir)]
     for override in overrides:
         args += ["--set", override]
@@ -82,3 +98,22 @@ def test_recipe_runs_and_saves(
     assert isinstance(model, DualEncoder) == ("two_encoders: true" in text)
     if "mlm_weight: 0.1" in text:
         assert all("mlm" in r for r in records if r["event"] == "train")
+
+
+@pytest.mark.parametrize("recipe", sorted((ROOT / "configs").glob("*.yaml")), ids=lambda p: p.stem)
+def test_every_recipe_validates(recipe: Path, data_dir: Path) -> None:
+    """Every config rule holds (GPU recipes: the rules that do not depend on this machine)."""
+    cfg = load_config(TrainConfig, recipe, [f"data.data_dir={data_dir}"])
+    validate(cfg, environment=recipe in CPU_RECIPES)
+
+
+@pytest.mark.parametrize(
+    "grid", sorted((ROOT / "configs" / "experiments").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_every_grid_point_validates(grid: Path) -> None:
+    """Each point of each variant gets its own method's options (a point may switch objective.name)."""
+    spec = load_grid(grid)
+    for variant in spec.variants:
+        for point, cfg in point_configs(spec, variant):  # point_configs runs sentcl.validation.validate
+            validate(cfg, environment=False)
+            assert type(cfg.objective) is METHODS.build(cfg.objective.name).options, point.name

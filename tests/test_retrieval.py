@@ -162,7 +162,7 @@ def test_save_and_load_round_trip(tmp_path: Path, data: tuple[np.ndarray, np.nda
 def test_load_reports_bad_jsonl_line(tmp_path: Path, data: tuple[np.ndarray, np.ndarray]) -> None:
     folder = build_index(data[0][:2], "exact", texts=["a", "b"]).save(tmp_path / "idx")
     (folder / "texts.jsonl").write_text('"a"\n{"oops": 1}\n', encoding="utf-8")
-    with pytest.raises(ValueError, match=r"texts.jsonl, line 2"):
+    with pytest.raises(ValueError, match=r"texts\.jsonl:2: expected a JSON string, got dict"):
         load_index(folder)
     with pytest.raises(FileNotFoundError, match="not a saved index"):
         load_index(tmp_path)

@@ -25,11 +25,14 @@ def evaluate(
     ``transfer_protocol``: "senteval" (SentEval's classifier, the default) or "sklearn" for the transfer tasks.
     """
     from sentcl.evaluation.runner import evaluate as _evaluate
+    from sentcl.modeling.encode import encode_fn
     from sentcl.paths import resolve_data_dir
 
-    encode = lambda s: model.encode(s, batch_size=batch_size)  # noqa: E731
     return _evaluate(
-        encode, resolve_data_dir(data_dir), tasks or ["sts"], transfer_protocol=transfer_protocol
+        encode_fn(model, batch_size),
+        resolve_data_dir(data_dir),
+        tasks or ["sts"],
+        transfer_protocol=transfer_protocol,
     )
 
 

@@ -1,52 +1,70 @@
-"""Typed configuration: dataclasses with a help line per field, YAML files and ``key=value`` overrides.
+"""Typed configuration: the sections of a training recipe, YAML files and ``key=value`` overrides.
 
-Every field carries ``metadata["help"]``; the CLI prints these. Checks live in
-``__post_init__`` so that a bad value fails before any work starts, and an
-unknown key lists the valid ones.
+Every field carries ``metadata["help"]``; the CLI prints these. Checks live in ``__post_init__`` so that a bad
+value fails before any work starts, and an unknown key lists the valid ones; the rules that span sections live
+in :mod:`sentcl.validation`. The generic dataclass <-> dict machinery is :mod:`sentcl.typed_config`, the
+method-scoped ``objective:`` section :mod:`sentcl.objective_config` (both re-exported here).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
-import types
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Any
 
-import yaml
+from sentcl.files import read_yaml
+from sentcl.modeling.pooling import POOLERS  # the one pooler list (contract 6)
+from sentcl.objective_config import (
+    AUGMENTATION_KEYS,
+    METHOD_SCOPED_KEYS,
+    ObjectiveConfig,
+    default_objective,
+    drop_other_methods_settings,
+    method_scoped_keys,
+    objective_option_classes,
+    objective_options,
+)
+from sentcl.typed_config import (
+    ConfigError,
+    T,
+    check_choice,
+    check_positive,
+    describe_fields,
+    flatten,
+    from_dict,
+    merge_override,
+    opt,
+    parse_override,
+    to_dict,
+)
 
-T = TypeVar("T")
-
-
-def opt(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - mirrors argparse
-    """A dataclass field with a help line."""
-    if isinstance(default, list | dict):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
-    return field(default=default, metadata={"help": help}, **kw)
-
-
-class ConfigError(ValueError):
-    """A configuration key or value is invalid."""
-
-
-def _choice(name: str, value: Any, valid: typing.Iterable[Any]) -> None:
-    valid = list(valid)
-    if value not in valid:
-        raise ConfigError(f"{name}={value!r} is not valid; choose one of: {', '.join(map(str, valid))}")
-
-
-def _positive(name: str, value: float | int | None, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    if isinstance(value, float) and not math.isfinite(value):
-        raise ConfigError(f"{name}={value!r} is not a finite number")
-    if value is None or value <= 0:
-        raise ConfigError(f"{name} must be positive, got {value!r}")
-
-
-POOLERS = ("cls", "cls_before_pooler", "avg", "avg_top2", "avg_first_last")
+__all__ = [
+    "AUGMENTATION_KEYS",
+    "METHOD_SCOPED_KEYS",
+    "ConfigError",
+    "DataConfig",
+    "EvalConfig",
+    "ModelConfig",
+    "ObjectiveConfig",
+    "TrainConfig",
+    "TrainingConfig",
+    "changed_settings",
+    "check_choice",
+    "check_positive",
+    "describe",
+    "flatten",
+    "from_dict",
+    "load_config",
+    "merge_override",
+    "method_scoped_keys",
+    "objective_option_classes",
+    "objective_options",
+    "opt",
+    "parse_override",
+    "to_dict",
+]
 
 
 @dataclass
@@ -67,12 +85,37 @@ class ModelConfig:
     )
     two_encoders: bool = opt(False, "Separate encoders: f for view 0 (anchor), g for the other views.")
     dual_embedding: str = opt("f", "Inference embedding of a two-encoder model: f, or concat ([f(s); g(s)]).")
+    prompt_templates: list[str] | None = opt(
+        None,
+        'Pooler mask (PromptBERT): templates with [X] (the sentence) and [MASK], e.g. \'This sentence : "[X]" '
+        "means [MASK] .'; the first is applied at inference, views use one each. null: PromptBERT's two BERT "
+        "templates (or a saved model's own).",
+    )
+    prompt_denoise: str = opt(
+        "train",
+        "Pooler mask: PromptBERT's template denoising (subtract the template-only [MASK] state, positions "
+        "matched) in training only ('train', the authors' unsupervised BERT run), 'always' (also at "
+        "inference) or 'never' (SNCSE's code).",
+    )
 
     def __post_init__(self) -> None:
         if self.pooler is not None:
-            _choice("model.pooler", self.pooler, POOLERS)
-        _choice("model.dual_embedding", self.dual_embedding, ("f", "concat"))
-        _positive("model.max_length", self.max_length)
+            check_choice("model.pooler", self.pooler, POOLERS)
+        check_choice("model.prompt_denoise", self.prompt_denoise, ("train", "always", "never"))
+        if self.prompt_templates is not None:
+            if self.pooler != "mask":
+                raise ConfigError(
+                    "model.prompt_templates needs model.pooler=mask (PromptBERT's [MASK] state)"
+                )
+            from sentcl.modeling.prompt import check_template
+
+            for template in self.prompt_templates:
+                try:
+                    check_template(template)
+                except ValueError as err:
+                    raise ConfigError(f"model.prompt_templates: {err}") from None
+        check_choice("model.dual_embedding", self.dual_embedding, ("f", "concat"))
+        check_positive("model.max_length", self.max_length)
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout!r}")
 
@@ -122,78 +165,19 @@ class DataConfig:
     use_neutral: bool = opt(
         False, "Supervised: neutral hypotheses as extra hard negatives (needs them in the data)."
     )
+    negation_file: str | None = opt(
+        None,
+        "sncse: a TSV of 'sentence<TAB>negation' lines giving every training sentence's negation (null: our "
+        "rule-based English negator, sentcl.data.negation).",
+    )
 
     def __post_init__(self) -> None:
-        _positive("data.max_examples", self.max_examples, allow_none=True)
-        _choice("data.cutoff_token", self.cutoff_token, ("unk", "pad", "mask"))
-        _choice("data.next_sentence_window", self.next_sentence_window, (1, 3))
+        check_positive("data.max_examples", self.max_examples, allow_none=True)
+        check_choice("data.cutoff_token", self.cutoff_token, ("unk", "pad", "mask"))
+        check_choice("data.next_sentence_window", self.next_sentence_window, (1, 3))
         for name in ("augmentation_rate", "token_augmentation_rate"):
             if not 0.0 <= getattr(self, name) < 1.0:
                 raise ConfigError(f"data.{name} must be in [0, 1), got {getattr(self, name)!r}")
-
-
-@dataclass
-class ObjectiveConfig:
-    name: str = opt("unsup_simcse", "Training method (views + objective), e.g. unsup_simcse.")
-    temperature: float = opt(0.05, "Temperature tau of InfoNCE: logits are cos(h_i, h_j) / tau.")
-    hard_negative_weight: float = opt(
-        0.0,
-        "Supervised: w added to the logit of the anchor's own hard negative (alpha = e^w; 0 is alpha = 1).",
-    )
-    margin: float = opt(
-        0.0,
-        "cutoff_triplet: margin m of max(0, m + sim(s, s**) - sim(s, s*)); the paper prints none (0), "
-        "our weak_positive recipe uses 0.2.",
-    )
-    triplet_form: str = opt(
-        "paper",
-        "cutoff_triplet: 'paper' (NT-Xent on (s, s) with dropout + triplet on s*, s**; 4 views) or "
-        "'weak_positive' (ours: InfoNCE with the weak view s* as positive; 3 views).",
-    )
-    triplet_weight: float = opt(1.0, "cutoff_triplet: weight of the triplet term added to InfoNCE.")
-    weak_cutoff: float = opt(0.1, "cutoff_triplet: fraction of tokens cut in the weak view s*.")
-    strong_cutoff: float = opt(0.2, "cutoff_triplet: fraction of tokens cut in the strong view s**.")
-    strong_activation: str = opt(
-        "leaky_relu", "cutoff_triplet: head activation of the strong view (tanh or leaky_relu)."
-    )
-    context_size: int = opt(1, "quick_thoughts: neighbours on each side that are targets.")
-    quick_thoughts_reduction: str = opt(
-        "pairs",
-        "quick_thoughts: 'pairs' (one cross-entropy per (sentence, neighbour), the paper), 'rows' (unit "
-        "target mass spread over a row's neighbours, the authors' code) or 'kl' (KL(targets || softmax), seed 002).",
-    )
-    quick_thoughts_diagonal: str = opt(
-        "mask",
-        "quick_thoughts: the source sentence's own score: 'mask' (-inf) or 'zero' (0, in the softmax).",
-    )
-    similarity: str = opt(
-        "cosine",
-        "unsup_simcse / sup_simcse / sup_pairs: logits are cos(h_i, h_j) / tau ('cosine', the paper) or "
-        "h_i . h_j / tau ('dot', SimCSE Table D.1's N/A column, with tau = 1).",
-    )
-    symmetric: bool = opt(
-        False,
-        "unsup_simcse: seed 004's symmetric loss (views interleaved, 2N x 2N cosine matrix with the diagonal "
-        "masked, cross-entropy for every row); not the paper's eq. 1.",
-    )
-    mlm_weight: float = opt(0.0, "Auxiliary MLM loss weight lambda (SimCSE uses 0.1; 0 disables).")
-    mlm_probability: float = opt(0.15, "Fraction of tokens masked for the auxiliary MLM loss.")
-    mlm_new_head: bool = opt(False, "Allow a freshly initialised MLM head when the checkpoint has none.")
-
-    def __post_init__(self) -> None:
-        _positive("objective.temperature", self.temperature)
-        _positive("objective.context_size", self.context_size)
-        _choice("objective.strong_activation", self.strong_activation, ("tanh", "leaky_relu"))
-        _choice("objective.triplet_form", self.triplet_form, ("paper", "weak_positive"))
-        _choice("objective.quick_thoughts_reduction", self.quick_thoughts_reduction, ("pairs", "rows", "kl"))
-        _choice("objective.quick_thoughts_diagonal", self.quick_thoughts_diagonal, ("mask", "zero"))
-        _choice("objective.similarity", self.similarity, ("cosine", "dot"))
-        if self.margin < 0:
-            raise ConfigError(f"objective.margin must be >= 0, got {self.margin!r}")
-        if self.mlm_weight < 0:
-            raise ConfigError(f"objective.mlm_weight must be >= 0, got {self.mlm_weight!r}")
-        if not 0.0 < self.mlm_probability < 1.0:
-            raise ConfigError(f"objective.mlm_probability must be in (0, 1), got {self.mlm_probability!r}")
 
 
 @dataclass
@@ -207,7 +191,11 @@ class TrainingConfig:
     warmup_steps: int = opt(0, "Linear warm-up steps before the linear decay.")
     max_grad_norm: float = opt(1.0, "Gradient clipping by global norm (0 disables).")
     seed: int = opt(42, "Random seed for sampling, dropout and head initialisation.")
-    eval_steps: int = opt(125, "Evaluate STS-B dev every N steps and keep the best checkpoint (0: never).")
+    eval_steps: int = opt(
+        125,
+        "Evaluate the dev task every N steps (and after the last step) and keep the best model in best/ "
+        "(0: no dev evaluation at all; the last step's model becomes best/, best_dev_score null).",
+    )
     log_steps: int = opt(10, "Write a metrics line every N steps.")
     save_steps: int = opt(125, "Write a resumable checkpoint every N steps (0: only at the end).")
     num_threads: int | None = opt(None, "torch CPU threads (null: torch's default).")
@@ -222,32 +210,61 @@ class TrainingConfig:
     fused_optimizer: bool = opt(
         False, "AdamW's fused kernel (torch's fused=True): one pass over the weights."
     )
+    length_buckets: int = opt(
+        0,
+        "Encode each step's rows in at most this many length-sorted micro-batches, each padded only to its "
+        "own longest row (same loss and gradients, less padding); 0: one padded batch, the default because "
+        "on the 2-core CPU bench the extra weight-gradient passes cost more than the padding saved "
+        "(docs/performance.md).",
+    )
+    packed_tokens: bool = opt(
+        True,
+        "Run a BERT encoder's per-token layers on the batch's real tokens only, padding them only inside "
+        "attention (sentcl.training.packed; exact, faster on the CPU bench); other architectures and poolers "
+        "avg_top2, avg_first_last, mask use the padded forward.",
+    )
     report_to: str = opt(
         "none",
         "Experiment tracking: none, tensorboard (<output_dir>/tensorboard), wandb or mlflow (if installed).",
     )
 
     def __post_init__(self) -> None:
-        _positive("training.batch_size", self.batch_size)
-        _positive("training.learning_rate", self.learning_rate)
-        _positive("training.epochs", self.epochs)
-        _positive("training.max_steps", self.max_steps, allow_none=True)
-        _positive("training.num_threads", self.num_threads, allow_none=True)
-        _choice("training.precision", self.precision, ("fp32", "bf16", "fp16"))
-        _choice("training.report_to", self.report_to, ("none", "tensorboard", "wandb", "mlflow"))
+        check_positive("training.batch_size", self.batch_size)
+        check_positive("training.learning_rate", self.learning_rate)
+        check_positive("training.epochs", self.epochs)
+        check_positive("training.max_steps", self.max_steps, allow_none=True)
+        check_positive("training.num_threads", self.num_threads, allow_none=True)
+        check_choice("training.precision", self.precision, ("fp32", "bf16", "fp16"))
+        check_choice("training.report_to", self.report_to, ("none", "tensorboard", "wandb", "mlflow"))
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ConfigError(
                 f"training.device={self.device!r} is not valid; choose auto, cpu, cuda or cuda:N"
             )
-        for name in ("eval_steps", "log_steps", "save_steps", "warmup_steps", "gradient_cache_chunk"):
+        for name in (
+            "eval_steps",
+            "log_steps",
+            "save_steps",
+            "warmup_steps",
+            "gradient_cache_chunk",
+            "length_buckets",
+        ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"training.{name} must be >= 0, got {getattr(self, name)!r}")
 
 
-# the tasks sentcl.evaluation.runner.DEV_SCORES reads one number from (kept equal by a reliability test)
-DEV_TASKS = ("stsb_dev", "dev")
-# dev tasks on the user's own data, PREFIX:PATH (sentcl.evaluation.runner.DEV_PREFIXES): pairs:FILE, retrieval:DIR
-DEV_TASK_PREFIXES = ("pairs", "retrieval")
+def check_dev_task_name(dev_task: str) -> None:
+    """A dev task is a task of sentcl.evaluation.runner's registry with a dev split, or PREFIX:PATH (the
+    runner's DEV_PREFIXES: pairs:FILE, retrieval:DIR): both lists are the runner's own."""
+    from sentcl.evaluation.runner import DEV_PREFIXES, dev_task_names
+
+    default = EvalConfig.dev_task  # listed first
+    names = sorted(dev_task_names(), key=lambda name: name != default)
+    prefix, colon, path = dev_task.partition(":")
+    if colon and prefix in DEV_PREFIXES:
+        if not path.strip():
+            raise ConfigError(f"eval.dev_task={dev_task!r} needs a path, e.g. {prefix}:path/to/dev")
+    else:
+        check_choice("eval.dev_task", dev_task, (*names, *(f"{p}:PATH" for p in DEV_PREFIXES)))
 
 
 @dataclass
@@ -268,159 +285,62 @@ class EvalConfig:
     )
 
     def __post_init__(self) -> None:
-        _positive("eval.batch_size", self.batch_size)
-        _choice("eval.transfer_protocol", self.transfer_protocol, ("senteval", "sklearn"))
-        prefix, colon, path = self.dev_task.partition(":")
-        if colon and prefix in DEV_TASK_PREFIXES:
-            if not path.strip():
-                raise ConfigError(f"eval.dev_task={self.dev_task!r} needs a path, e.g. {prefix}:path/to/dev")
-        else:
-            _choice("eval.dev_task", self.dev_task, (*DEV_TASKS, *(f"{p}:PATH" for p in DEV_TASK_PREFIXES)))
+        check_positive("eval.batch_size", self.batch_size)
+        check_choice("eval.transfer_protocol", self.transfer_protocol, ("senteval", "sklearn"))
+        check_dev_task_name(self.dev_task)
 
 
 @dataclass
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig, metadata={"help": "Encoder and pooler."})
     data: DataConfig = field(default_factory=DataConfig, metadata={"help": "Training data."})
-    objective: ObjectiveConfig = field(default_factory=ObjectiveConfig, metadata={"help": "Method."})
+    objective: ObjectiveConfig = field(
+        default_factory=default_objective,
+        metadata={"help": "Method (its options depend on objective.name)."},
+    )
     training: TrainingConfig = field(default_factory=TrainingConfig, metadata={"help": "Optimisation."})
     eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "Evaluation."})
-
-
-# --------------------------------------------------------------------------- building from dicts
-
-
-def _type_ok(value: Any, annotation: Any) -> bool:
-    origin = get_origin(annotation)
-    if annotation is Any:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return any(_type_ok(value, a) for a in get_args(annotation))
-    if annotation is type(None):
-        return value is None
-    if origin is Literal:
-        return value in get_args(annotation)
-    if origin is list:
-        (inner,) = get_args(annotation) or (Any,)
-        return isinstance(value, list) and all(_type_ok(v, inner) for v in value)
-    if origin is dict:
-        return isinstance(value, dict)
-    if annotation is float:
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if annotation is int:
-        return isinstance(value, int) and not isinstance(value, bool)
-    return isinstance(value, annotation)
-
-
-def _coerce(value: Any, annotation: Any) -> Any:
-    """An int where a float (or float | None) is expected becomes a float."""
-    is_int = isinstance(value, int) and not isinstance(value, bool)
-    origin = get_origin(annotation)
-    float_ok = annotation is float or (
-        origin in (typing.Union, types.UnionType) and float in get_args(annotation)
-    )
-    return float(value) if is_int and float_ok else value
-
-
-def _float_from_text(value: Any, annotation: Any) -> Any:
-    """Text that ``float()`` reads, where a float is expected, becomes that float: YAML 1.1 reads ``1e-5``
-    (no dot) as a string."""
-    if not isinstance(value, str) or not _type_ok(0.5, annotation) or _type_ok(value, annotation):
-        return value
-    try:
-        return float(value)
-    except ValueError:
-        return value
-
-
-def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
-    """Build dataclass ``cls`` from nested dicts; unknown keys and wrong types are ConfigErrors."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where or 'config'} must be a mapping, got {type(data).__name__}")
-    hints = typing.get_type_hints(cls)
-    fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
-    kwargs: dict[str, Any] = {}
-    for key, value in data.items():
-        name = f"{where}.{key}" if where else key
-        if key not in fields:
-            raise ConfigError(f"unknown config key {name!r}; valid keys here: {', '.join(fields)}")
-        annotation = hints[key]
-        if dataclasses.is_dataclass(annotation):
-            kwargs[key] = from_dict(annotation, value or {}, name)  # type: ignore[arg-type]
-            continue
-        value = _float_from_text(value, annotation)
-        if not _type_ok(value, annotation):
-            raise ConfigError(f"{name}={value!r} has the wrong type; expected {_type_name(annotation)}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{name}={value!r} is not a finite number")
-        kwargs[key] = _coerce(value, annotation)
-    return cls(**kwargs)
-
-
-def _type_name(annotation: Any) -> str:
-    return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
-
-
-def to_dict(cfg: Any) -> dict[str, Any]:
-    return dataclasses.asdict(cfg)
-
-
-def flatten(data: typing.Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A nested dict as dotted keys: ``{"training": {"seed": 1}}`` -> ``{"training.seed": 1}``."""
-    flat: dict[str, Any] = {}
-    for key, value in data.items():
-        if isinstance(value, typing.Mapping):
-            flat.update(flatten(value, f"{prefix}{key}."))
-        else:
-            flat[f"{prefix}{key}"] = value
-    return flat
 
 
 def changed_settings(saved: typing.Mapping[str, Any], cfg: TrainConfig) -> dict[str, tuple[Any, Any]]:
     """Dotted keys whose value in a saved config (``config.json``'s dict) differs from ``cfg``, as
     key -> (saved value, value now), in the saved file's key order; a key the saved config lacks (a setting
-    added to sentcl after the run) counts as its default value."""
-    old = {**flatten(to_dict(TrainConfig())), **flatten(saved)}
+    added to sentcl after the run) counts as its default value. A saved ``objective.*`` key that the method's
+    options do not have (runs saved when every method accepted every option) is ignored when it equals the
+    default of the method that has it."""
+    defaults = TrainConfig(objective=type(cfg.objective)())
+    defaults.objective.name = cfg.objective.name
+    old = {**flatten(to_dict(defaults)), **flatten(saved)}
     new = flatten(to_dict(cfg))
+    if old.get("objective.name") == cfg.objective.name:
+        option_defaults = [
+            (f"objective.{f.name}", getattr(c(), f.name))
+            for c in objective_option_classes().values()
+            for f in dataclasses.fields(c)
+        ]
+        for key in [k for k in old if k.startswith("objective.") and k not in new]:
+            if (key, old[key]) in option_defaults:
+                del old[key]
     return {k: (old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)}
 
 
-def parse_override(text: str) -> tuple[list[str], Any]:
-    """``'training.batch_size=32'`` -> (['training', 'batch_size'], 32); the value is parsed as YAML."""
-    if "=" not in text:
-        raise ConfigError(f"override {text!r} must look like section.key=value")
-    key, raw = text.split("=", 1)
-    value = yaml.safe_load(raw) if raw.strip() else None
-    return key.strip().split("."), value
-
-
-def merge_override(data: dict[str, Any], keys: list[str], value: Any) -> None:
-    node = data
-    for key in keys[:-1]:
-        node = node.setdefault(key, {})
-        if not isinstance(node, dict):
-            raise ConfigError(f"cannot set {'.'.join(keys)}: {key} is not a section")
-    node[keys[-1]] = value
-
-
 def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Sequence[str] = ()) -> T:
-    """Load ``cls`` from a YAML file (optional) and apply ``key=value`` overrides in order."""
+    """Load ``cls`` from a YAML file (optional) and apply ``key=value`` overrides in order. An override of
+    ``objective.name`` to another method drops the file's settings of its own method first (any order)."""
     data: dict[str, Any] = {}
     if path is not None:
         path = Path(path)
-        if not path.is_file():
-            raise ConfigError(f"config file {path} does not exist")
-        try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-        except yaml.YAMLError as err:
-            raise ConfigError(f"config file {path} is not valid YAML: {err}") from err
+        data = read_yaml(path, "config file", ConfigError)
         if not isinstance(data, dict):
             raise ConfigError(
                 f"config file {path} must be a mapping of sections (model:, data:, training:, ...) at the top "
                 f"level, got a {type(data).__name__}"
             )
-    for text in overrides:
-        keys, value = parse_override(text)
+    parsed = [parse_override(text) for text in overrides]
+    switched = [value for keys, value in parsed if keys == ["objective", "name"]]
+    if cls is TrainConfig and switched:
+        drop_other_methods_settings(data, switched[-1])
+    for keys, value in parsed:
         merge_override(data, keys, value)
     try:
         return from_dict(cls, data)
@@ -430,14 +350,12 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.
 
 
 def describe(cls: type[Any], prefix: str = "") -> list[tuple[str, str, str]]:
-    """(key, default, help) for every leaf field, for --help listings."""
-    rows: list[tuple[str, str, str]] = []
-    hints = typing.get_type_hints(cls)
-    instance = cls()
-    for f in dataclasses.fields(cls):
-        key = f"{prefix}{f.name}"
-        if dataclasses.is_dataclass(hints[f.name]):
-            rows.extend(describe(hints[f.name], key + "."))
-        else:
-            rows.append((key, repr(getattr(instance, f.name)), f.metadata.get("help", "")))
+    """(key, default, help) for every leaf field, for --help listings; under TrainConfig, a setting only some
+    methods read says which."""
+    rows = describe_fields(cls, prefix)
+    if cls is TrainConfig:
+        users = {
+            k: [m for m, c in objective_option_classes().items() if k in c.uses] for k in method_scoped_keys()
+        }
+        rows = [(k, d, f"{h} [{', '.join(users[k])} only]" if users.get(k) else h) for k, d, h in rows]
     return rows

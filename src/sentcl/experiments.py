@@ -10,14 +10,21 @@ A grid file (``configs/experiments/NAME.yaml``)::
       - {name: fixed 0.1, set: {model.dropout: 0.1, model.same_dropout_mask: true}, variants: [cpu, full]}
     variants: {cpu: {training.max_steps: 60}, full: {model.name_or_path: bert-base-uncased}}
     paper: {source: "Gao et al. 2021, Table 3", values: {"0.0": 71.1, fixed 0.1: 43.6}}
+    seeds: [42, 1, 2]                        # optional: every point runs once per seed (training.seed)
+
+A point with ``postprocess: {method: whitening|flow, model: start|POINT, fit_file: ...}`` trains nothing: it
+fits whitening or BERT-flow on the start model or on an earlier training point's best model (same seed) and
+evaluates that (sentcl.postprocess.grid).
 
 A point's config is load_config(TrainConfig, base, variant overrides + point overrides + extra overrides)
-(later ones win); its run folder is ``<runs_dir>/<grid name>/<variant>/<point slug>``. A point whose folder
+(later ones win; then ``training.seed`` when the grid has ``seeds``); its run folder is
+``<runs_dir>/<grid name>/<variant>/<point slug>`` (``.../<point slug>/seed-<seed>`` with seeds). A point whose folder
 has results.json is not trained again (a grid resumes); one with a checkpoint resumes from it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import json
 import logging
@@ -30,22 +37,40 @@ from typing import Any
 import yaml
 
 from sentcl.config import ConfigError, TrainConfig, changed_settings, load_config
-from sentcl.evaluation.runner import expand
-from sentcl.evaluation.sts import main_score
-from sentcl.methods import method_spec
+from sentcl.evaluation.runner import TASKS, expand, headline
+from sentcl.files import read_yaml
+from sentcl.postprocess.grid import (
+    START,
+    PostprocessPoint,
+    parse_postprocess,
+    postprocess_differences,
+    run_postprocess_point,
+)
+from sentcl.validation import validate
 
 logger = logging.getLogger(__name__)
 
+
+def _metric(task: str) -> tuple[str, Callable[[Mapping[str, Any]], float], str]:
+    """(the final task, its headline score read from results.json's "results", column title): the task's record
+    in sentcl.evaluation.runner.TASKS says how."""
+    return task, lambda results: headline(task, results[task]), TASKS[task].title
+
+
 # metric name -> (the final task it needs, how to read it from results.json's "results", column title)
 METRICS: dict[str, tuple[str, Callable[[Mapping[str, Any]], float], str]] = {
-    "stsb_dev": ("stsb_dev", lambda r: main_score(r["stsb_dev"], "STSBenchmark"), "STS-B dev"),
-    "stsb": ("stsb", lambda r: main_score(r["stsb"], "STSBenchmark"), "STS-B test"),
-    "sts_avg": ("sts", lambda r: float(r["sts"]["avg"]), "STS avg. (7 tasks)"),
+    "stsb_dev": _metric("stsb_dev"),
+    "stsb": _metric("stsb"),
+    "sts_avg": _metric("sts"),
 }
-GRID_KEYS = ("title", "description", "base", "metric", "vary", "points", "variants", "paper")
+GRID_KEYS = ("title", "description", "base", "metric", "vary", "points", "variants", "paper", "seeds")
 # config keys that say where or how a run goes, not what it trains: ignored when a finished run is reused
+# (training.length_buckets / packed_tokens change how the step's rows are batched, not the loss: exact up to
+# float rounding)
 PLACE_KEYS = (
     "data.data_dir",
+    "training.length_buckets",
+    "training.packed_tokens",
     "training.output_dir",
     "training.progress",
     "training.num_threads",
@@ -58,6 +83,7 @@ class GridPoint:
     name: str
     overrides: tuple[str, ...]
     variants: tuple[str, ...] | None = None  # None: every variant
+    postprocess: PostprocessPoint | None = None  # a post-processing point: no training
 
     @property
     def slug(self) -> str:
@@ -77,6 +103,7 @@ class GridSpec:
     paper: dict[str, float] = field(default_factory=dict)
     paper_source: str = ""
     description: str = ""
+    seeds: tuple[int, ...] | None = None  # None: each point once, with the recipe's training.seed
 
     @property
     def name(self) -> str:
@@ -114,12 +141,7 @@ def _resolve_base(base: str, grid: Path) -> Path:
 def load_grid(path: str | Path) -> GridSpec:
     """Read and check a grid file; every point x variant is built as a config here, so bad keys fail early."""
     path = Path(path)
-    if not path.is_file():
-        raise ConfigError(f"grid file {path} does not exist")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise ConfigError(f"grid file {path} is not valid YAML: {err}") from err
+    data = read_yaml(path, "grid file", ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a grid file is a mapping with keys {', '.join(GRID_KEYS)}")
     unknown = [k for k in data if k not in GRID_KEYS]
@@ -135,12 +157,16 @@ def load_grid(path: str | Path) -> GridSpec:
     for i, item in enumerate(data.get("points") or []):
         if not isinstance(item, dict) or "name" not in item:
             raise ConfigError(f"{path}: points[{i}] must be a mapping with a 'name' (and 'set', 'variants')")
-        extra = set(item) - {"name", "set", "variants"}
+        extra = set(item) - {"name", "set", "variants", "postprocess"}
         if extra:
             raise ConfigError(f"{path}: points[{i}] has unknown key(s) {', '.join(sorted(extra))}")
         only = item.get("variants")
         overrides = _overrides(item.get("set"), f"{path}: points[{i}].set")
-        points.append(GridPoint(str(item["name"]), overrides, tuple(only) if only is not None else None))
+        post = item.get("postprocess")
+        post = parse_postprocess(post, f"{path}: point {item['name']!r}") if post is not None else None
+        points.append(
+            GridPoint(str(item["name"]), overrides, tuple(only) if only is not None else None, post)
+        )
     if not points:
         raise ConfigError(f"{path}: the grid has no points (give 'vary' and/or 'points')")
     for key, count in _counts([p.name for p in points]).items():
@@ -153,6 +179,15 @@ def load_grid(path: str | Path) -> GridSpec:
     if not isinstance(variants, dict) or not variants:
         raise ConfigError(f"{path}: 'variants' must map variant names (cpu, full) to overrides")
     paper = data.get("paper") or {}
+    seeds = data.get("seeds")
+    if seeds is not None and (
+        not isinstance(seeds, list)
+        or not seeds
+        or not all(isinstance(s, int) and not isinstance(s, bool) for s in seeds)
+        or len(set(seeds)) < len(seeds)
+    ):
+        raise ConfigError(f"{path}: 'seeds' must be a list of distinct whole numbers, got {seeds!r}")
+    _check_postprocess_sources(points, path)
     spec = GridSpec(
         path=path,
         title=str(data["title"]),
@@ -163,6 +198,7 @@ def load_grid(path: str | Path) -> GridSpec:
         paper={str(k): float(v) for k, v in (paper.get("values") or {}).items()},
         paper_source=str(paper.get("source", "")),
         description=str(data.get("description", "")).strip(),
+        seeds=tuple(seeds) if seeds is not None else None,
     )
     for point in points:
         bad = [v for v in point.variants or () if v not in spec.variants]
@@ -174,6 +210,25 @@ def load_grid(path: str | Path) -> GridSpec:
     if missing:
         raise ConfigError(f"{path}: paper values for unknown point(s) {', '.join(missing)}")
     return spec
+
+
+def _check_postprocess_sources(points: Sequence[GridPoint], path: Path) -> None:
+    """A post-processing point's ``model`` is ``start`` or an earlier training point run in its variants."""
+    for i, point in enumerate(points):
+        if point.postprocess is None or point.postprocess.model == START:
+            continue
+        source = next((p for p in points[:i] if p.name == point.postprocess.model), None)
+        if source is None or source.postprocess is not None:
+            raise ConfigError(
+                f"{path}: point {point.name!r}: postprocess.model must be {START!r} or the name of a training "
+                f"point listed before it, got {point.postprocess.model!r}"
+            )
+        if source.variants is not None and (
+            point.variants is None or not set(point.variants) <= set(source.variants)
+        ):
+            raise ConfigError(
+                f"{path}: point {point.name!r} runs in variants where its model {source.name!r} does not"
+            )
 
 
 def _counts(names: Sequence[str]) -> dict[str, int]:
@@ -207,25 +262,30 @@ def point_configs(
     runs_dir: str | Path = "runs/experiments",
     extra_overrides: Sequence[str] = (),
 ) -> list[tuple[GridPoint, TrainConfig]]:
-    """(point, config) for every point of ``variant``; a bad key is a ConfigError naming the grid file and point."""
+    """(point, config) for every point (x seed) of ``variant``; a bad key is a ConfigError naming the grid file
+    and point. With ``seeds`` a point comes once per seed, in a row (its config's training.seed differs)."""
     if variant not in spec.variants:
         raise ConfigError(f"{spec.path}: no variant {variant!r}; this grid has: {', '.join(spec.variants)}")
     task = METRICS[spec.metric][0]
     result = []
-    for point in spec.points_for(variant):
+    runs = [(point, seed) for point in spec.points_for(variant) for seed in (spec.seeds or (None,))]
+    for point, seed in runs:
         out = Path(runs_dir) / spec.name / variant / point.slug
+        if point.postprocess is not None:
+            point.postprocess.files_for(variant, f"{spec.path}: point {point.name!r}")
         overrides = [
             *spec.variants[variant],
             *point.overrides,
             *extra_overrides,
-            f"training.output_dir={out}",
+            *([] if seed is None else [f"training.seed={seed}"]),
+            f"training.output_dir={out if seed is None else out / f'seed-{seed}'}",
         ]
         try:
             cfg = load_config(TrainConfig, spec.base, overrides)
         except ConfigError as err:
             raise ConfigError(f"{spec.path}: point {point.name!r}, variant {variant!r}: {err}") from None
         try:
-            method_spec(cfg)  # an unknown objective.name fails here, not after the points before it trained
+            validate(cfg, environment=False)  # every rule fails here, not after the points before it trained
         except ConfigError as err:
             raise ConfigError(f"{spec.path}: point {point.name!r}, variant {variant!r}: {err}") from None
         if task not in expand(cfg.eval.final_tasks):
@@ -235,6 +295,21 @@ def point_configs(
             )
         result.append((point, cfg))
     return result
+
+
+def select_points(spec: GridSpec, only: Sequence[str]) -> GridSpec:
+    """The grid with only the named points, plus the training points their post-processing needs."""
+    names = {p.name for p in spec.points}
+    unknown = [n for n in only if n not in names]
+    if unknown:
+        raise ConfigError(
+            f"{spec.path}: no point named {', '.join(map(repr, unknown))}; points: "
+            + ", ".join(repr(p.name) for p in spec.points)
+        )
+    wanted = set(only) | {
+        p.postprocess.model for p in spec.points if p.name in only and p.postprocess is not None
+    }
+    return dataclasses.replace(spec, points=tuple(p for p in spec.points if p.name in wanted))
 
 
 def config_differences(run_dir: Path, cfg: TrainConfig) -> list[str]:
@@ -257,6 +332,7 @@ class GridRow:
     best_step: int | None
     paper: float | None
     reused: bool
+    seed: int | None = None  # the grid's seed of this run (None: a grid without seeds)
 
 
 def run_grid(
@@ -266,46 +342,71 @@ def run_grid(
     extra_overrides: Sequence[str] = (),
     train_fn: Callable[..., Any] | None = None,
 ) -> list[GridRow]:
-    """Train every point of ``variant`` that has no results.json yet; one row per point, in grid order."""
-    from sentcl.training.checkpoint import latest_checkpoint
-
+    """Run every point (x seed) of ``variant`` that has no results.json yet; one row per run, in grid order."""
     if train_fn is None:
         from sentcl.training.loop import train as train_fn
     configs = point_configs(spec, variant, runs_dir, extra_overrides)
     read_metric = METRICS[spec.metric][1]
+    trained: dict[tuple[str, int], Path] = {}  # (training point, seed) -> its run folder
     rows = []
     for i, (point, cfg) in enumerate(configs, start=1):
         out = Path(cfg.training.output_dir)
-        done = (out / "results.json").is_file()
-        resume = not done and latest_checkpoint(out) is not None
-        if (done or resume) and (out / "config.json").is_file():
-            diff = config_differences(out, cfg)
-            if diff:
-                raise ConfigError(
-                    f"{spec.path}: point {point.name!r}: the run folder {out} was trained with another config "
-                    f"({'; '.join(diff)}); delete the folder or pass another --runs-dir"
-                )
-        if done:
-            logger.info("[%d/%d] %s: finished run in %s, not trained again", i, len(configs), point.name, out)
+        seed = cfg.training.seed if spec.seeds else None
+        where = f"{spec.path}: point {point.name!r}" + ("" if seed is None else f", seed {seed}")
+        progress = f"[{i}/{len(configs)}] {point.name}" + ("" if seed is None else f" (seed {seed})")
+        if point.postprocess is None:
+            done = _train_point(cfg, out, where, progress, train_fn)
+            trained[(point.name, cfg.training.seed)] = out
         else:
-            if not resume and (out / "metrics.jsonl").is_file():
-                logger.warning(
-                    "%s: no checkpoint to resume from; training from scratch, old metrics removed", out
+            post = point.postprocess
+            source = None if post.model == START else trained[(post.model, cfg.training.seed)]
+            done = (out / "results.json").is_file()
+            if done:
+                record = post.record(
+                    variant, where, cfg.model.name_or_path if source is None else str(source / "best")
                 )
-                (out / "metrics.jsonl").unlink()
-            logger.info(
-                "[%d/%d] %s: training in %s%s",
-                i,
-                len(configs),
-                point.name,
-                out,
-                " (resume)" if resume else "",
-            )
-            train_fn(cfg, resume=resume)
+                diff = config_differences(out, cfg) + postprocess_differences(out, record)
+                if diff:
+                    raise ConfigError(
+                        f"{where}: the run folder {out} was made with other settings ({'; '.join(diff)}); delete "
+                        "the folder or pass another --runs-dir"
+                    )
+                logger.info("%s: finished in %s, not run again", progress, out)
+            else:
+                logger.info("%s: %s of %s in %s", progress, post.method, post.model, out)
+                run_postprocess_point(post, cfg, variant, where, source)
         summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
         try:
             value = read_metric(summary["results"])
         except KeyError as err:
             raise KeyError(f"{out / 'results.json'}: no {spec.metric} result ({err.args[0]})") from None
-        rows.append(GridRow(point, out, value, summary.get("best_step"), spec.paper.get(point.name), done))
+        rows.append(
+            GridRow(point, out, value, summary.get("best_step"), spec.paper.get(point.name), done, seed)
+        )
     return rows
+
+
+def _train_point(
+    cfg: TrainConfig, out: Path, where: str, progress: str, train_fn: Callable[..., Any]
+) -> bool:
+    """Train one point unless its folder has results.json (resume from a checkpoint); True if it had."""
+    from sentcl.training.checkpoint import latest_checkpoint
+
+    done = (out / "results.json").is_file()
+    resume = not done and latest_checkpoint(out) is not None
+    if (done or resume) and (out / "config.json").is_file():
+        diff = config_differences(out, cfg)
+        if diff:
+            raise ConfigError(
+                f"{where}: the run folder {out} was trained with another config "
+                f"({'; '.join(diff)}); delete the folder or pass another --runs-dir"
+            )
+    if done:
+        logger.info("%s: finished run in %s, not trained again", progress, out)
+        return True
+    if not resume and (out / "metrics.jsonl").is_file():
+        logger.warning("%s: no checkpoint to resume from; training from scratch, old metrics removed", out)
+        (out / "metrics.jsonl").unlink()
+    logger.info("%s: training in %s%s", progress, out, " (resume)" if resume else "")
+    train_fn(cfg, resume=resume)
+    return False

@@ -9,10 +9,8 @@ short name of an offline model installed from PyPI.
 from __future__ import annotations
 
 import importlib.util
-import json
 import os
 from pathlib import Path
-from typing import Any
 
 DATA_ENV = "SENTCL_DATA"
 
@@ -89,21 +87,3 @@ def model_load_error(name_or_path: str, err: Exception) -> ModelNotFoundError:
 class ModelFolderError(ValueError):
     """A model folder is broken or holds something sentcl cannot use: the message names the file and the
     problem."""
-
-
-def read_json_file(path: Path, expect: type, what: str = "") -> Any:
-    """Parse a JSON file whose top level must be ``expect`` (dict or list); errors name the file and problem."""
-    try:
-        text = path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as err:
-        raise ModelFolderError(f"{path}: not UTF-8 text ({err})") from None
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise ModelFolderError(
-            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}: {err.msg}){what}"
-        ) from None
-    if not isinstance(value, expect):
-        kind = {dict: "an object {...}", list: "a list [...]"}.get(expect, expect.__name__)
-        raise ModelFolderError(f"{path}: expected {kind} at the top level, got {type(value).__name__}{what}")
-    return value

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 import importlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
 from typing import Any
 
 import numpy as np
 
-EncodeFn = Callable[[list[str]], np.ndarray]
+from sentcl.types import EncodeFn
+
 BACKENDS = ("auto", "exact", "faiss")
 AUTO_FAISS_MIN = 50_000
 FAISS_HELP = (
@@ -197,7 +198,8 @@ def build_index(
 
 def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
     """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
-    from sentcl.index.atomic import load_npy, read_json_object
+    from sentcl.files import iter_jsonl, read_json
+    from sentcl.index.atomic import load_npy
 
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
@@ -207,7 +209,7 @@ def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
         raise FileNotFoundError(
             f"{meta_path} not found: {folder} is not a saved index (SearchIndex.save writes it)"
         )
-    meta = read_json_object(meta_path, "index settings")
+    meta = read_json(meta_path, what="index settings")
     if not isinstance(meta.get("normalize"), bool):
         raise ValueError(f"{meta_path}: 'normalize' must be true or false, got {meta.get('normalize')!r}")
     emb_path = folder / "embeddings.npy"
@@ -221,20 +223,7 @@ def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
             )
     texts = None
     if (folder / "texts.jsonl").is_file():
-        texts = []
-        with open(folder / "texts.jsonl", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                try:
-                    value = json.loads(line)
-                except json.JSONDecodeError as err:
-                    raise ValueError(
-                        f"{folder / 'texts.jsonl'}, line {lineno}: not valid JSON ({err})"
-                    ) from err
-                if not isinstance(value, str):
-                    raise ValueError(
-                        f"{folder / 'texts.jsonl'}, line {lineno}: expected a JSON string, got {type(value).__name__}"
-                    )
-                texts.append(value)
+        texts = [text for _, text in iter_jsonl(folder / "texts.jsonl", expect=str)]
     if texts is not None and len(texts) != len(emb):
         raise ValueError(
             f"{folder / 'texts.jsonl'} has {len(texts)} texts for the {len(emb)} rows of {emb_path}; rebuild the index"

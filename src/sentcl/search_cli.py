@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.data.readers import iter_text_lines
+from sentcl.data.readers import read_sentences as read_text_sentences
 from sentcl.paths import resolve_model_path
 from sentcl.retrieval import SearchIndex, build_index, load_index
 
@@ -38,22 +38,10 @@ class Hit:
 
 def read_sentences(path: Path, what: str) -> tuple[list[int], list[str]]:
     """(line numbers, sentences) of a text file; blank lines are skipped with a warning that counts them."""
-    if path.is_dir():
-        raise ValueError(f"{what} file {path} is a directory, not a text file")
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} file {path} does not exist")
-    lines, texts, blank = [], [], 0
-    for lineno, text in iter_text_lines(path):
-        if not text.strip():
-            blank += 1
-            continue
-        lines.append(lineno)
-        texts.append(text.strip())
-    if blank:
-        logger.warning("%s: %d blank line(s) skipped", path, blank)
-    if not texts:
-        raise ValueError(f"{what} file {path} has no non-blank line")
-    return lines, texts
+    found = read_text_sentences(path, f"{what} file", require_one=True)
+    if found.blank_lines:
+        logger.warning("%s: %d blank line(s) skipped", path, found.blank_lines)
+    return found.linenos, found.texts
 
 
 def model_fingerprint(model: str) -> str:

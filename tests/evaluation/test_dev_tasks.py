@@ -86,10 +86,3 @@ def test_config_accepts_prefixed_dev_tasks(value: str, ok: bool) -> None:
     else:
         with pytest.raises(ConfigError, match="eval.dev_task"):
             EvalConfig(dev_task=value)
-
-
-def test_config_prefixes_match_the_runner() -> None:
-    from sentcl.config import DEV_TASK_PREFIXES
-    from sentcl.evaluation.runner import DEV_PREFIXES
-
-    assert set(DEV_TASK_PREFIXES) == set(DEV_PREFIXES)

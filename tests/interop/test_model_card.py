@@ -16,26 +16,13 @@ from sentcl.modeling.encoder import SentenceEncoder
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_bert: Path, data_dir: Path) -> Path:
-    from conftest import write_corpus
+    from conftest import tiny_recipe, write_corpus
 
     tmp = tmp_path_factory.mktemp("card")
     corpus = write_corpus(tmp / "my_corpus.txt", 40)
-    recipe = {
-        "model": {"name_or_path": str(tiny_bert), "pooler": "avg", "max_length": 16},
-        "data": {"data_dir": str(data_dir), "train_file": str(corpus)},
-        "objective": {"name": "unsup_simcse", "temperature": 0.05},
-        "training": {
-            "output_dir": str(tmp / "card_run"),
-            "batch_size": 8,
-            "max_steps": 4,
-            "eval_steps": 2,
-            "save_steps": 0,
-            "log_steps": 2,
-            "progress": False,
-            "learning_rate": 1e-3,
-        },
-        "eval": {"dev_task": "stsb_dev", "final_tasks": ["stsb"]},
-    }
+    recipe = tiny_recipe(tiny_bert, data_dir, corpus, tmp / "card_run", save_steps=0, log_steps=2)
+    recipe["model"]["pooler"] = "avg"
+    recipe["eval"]["final_tasks"] = ["stsb"]
     (tmp / "recipe.yaml").write_text(yaml.safe_dump(recipe), encoding="utf-8")
     assert main(["train", "--config", str(tmp / "recipe.yaml")]) == 0
     return tmp / "card_run"

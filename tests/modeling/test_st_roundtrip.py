@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from modeling_folders import SENTENCES, st_encode, st_folder
 
-from sentcl.config import POOLERS
 from sentcl.modeling import SentenceEncoder
+from sentcl.modeling.pooling import POOLERS
 
 ST_POOLERS = {"cls", "cls_before_pooler", "avg"}
 

@@ -153,7 +153,7 @@ CASES = [
     Case("pooler_unknown", encode(edit_json(pooler="max")), r"sentcl\.json: 'pooler' must be one of cls, "),
     Case("sentcl_json_truncated", encode(truncate_json), r"sentcl\.json: not valid JSON \(line \d+, column \d+: "),
     Case("sentcl_json_list", encode(write_text("sentcl.json", "[1, 2]")),
-         r"sentcl\.json: expected an object \{\.\.\.\} at the top level, got list"),
+         r"sentcl\.json: the file must be a JSON object at the top level, got list"),
     Case("modules_json_garbage", encode(lambda m: (remove("sentcl.json")(m), write_text("modules.json", "{oops")(m))),
          r"modules\.json: not valid JSON \(line 1, column 2"),
     Case("plain_folder_without_pooler_cls", encode(plain_without_pooler),

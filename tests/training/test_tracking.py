@@ -21,26 +21,19 @@ STEPS, LR = 4, 1e-3
 
 
 def write_recipe(tmp: Path, tiny_bert: Path, data_dir: Path, **training: object) -> Path:
-    from conftest import write_corpus
+    from conftest import tiny_recipe, write_corpus
 
-    recipe = {
-        "model": {"name_or_path": str(tiny_bert), "pooler": "avg", "max_length": 16},
-        "data": {"data_dir": str(data_dir), "train_file": str(write_corpus(tmp / "corpus.txt", 40))},
-        "objective": {"name": "unsup_simcse", "temperature": 0.05},
-        "training": {
-            "output_dir": str(tmp / "run"),
-            "batch_size": 8,
-            "max_steps": STEPS,
-            "eval_steps": 2,
-            "save_steps": 0,
-            "log_steps": 2,
-            "progress": False,
-            "learning_rate": LR,
-            "seed": 7,
-            **training,
-        },
-        "eval": {"dev_task": "stsb_dev", "final_tasks": ["stsb_dev"], "track_alignment_uniformity": True},
+    settings = {
+        "max_steps": STEPS,
+        "save_steps": 0,
+        "log_steps": 2,
+        "learning_rate": LR,
+        "seed": 7,
+        **training,
     }
+    recipe = tiny_recipe(tiny_bert, data_dir, write_corpus(tmp / "corpus.txt", 40), tmp / "run", **settings)
+    recipe["model"]["pooler"] = "avg"
+    recipe["eval"]["track_alignment_uniformity"] = True
     path = tmp / "recipe.yaml"
     path.write_text(yaml.safe_dump(recipe), encoding="utf-8")
     return path

@@ -27,6 +27,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("report", "report"),
     ("experiment", "experiment"),
     ("export", "export"),
+    ("postprocess", "postprocess"),
     ("serve", "serve"),
 )
 

@@ -9,10 +9,12 @@ from pathlib import Path
 from sentcl.cli.eval_user_data import add_user_data_options, evaluate_user_data, read_user_data
 from sentcl.cli.options import add_data_dir, add_model_options, encode_fn, load_model
 from sentcl.paths import resolve_data_dir
+from sentcl.report.dimensions import parse_dims, plot_sweep, truncation_sweep
+from sentcl.types import EncodeFn
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.evaluation.runner import TASKS, task_names
+    from sentcl.evaluation.runner import task_names, tasks_help
 
     p = sub.add_parser("eval", help="Evaluate a model on STS (and more) tasks.")
     add_model_options(p)
@@ -22,9 +24,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         choices=task_names(),
         metavar="TASK",
-        help="Tasks: "
-        + "; ".join(f"{k}: {h}" for k, (_, h) in TASKS.items())
-        + "; full: sts + transfer; full_fast: sts + transfer_fast. Default: sts, or none with --pairs/--retrieval.",
+        help=f"Tasks: {tasks_help()}. Default: sts, or none with --pairs/--retrieval.",
     )
     add_user_data_options(p)
     p.add_argument(
@@ -44,6 +44,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_data_dir(p)
     p.add_argument("--output", type=Path, help="Write the results as JSON here.")
+    p.add_argument(
+        "--truncate-dims",
+        type=parse_dims,
+        metavar="K,K,...",
+        help="Evaluate at each of these truncation dimensions (a Matryoshka sweep, e.g. 384,256,128,64,32): "
+        'results per dimension (JSON {"truncate_dims": {K: results}}).',
+    )
+    p.add_argument(
+        "--plot", type=Path, help="With --truncate-dims: a PNG of each task's score against the dimension."
+    )
     p.set_defaults(func=run)
 
 
@@ -55,18 +65,30 @@ def run(args: argparse.Namespace) -> int:
     if args.tasks is None:
         args.tasks = [] if user_data else ["sts"]
     data_dir = resolve_data_dir(args.data_dir) if args.tasks else None
+    if args.plot is not None and not args.truncate_dims:
+        raise ValueError("--plot draws a --truncate-dims sweep: add --truncate-dims K,K,...")
     model = load_model(args)
-    results = {}
-    if data_dir is not None:
-        results = evaluate(
-            encode_fn(model, args), data_dir, args.tasks, transfer_protocol=args.transfer_protocol
-        )
-    results |= evaluate_user_data(model, encode_fn(model, args), user_data)
-    if args.mteb_tasks:
-        from sentcl.interop.mteb_adapter import run_mteb_tasks
 
-        results["mteb_hub"] = run_mteb_tasks(encode_fn(model, args), args.mteb_tasks, args.batch_size)
-    print(format_results({args.model: results}))
+    def evaluate_all(encode: EncodeFn) -> dict:
+        results = {}
+        if data_dir is not None:
+            results = evaluate(encode, data_dir, args.tasks, transfer_protocol=args.transfer_protocol)
+        results |= evaluate_user_data(model, encode, user_data)
+        if args.mteb_tasks:
+            from sentcl.interop.mteb_adapter import run_mteb_tasks
+
+            results["mteb_hub"] = run_mteb_tasks(encode, args.mteb_tasks, args.batch_size)
+        return results
+
+    if args.truncate_dims:
+        sweep = truncation_sweep(model, args.truncate_dims, evaluate_all, encode_fn(model, args))
+        print(format_results({f"{args.model} @ {k}": r for k, r in sweep.items()}))
+        results = {"truncate_dims": {str(k): r for k, r in sweep.items()}}
+        if args.plot is not None:
+            print(f"wrote {plot_sweep(sweep, args.plot, label=Path(args.model).name)}")
+    else:
+        results = evaluate_all(encode_fn(model, args))
+        print(format_results({args.model: results}))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")

@@ -29,24 +29,36 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--dry-run", action="store_true", help="Check the grid and list its points; train nothing."
     )
+    p.add_argument(
+        "--only",
+        action="append",
+        metavar="POINT",
+        help="Run only this point (repeatable; by name, as the grid file spells it), with the training points "
+        "its post-processing needs.",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.experiments import load_grid, point_configs, run_grid
+    from sentcl.experiments import load_grid, point_configs, run_grid, select_points
     from sentcl.report.grid import write_grid_report
 
     overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
     spec = load_grid(args.grid)
     if args.metric:
         spec = dataclasses.replace(spec, metric=args.metric)
+    if args.only:
+        spec = select_points(spec, args.only)
     if args.dry_run:
         for point, cfg in point_configs(spec, args.variant, args.runs_dir, overrides):
-            print(f"{point.name}: {cfg.training.output_dir}  {' '.join(point.overrides)}")
+            post = point.postprocess
+            what = f"  postprocess: {post.method} of {post.model}" if post is not None else ""
+            print(f"{point.name}: {cfg.training.output_dir}  {' '.join(point.overrides)}{what}")
         return 0
     rows = run_grid(spec, args.variant, args.runs_dir, overrides)
     command = " ".join(["sentcl experiment", str(args.grid), "--variant", args.variant])
     command += f" --metric {args.metric}" if args.metric else ""
+    command += "".join(f" --only {name!r}" for name in args.only or ())
     md, png = write_grid_report(spec, args.variant, rows, args.output, command)
     print(f"wrote {md} and {png}")
     return 0

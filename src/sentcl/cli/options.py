@@ -6,10 +6,13 @@ import argparse
 import dataclasses
 from typing import Any, TypeVar
 
-from sentcl.config import POOLERS, ConfigError
+from sentcl.config import ConfigError
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
+from sentcl.modeling.encode import encode_fn as model_encode_fn
+from sentcl.modeling.pooling import POOLERS
 from sentcl.paths import DataNotFoundError, ModelNotFoundError
+from sentcl.types import EncodeFn
 
 T = TypeVar("T")
 
@@ -84,6 +87,13 @@ def add_model_options(p: argparse.ArgumentParser, *, model_required: bool = True
         action="store_true",
         help="Fast CPU inference: dynamic int8 quantisation of the Linear layers (docs/performance.md).",
     )
+    p.add_argument(
+        "--truncate-dim",
+        type=positive_int,
+        metavar="K",
+        help="Keep the first K coordinates of each embedding (a Matryoshka-trained model; cosine is "
+        "scale-free, so the prefix is used as it is). Default: the folder's sentcl.json truncate_dim, else all.",
+    )
     add_backend(p)
 
 
@@ -108,8 +118,15 @@ def load_model(args: argparse.Namespace) -> Any:
 
         onnx = load_onnx_encoder(args.model, backend, pooler=args.pooler, int8=getattr(args, "int8", False))
         if onnx is not None:
+            if getattr(args, "truncate_dim", None) is not None:
+                raise ValueError("--truncate-dim runs with the PyTorch backend; add --backend torch")
             return onnx
     model = load_encoder(args.model, pooler=args.pooler)
+    truncate_dim = getattr(args, "truncate_dim", None)
+    if truncate_dim is not None:
+        if not hasattr(model, "set_truncate_dim"):
+            raise ValueError(f"--truncate-dim needs a single encoder; {args.model} is a pair of encoders")
+        model.set_truncate_dim(truncate_dim)
     if getattr(args, "int8", False):
         from sentcl.modeling.quantize import quantize_int8
 
@@ -124,6 +141,6 @@ def settings_from_args(cls: type[T], args: argparse.Namespace, **given: Any) -> 
     return cls(**{name: getattr(args, name) for name in names}, **given)
 
 
-def encode_fn(model: Any, args: argparse.Namespace):  # noqa: ANN201 - Callable[[list[str]], np.ndarray]
-    """sentences -> embeddings with the command's batch size and length."""
-    return lambda sentences: model.encode(sentences, batch_size=args.batch_size, max_length=args.max_length)
+def encode_fn(model: Any, args: argparse.Namespace) -> EncodeFn:
+    """sentences -> embeddings with the command's batch size and length (``sentcl.modeling.encode_fn``)."""
+    return model_encode_fn(model, args.batch_size, args.max_length)

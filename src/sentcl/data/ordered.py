@@ -7,8 +7,9 @@ a document: s_i and s_{i+1} are neighbours only within one document. A file with
 Two readers (registered in ``sentcl.data.sources``):
 
 - ``ordered_lines``: every sentence as an ``OrderedSentence(text, doc_id, position)``, for Quick-Thoughts:
-  batches of B consecutive sentences (``contiguous_batches``), whose targets are the in-batch neighbours
-  (``neighbours_in_batch``): p(s_j | s_i) = exp(f(s_i)·g(s_j)) / Σ_{k in batch} exp(f(s_i)·g(s_k)).
+  batches of B consecutive sentences (``contiguous_batches``); the objective's targets are the in-batch
+  neighbours (``sentcl.objectives.quick_thoughts.neighbour_targets``, from each row's document and position):
+  p(s_j | s_i) = exp(f(s_i)·g(s_j)) / Σ_{k in batch} exp(f(s_i)·g(s_k)).
 - ``next_sentence``: anchors only, each a ``NextSentenceExample`` that carries its next ``MAX_WINDOW``
   sentences of the same document, so the view function ``NextSentenceViews(window, seed)`` needs no corpus
   (a method can be built from its config alone). The last sentence of each document has no successor: it
@@ -84,16 +85,6 @@ def read_ordered_lines(path: str | Path, max_examples: int | None = None) -> Cor
         if max_examples is not None and len(examples) >= max_examples:
             break
     return Corpus(path, examples, counts)
-
-
-def anchors(examples: Sequence[OrderedSentence]) -> list[int]:
-    """Indices i whose next example is s_{i+1} of the same document (the sentences that can be anchors)."""
-    return [
-        i
-        for i in range(len(examples) - 1)
-        if examples[i + 1].doc_id == examples[i].doc_id
-        and examples[i + 1].position == examples[i].position + 1
-    ]
 
 
 def next_sentence_examples(
@@ -207,11 +198,3 @@ def contiguous_batches(
             )
         blocks = kept
     return [blocks[b] for b in epoch_permutation(len(blocks), seed, epoch)]
-
-
-def neighbours_in_batch(batch: Sequence[OrderedSentence]) -> tuple[list[int], list[int]]:
-    """For each row i of a batch: the row of s_{i-1} and of s_{i+1} (same document), or -1 if not in the batch."""
-    row = {(s.doc_id, s.position): r for r, s in enumerate(batch)}
-    previous = [row.get((s.doc_id, s.position - 1), -1) for s in batch]
-    following = [row.get((s.doc_id, s.position + 1), -1) for s in batch]
-    return previous, following

@@ -26,6 +26,11 @@ class Corpus:
     def __len__(self) -> int:
         return len(self.examples)
 
+    def token_cache(self, tokenizer: Any, max_length: int) -> Any:
+        """Cached token ids of every example (``token_ids(i)``), or None: the examples are tokenised per
+        batch. A streaming corpus overrides it (sentcl.data.streaming)."""
+        return None
+
 
 def decode_line(raw: bytes, path: Path, lineno: int) -> str:
     """UTF-8 text of one raw line; invalid bytes are a DataFormatError naming file, line and byte."""
@@ -52,19 +57,45 @@ def iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
             yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
 
 
+@dataclass(frozen=True)
+class Sentences:
+    """The non-blank lines of a one-sentence-a-line file, stripped, with their line numbers."""
+
+    path: Path
+    linenos: list[int]
+    texts: list[str]
+    blank_lines: int  # blank (whitespace-only) lines skipped (up to max_examples, where one was given)
+
+
+def read_sentences(
+    path: str | Path, what: str = "training file", max_examples: int | None = None, require_one: bool = False
+) -> Sentences:
+    """One sentence a line, stripped; blank lines are skipped and counted (the caller reports them).
+
+    ``what`` names the file in errors (missing, a directory, not UTF-8 at line N); ``require_one``: a file
+    with no non-blank line is a DataFormatError.
+    """
+    path = Path(path)
+    require_file(path, what)
+    linenos: list[int] = []
+    texts: list[str] = []
+    blank = 0
+    for lineno, text in iter_text_lines(path):
+        if not text.strip():
+            blank += 1
+            continue
+        linenos.append(lineno)
+        texts.append(text.strip())
+        if max_examples is not None and len(texts) >= max_examples:
+            break
+    if require_one and not texts:
+        raise DataFormatError(f"{what} {path} has no non-blank line")
+    return Sentences(path, linenos, texts, blank)
+
+
 def read_lines(path: str | Path, max_examples: int | None = None) -> Corpus:
     """One sentence a line; blank lines are skipped and counted."""
-    path = Path(path)
-    require_file(path)
-    sentences: list[str] = []
-    empty = 0
-    for _, text in iter_text_lines(path):
-        if not text.strip():
-            empty += 1
-            continue
-        sentences.append(text.strip())
-        if max_examples is not None and len(sentences) >= max_examples:
-            break
-    if empty:
-        logger.info("%s: skipped %d empty lines", path, empty)
-    return Corpus(path, sentences, {"empty_lines": empty})
+    found = read_sentences(path, max_examples=max_examples)
+    if found.blank_lines:
+        logger.info("%s: skipped %d empty lines", found.path, found.blank_lines)
+    return Corpus(found.path, found.texts, {"empty_lines": found.blank_lines})

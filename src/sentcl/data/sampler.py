@@ -6,10 +6,12 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
+from sentcl.training.rng import step_seed
+
 
 def epoch_permutation(n: int, seed: int, epoch: int) -> list[int]:
     """The shuffled order of epoch ``epoch``; the same for the same (seed, epoch), so resuming can skip ahead."""
-    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    generator = torch.Generator().manual_seed(step_seed(seed, epoch))
     return torch.randperm(n, generator=generator).tolist()
 
 

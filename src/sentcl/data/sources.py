@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sentcl.config import ConfigError
-from sentcl.data import nli, ordered, pairs
+from sentcl.data import nli, ordered, pairs, scored_pairs
 from sentcl.data.readers import Corpus, read_lines
 from sentcl.registry import Registry
 
@@ -21,20 +20,17 @@ READERS.register("senteval_snli")(nli.read_senteval_snli)  # train_file: the SNL
 READERS.register("ordered_lines")(ordered.read_ordered_lines)
 READERS.register("next_sentence")(ordered.read_next_sentence)
 READERS.register("pairs")(pairs.read_pairs)  # (x, x+) from .csv / .tsv / .jsonl (SimCSE Table 4)
+READERS.register("scored_pairs")(scored_pairs.read_scored_pairs)  # (s1, s2, score): CoSENT
+READERS.register("stsb")(scored_pairs.read_stsb_pairs)  # STS Benchmark's TSV layout, scored pairs
 NEUTRAL_READERS = ("nli_jsonl", "senteval_snli")
 
 
 def read_training_data(
     reader: str, path: Path, max_examples: int | None = None, with_neutral: bool = False
 ) -> Corpus:
-    try:
-        read = READERS.get(reader)
-    except KeyError as err:
-        raise ConfigError(f"data.reader: {err.args[0]}") from None
+    """The examples of ``path`` read by ``reader``. The reader and ``with_neutral`` are checked by
+    ``sentcl.validation.check_data`` (with_neutral needs an NLI reader: nli_csv or a NEUTRAL_READERS one)."""
+    read = READERS.get(reader)
     if with_neutral and reader in NEUTRAL_READERS:
         return read(path, max_examples, with_neutral=True)
-    if with_neutral and reader != "nli_csv":
-        raise ConfigError(
-            f"data.use_neutral needs an NLI reader ({', '.join(('nli_csv',) + NEUTRAL_READERS)}), not {reader!r}"
-        )
     return read(path, max_examples)

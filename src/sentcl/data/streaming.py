@@ -294,10 +294,12 @@ class StreamingCorpus(Corpus):
     def tokenize(self, tokenizer: PreTrainedTokenizerBase, max_length: int) -> None:
         self.examples.tokenize(tokenizer, max_length)
 
-
-def read_lines_streaming(path: str | Path, max_examples: int | None = None) -> StreamingCorpus:
-    """A reader with the ``lines`` reader's signature (cache folder from $SENTCL_CACHE)."""
-    return StreamingCorpus(path, max_examples=max_examples)
+    def token_cache(self, tokenizer: PreTrainedTokenizerBase, max_length: int) -> StreamingCorpus:
+        """Tokenise every line once (cached on disk) and collate batches from the cached ids."""
+        self.tokenize(tokenizer, max_length)
+        built = self.examples.built_tokens
+        logger.info("token ids of %s %s", self.path, "cached" if built else "read from the cache")
+        return self
 
 
 def pad_token_ids(rows: Sequence[Sequence[int]], tokenizer: PreTrainedTokenizerBase) -> dict[str, Tensor]:

@@ -13,7 +13,6 @@ Latin) read the same. Blank lines are skipped and counted.
 from __future__ import annotations
 
 import csv
-import json
 import unicodedata
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.data.readers import DataFormatError, decode_line
+from sentcl.files import parse_json_line
 
 FORMATS = ("tsv", "csv", "jsonl")
 _BY_SUFFIX = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}
@@ -84,17 +84,6 @@ def iter_csv_records(path: Path, delimiter: str = ",") -> Iterator[tuple[int, li
         yield lineno, row
 
 
-def parse_json_object(path: Path, lineno: int, text: str) -> dict[str, Any]:
-    """One JSONL line as a dict; invalid JSON or a non-object is an error naming file and line."""
-    try:
-        record = json.loads(text)
-    except json.JSONDecodeError as err:
-        raise DataFormatError(f"{path}:{lineno}: not valid JSON: {err.msg} (column {err.colno})") from None
-    if not isinstance(record, dict):
-        raise DataFormatError(f"{path}:{lineno}: expected a JSON object, got {type(record).__name__}")
-    return record
-
-
 def iter_records(
     path: Path, fmt: str, skipped: dict[str, int] | None = None, key: str = "blank_lines"
 ) -> Iterator[tuple[int, Any]]:
@@ -117,7 +106,7 @@ def iter_records(
         if fmt == "tsv":
             row = text.rstrip("\r\n").split("\t")
         elif fmt == "jsonl":
-            row = parse_json_object(path, lineno, text)
+            row = parse_json_line(path, lineno, text, dict, DataFormatError)
         yield lineno, row
 
 

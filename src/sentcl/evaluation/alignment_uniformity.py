@@ -14,17 +14,15 @@ and the dev split keeps the test split unseen; pass ``split="test"`` for a final
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.special import logsumexp
 
-from sentcl.evaluation.sts import load_sts_task
+from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.paths import resolve_data_dir
-
-EncodeFn = Callable[[list[str]], np.ndarray]
+from sentcl.types import EncodeFn
 
 
 def l2_normalize(x: np.ndarray) -> np.ndarray:

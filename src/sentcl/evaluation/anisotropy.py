@@ -3,16 +3,14 @@ and cosine grouped by gold score (App. G), from a single encoding of the split's
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.evaluation.spectrum import average_cosine, group_by_gold, singular_spectrum
-from sentcl.evaluation.sts import load_sts_task
-
-EncodeFn = Callable[[list[str]], np.ndarray]
+from sentcl.types import EncodeFn
 
 
 def anisotropy(encode: EncodeFn, data_dir: Path, split: str = "test") -> dict[str, Any]:

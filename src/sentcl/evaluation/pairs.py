@@ -17,19 +17,18 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from sentcl.data.readers import DataFormatError
 from sentcl.data.tables import Table, _is_number, cell, column_index, read_table
-from sentcl.evaluation.sts import Pair, _correlations, _norm, _score_task
+from sentcl.evaluation.senteval_readers import Pair, _norm
+from sentcl.evaluation.sts import _correlations, _score_task
+from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)
-EncodeFn = Callable[[list[str]], np.ndarray]
 
 NAMES = {
     "sentence 1": ("sentence1", "sent1", "sentence_a", "sentence_1", "text1", "text_a", "s1"),

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,9 +26,9 @@ import numpy as np
 
 from sentcl.data.readers import DataFormatError
 from sentcl.data.tables import cell, column_index, read_table
+from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)
-EncodeFn = Callable[[list[str]], np.ndarray]
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> relevance
 
 

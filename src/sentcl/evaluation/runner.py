@@ -1,13 +1,17 @@
-"""Task names -> evaluators, for the training loop and ``sentcl eval``. Each evaluator returns a dict."""
+"""Evaluation tasks by name, for the training loop, ``sentcl eval`` and the report: one ``Task`` record each.
+
+A task's record holds its evaluator, its help line (``sentcl eval --help``), its formatter (the table the
+CLI and the report print) and, where it has one, its headline score (the one number a dev task, the grid
+and the model card read). Each evaluator returns a dict.
+"""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import numpy as np
 
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.anisotropy import anisotropy
@@ -15,40 +19,32 @@ from sentcl.evaluation.pairs import evaluate_pairs, read_pairs
 from sentcl.evaluation.retrieval_eval import dev_split, evaluate_retrieval, read_beir
 from sentcl.evaluation.sts import evaluate_sts, evaluate_sts_dev, format_sts_table, main_score
 from sentcl.evaluation.transfer import PROTOCOLS, evaluate_transfer, format_transfer_table
+from sentcl.types import EncodeFn
 
-EncodeFn = Callable[[list[str]], np.ndarray]
-Evaluator = Callable[[EncodeFn, Path], dict[str, Any]]
+# (encode, data folder, transfer protocol) -> result; only the transfer tasks read the protocol
+Evaluator = Callable[[EncodeFn, Path, str], dict[str, Any]]
+# {column (model) name: result} -> text (a Markdown table, or JSON)
+Formatter = Callable[[Mapping[str, Mapping[str, Any]]], str]
 
-# task name -> (evaluator, one-line help)
-TASKS: dict[str, tuple[Evaluator, str]] = {
-    "sts": (
-        lambda enc, d: evaluate_sts(enc, d),
-        "the seven STS tasks (STS12-16 'all', STS-B test, SICK-R test)",
-    ),
-    "dev": (lambda enc, d: evaluate_sts_dev(enc, d), "STS-B dev and SICK-R trial"),
-    "stsb": (lambda enc, d: evaluate_sts(enc, d, tasks=("STSBenchmark",)), "STS-B test only"),
-    "stsb_dev": (lambda enc, d: evaluate_sts_dev(enc, d, tasks=("STSBenchmark",)), "STS-B dev only"),
-    "transfer": (
-        lambda enc, d, protocol="senteval": evaluate_transfer(enc, d, protocol=protocol),
-        "the seven SentEval transfer tasks (SentEval's protocol, SimCSE's test mode: 10 folds)",
-    ),
-    "transfer_fast": (
-        lambda enc, d, protocol="senteval": evaluate_transfer(enc, d, fast=True, protocol=protocol),
-        "transfer tasks, SentEval's prototyping settings (SimCSE's fasttest: 5 folds, RMSprop)",
-    ),
-    "align_uniform": (
-        lambda enc, d: alignment_uniformity(enc, d, split="test"),
-        "alignment/uniformity on STS-B test",
-    ),
-    "anisotropy": (
-        lambda enc, d: anisotropy(enc, d, split="test"),
-        "spectrum, random-pair cosine, cosine by gold",
-    ),
-    "mteb": (
-        lambda enc, d: _mteb_local(enc, d),
-        "the seven STS tasks scored by mteb's own code, data from the local SentEval folder (offline)",
-    ),
-}
+
+def format_json(column: Mapping[str, Mapping[str, Any]]) -> str:
+    """The scalar entries of each result as indented JSON (lists and nested dicts left out)."""
+    brief = {n: {k: v for k, v in r.items() if not isinstance(v, list | dict)} for n, r in column.items()}
+    return json.dumps(brief, indent=2)
+
+
+@dataclass(frozen=True)
+class Task:
+    """One evaluation task. ``headline``: the result's one number (Spearman x 100 for STS), None where there
+    is none; ``dev``: its data is a dev split, so it may pick the best checkpoint during training."""
+
+    name: str
+    help: str
+    evaluate: Evaluator
+    format: Formatter = format_json
+    headline: Callable[[Mapping[str, Any]], float] | None = None
+    title: str = ""  # the headline's column title (the experiment grid's table)
+    dev: bool = False
 
 
 def _mteb_local(encode: EncodeFn, data_dir: Path) -> dict[str, Any]:
@@ -57,14 +53,79 @@ def _mteb_local(encode: EncodeFn, data_dir: Path) -> dict[str, Any]:
     return evaluate_mteb_local(encode, data_dir)
 
 
+def _stsb(result: Mapping[str, Any]) -> float:
+    return main_score(result, "STSBenchmark")
+
+
+TASKS: dict[str, Task] = {
+    task.name: task
+    for task in (
+        Task(
+            "sts",
+            "the seven STS tasks (STS12-16 'all', STS-B test, SICK-R test)",
+            lambda enc, d, protocol: evaluate_sts(enc, d),
+            format_sts_table,
+            headline=lambda r: float(r["avg"]),
+            title="STS avg. (7 tasks)",
+        ),
+        Task(
+            "dev",
+            "STS-B dev and SICK-R trial",
+            lambda enc, d, protocol: evaluate_sts_dev(enc, d),
+            format_sts_table,
+            headline=lambda r: (_stsb(r) + main_score(r, "SICKRelatedness")) / 2,
+            title="STS-B dev / SICK-R trial",
+            dev=True,
+        ),
+        Task(
+            "stsb",
+            "STS-B test only",
+            lambda enc, d, protocol: evaluate_sts(enc, d, tasks=("STSBenchmark",)),
+            format_sts_table,
+            headline=_stsb,
+            title="STS-B test",
+        ),
+        Task(
+            "stsb_dev",
+            "STS-B dev only",
+            lambda enc, d, protocol: evaluate_sts_dev(enc, d, tasks=("STSBenchmark",)),
+            format_sts_table,
+            headline=_stsb,
+            title="STS-B dev",
+            dev=True,
+        ),
+        Task(
+            "transfer",
+            "the seven SentEval transfer tasks (SentEval's protocol, SimCSE's test mode: 10 folds)",
+            lambda enc, d, protocol: evaluate_transfer(enc, d, protocol=protocol),
+            format_transfer_table,
+        ),
+        Task(
+            "transfer_fast",
+            "transfer tasks, SentEval's prototyping settings (SimCSE's fasttest: 5 folds, RMSprop)",
+            lambda enc, d, protocol: evaluate_transfer(enc, d, fast=True, protocol=protocol),
+            format_transfer_table,
+        ),
+        Task(
+            "align_uniform",
+            "alignment/uniformity on STS-B test",
+            lambda enc, d, protocol: alignment_uniformity(enc, d, split="test"),
+        ),
+        Task(
+            "anisotropy",
+            "spectrum, random-pair cosine, cosine by gold",
+            lambda enc, d, protocol: anisotropy(enc, d, split="test"),
+        ),
+        Task(
+            "mteb",
+            "the seven STS tasks scored by mteb's own code, data from the local SentEval folder (offline)",
+            lambda enc, d, protocol: _mteb_local(enc, d),
+        ),
+    )
+}
+
 # composite names -> the tasks they run
 GROUPS: dict[str, tuple[str, ...]] = {"full": ("sts", "transfer"), "full_fast": ("sts", "transfer_fast")}
-
-# dev task name -> how to read its single number from the evaluator's result
-DEV_SCORES: dict[str, Callable[[dict[str, Any]], float]] = {
-    "stsb_dev": lambda r: main_score(r, "STSBenchmark"),
-    "dev": lambda r: (main_score(r, "STSBenchmark") + main_score(r, "SICKRelatedness")) / 2,
-}
 
 
 # dev tasks on the user's own data, written PREFIX:PATH (path absolute, else relative to the working folder, else
@@ -74,6 +135,17 @@ DEV_PREFIXES: dict[str, Callable[[EncodeFn, Path], float]] = {
     "pairs": lambda enc, path: evaluate_pairs(enc, path)["spearman"],
     "retrieval": lambda enc, path: evaluate_retrieval(enc, path, dev_split(path))["ndcg@10"],
 }
+
+
+def dev_task_names() -> list[str]:
+    """The tasks that may pick the best checkpoint (a dev split and a headline score)."""
+    return [name for name, task in TASKS.items() if task.dev and task.headline is not None]
+
+
+def tasks_help() -> str:
+    """One line per task and group, for ``sentcl eval --help`` and ``sentcl report --help``."""
+    groups = [f"{name}: {' + '.join(members)}" for name, members in GROUPS.items()]
+    return "; ".join([*(f"{t.name}: {t.help}" for t in TASKS.values()), *groups])
 
 
 def user_data_path(text: str, data_dir: Path | None) -> Path:
@@ -114,46 +186,40 @@ def check_tasks(tasks: Sequence[str]) -> None:
     expand(tasks)
 
 
-# tasks whose evaluator takes ``protocol`` (transfer_protocol of evaluate: "senteval" or "sklearn")
-TRANSFER_PROTOCOL_TASKS = ("transfer", "transfer_fast")
-
-
 def evaluate(
     encode: EncodeFn, data_dir: Path, tasks: Sequence[str], transfer_protocol: str = "senteval"
 ) -> dict[str, dict[str, Any]]:
     """Run each named task; returns task name -> its result dict. ``transfer_protocol``: see evaluation.transfer."""
     if transfer_protocol not in PROTOCOLS:
         raise ValueError(f"unknown transfer protocol {transfer_protocol!r}; valid: {', '.join(PROTOCOLS)}")
-    return {
-        task: TASKS[task][0](encode, data_dir, protocol=transfer_protocol)  # type: ignore[call-arg]
-        if task in TRANSFER_PROTOCOL_TASKS
-        else TASKS[task][0](encode, data_dir)
-        for task in expand(tasks)
-    }
+    return {task: TASKS[task].evaluate(encode, data_dir, transfer_protocol) for task in expand(tasks)}
+
+
+def headline(task: str, result: Mapping[str, Any]) -> float:
+    """The one number of ``task``'s result (e.g. STS-B Spearman x 100); an error for a task that has none."""
+    scorer = TASKS[task].headline if task in TASKS else None
+    if scorer is None:
+        with_one = [name for name, t in TASKS.items() if t.headline is not None]
+        raise ValueError(f"task {task!r} has no headline score; tasks with one: {', '.join(with_one)}")
+    return scorer(result)
 
 
 def dev_score(encode: EncodeFn, data_dir: Path, dev_task: str) -> float:
     prefix, _, arg = dev_task.partition(":")
     if prefix in DEV_PREFIXES and arg:
         return DEV_PREFIXES[prefix](encode, user_data_path(arg, data_dir))
-    if dev_task not in DEV_SCORES:
-        raise ValueError(f"unknown dev task {dev_task!r}; valid: {', '.join(DEV_SCORES)}")
-    return DEV_SCORES[dev_task](TASKS[dev_task][0](encode, data_dir))
+    if dev_task not in dev_task_names():
+        raise ValueError(f"unknown dev task {dev_task!r}; valid: {', '.join(dev_task_names())}")
+    return headline(dev_task, TASKS[dev_task].evaluate(encode, data_dir, "senteval"))
 
 
 def format_results(results_by_model: dict[str, dict[str, dict[str, Any]]]) -> str:
-    """Tables for every task of ``{model name: {task: result}}``: STS and transfer as tables, others as JSON."""
+    """Tables for every task of ``{model name: {task: result}}``, each by its task's formatter; a result
+    that is no named task (the user's pairs:FILE, mteb_hub, ...) as JSON."""
     tasks = list(dict.fromkeys(t for results in results_by_model.values() for t in results))
     parts = []
     for task in tasks:
         column = {name: results[task] for name, results in results_by_model.items() if task in results}
-        if task in ("sts", "dev", "stsb", "stsb_dev"):
-            parts.append(f"## {task}\n{format_sts_table(column)}")
-        elif task.startswith("transfer"):
-            parts.append(f"## {task}\n{format_transfer_table(column)}")
-        else:
-            brief = {
-                n: {k: v for k, v in r.items() if not isinstance(v, list | dict)} for n, r in column.items()
-            }
-            parts.append(f"## {task}\n{json.dumps(brief, indent=2)}")
+        formatter = TASKS[task].format if task in TASKS else format_json
+        parts.append(f"## {task}\n{formatter(column)}")
     return "\n\n".join(parts)

@@ -13,17 +13,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from sentcl.evaluation.alignment_uniformity import l2_normalize
-from sentcl.evaluation.sts import load_sts_task
+from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.paths import resolve_data_dir
+from sentcl.types import EncodeFn
 
-EncodeFn = Callable[[list[str]], np.ndarray]
 GOLD_EDGES = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
 
 

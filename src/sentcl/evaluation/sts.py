@@ -17,148 +17,25 @@ STS12-16 "all" pools every subset's pairs into one Spearman (the number the SimC
 "mean" is the plain mean of subset Spearmans, "wmean" the mean weighted by subset size. STS-B and
 SICK-R use plain cosine Spearman on one split (no trained regressor), as SimCSE's "test" mode does.
 Sentences are whitespace-normalised (SentEval splits on whitespace, SimCSE's batcher re-joins with
-one space). A zero vector scores cosine 0 (SentEval's ``nan_to_num``).
+one space). A zero vector scores cosine 0 (SentEval's ``nan_to_num``). The files are read by
+``sentcl.evaluation.senteval_readers`` (``load_sts_task``), with every other SentEval reader.
 """
 
 from __future__ import annotations
 
-import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
-from sentcl.paths import data_file
+from sentcl.evaluation.senteval_readers import STS_TASKS, STS_YEARS, Pair, load_sts_task
+from sentcl.files import write_json_strict
+from sentcl.types import EncodeFn
 
-STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
-EncodeFn = Callable[[list[str]], np.ndarray]
-Pair = tuple[str, str, float]
-
-# SentEval's subset lists. STS13: SentEval leaves out the SMT subset (its licence forbids
-# redistribution), so we do the same even where STS.gs.SMT.txt is present.
-STS_YEARS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "STS12": ("STS12-en-test", ("MSRpar", "MSRvid", "SMTeuroparl", "surprise.OnWN", "surprise.SMTnews")),
-    "STS13": ("STS13-en-test", ("FNWN", "headlines", "OnWN")),
-    "STS14": ("STS14-en-test", ("deft-forum", "deft-news", "headlines", "images", "OnWN", "tweet-news")),
-    "STS15": ("STS15-en-test", ("answers-forums", "answers-students", "belief", "headlines", "images")),
-    "STS16": (
-        "STS16-en-test",
-        ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
-    ),
-}
-STSB_FILES = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
-SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
-SICK_HEADER = ("pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
 DISPLAY_NAMES = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
-
-
-# ---------------------------------------------------------------------- readers
-
-
-def _read_lines(path: Path) -> list[str]:
-    """Lines of a UTF-8 file split on '\\n' (a trailing '\\r' dropped); bad UTF-8 names the line."""
-    raw = path.read_bytes().split(b"\n")
-    if raw and raw[-1] == b"":
-        raw.pop()  # the final newline ends the last line; it does not start an empty one
-    lines = []
-    for lineno, line in enumerate(raw, start=1):
-        try:
-            lines.append(line.removesuffix(b"\r").decode("utf-8"))
-        except UnicodeDecodeError as err:
-            raise ValueError(f"{path}, line {lineno}: not valid UTF-8 ({err})") from err
-    return lines
-
-
-def _score(text: str, path: Path, lineno: int) -> float:
-    """A gold score; a non-number (or nan/inf) is an error naming file and line."""
-    try:
-        value = float(text)
-    except ValueError:
-        value = math.nan
-    if not math.isfinite(value):
-        raise ValueError(f"{path}, line {lineno}: gold score {text!r} is not a finite number")
-    return value
-
-
-def _norm(sentence: str) -> str:
-    """SentEval tokenises with str.split(); SimCSE's batcher joins the tokens with one space."""
-    return " ".join(sentence.split())
-
-
-def _read_sts_subset(folder: Path, subset: str) -> list[Pair]:
-    """STS.input.<subset>.txt (s1<TAB>s2) + STS.gs.<subset>.txt; a blank gold line drops its pair."""
-    input_path = data_file(folder, f"STS.input.{subset}.txt")
-    gold_path = data_file(folder, f"STS.gs.{subset}.txt")
-    inputs, golds = _read_lines(input_path), _read_lines(gold_path)
-    if len(inputs) != len(golds):
-        raise ValueError(
-            f"{input_path} has {len(inputs)} lines but {gold_path} has {len(golds)}: line "
-            f"{min(len(inputs), len(golds)) + 1} of the longer file has no partner (they pair line by line)"
-        )
-    pairs: list[Pair] = []
-    for lineno, (line, gold) in enumerate(zip(inputs, golds, strict=True), start=1):
-        fields = line.split("\t")
-        if len(fields) != 2:
-            raise ValueError(
-                f"{input_path}, line {lineno}: expected 2 tab-separated sentences, got {len(fields)} fields"
-            )
-        if gold.strip():
-            pairs.append((_norm(fields[0]), _norm(fields[1]), _score(gold.strip(), gold_path, lineno)))
-    return pairs
-
-
-def _read_stsb(path: Path) -> list[Pair]:
-    """genre, file, year, id, score, sentence1, sentence2 [, extra columns ignored]; quotes are literal."""
-    pairs: list[Pair] = []
-    for lineno, line in enumerate(_read_lines(path), start=1):
-        fields = line.strip().split("\t")
-        if len(fields) < 7:
-            raise ValueError(
-                f"{path}, line {lineno}: expected at least 7 tab-separated fields, got {len(fields)}"
-            )
-        pairs.append((_norm(fields[5]), _norm(fields[6]), _score(fields[4], path, lineno)))
-    return pairs
-
-
-def _read_sick(path: Path) -> list[Pair]:
-    """Header pair_ID, sentence_A, sentence_B, relatedness_score, entailment_judgment; then one pair a line."""
-    lines = _read_lines(path)
-    header = tuple(lines[0].strip().split("\t")) if lines else ()
-    if header != SICK_HEADER:
-        raise ValueError(f"{path}, line 1: expected the header {'<TAB>'.join(SICK_HEADER)}, got {header!r}")
-    pairs: list[Pair] = []
-    for lineno, line in enumerate(lines[1:], start=2):
-        fields = line.strip().split("\t")
-        if len(fields) != len(SICK_HEADER):
-            raise ValueError(
-                f"{path}, line {lineno}: expected {len(SICK_HEADER)} tab-separated fields, got {len(fields)}"
-            )
-        pairs.append((_norm(fields[1]), _norm(fields[2]), _score(fields[3], path, lineno)))
-    return pairs
-
-
-def load_sts_task(data_dir: Path, task: str, split: str = "test") -> dict[str, list[Pair]]:
-    """Subset name -> [(s1, s2, gold)]; STS-B/SICK-R have one subset named after the split.
-
-    Splits: STS12-16 only "test"; STS-B and SICK-R "train", "dev" (SICK: the trial file), "test".
-    """
-    root = Path(data_dir) / "senteval"
-    if task in STS_YEARS:
-        if split != "test":
-            raise ValueError(f"{task} has only a 'test' split, got split={split!r}")
-        folder, subsets = STS_YEARS[task]
-        return {subset: _read_sts_subset(data_file(root, "STS", folder), subset) for subset in subsets}
-    files = {"STSBenchmark": STSB_FILES, "SICKRelatedness": SICK_FILES}.get(task)
-    if files is None:
-        raise ValueError(f"unknown STS task {task!r}; valid: {', '.join(STS_TASKS)}")
-    if split not in files:
-        raise ValueError(f"{task} has no split {split!r}; valid: {', '.join(files)}")
-    if task == "STSBenchmark":
-        return {split: _read_stsb(data_file(root, "STS", "STSBenchmark", files[split]))}
-    return {split: _read_sick(data_file(root, "SICK", files[split]))}
 
 
 # ---------------------------------------------------------------------- scoring
@@ -299,22 +176,6 @@ def format_sts_table(
     return "\n".join(lines)
 
 
-def _json_safe(value: Any) -> Any:
-    """nan/inf -> None (strict JSON has no NaN); numpy scalars -> Python numbers."""
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_json_safe(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def write_json(result: Mapping[str, Any], path: str | Path) -> Path:
-    """Write a result dict as strict JSON (nan -> null), creating parent folders; returns the path."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(_json_safe(result), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    return path
+    """Write a result dict as strict JSON (nan -> null), atomically, creating parent folders; returns the path."""
+    return write_json_strict(path, result)

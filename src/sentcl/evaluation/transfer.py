@@ -32,7 +32,7 @@ protocol reports the chosen L2 as "l2reg" where the sklearn one reports "C")::
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -56,11 +56,11 @@ from sentcl.evaluation.senteval_readers import (
     read_trec,
 )
 from sentcl.paths import resolve_data_dir
+from sentcl.types import EncodeFn
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 PROTOCOLS = ("senteval", "sklearn")
 DEFAULT_PROTOCOL = "senteval"  # SentEval's own protocol, as SimCSE reports; sklearn: our earlier one
-EncodeFn = Callable[[list[str]], np.ndarray]
 Folds = list[tuple[np.ndarray, np.ndarray]]
 
 C_GRID_INNER = tuple(2.0**t for t in range(-2, 4))  # SentEval InnerKFoldClassifier / SplitClassifier

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from sentcl import __version__
-from sentcl.index.atomic import read_json_object
+from sentcl.files import read_json
 from sentcl.index.shards import ShardSet
 
 logger = logging.getLogger(__name__)
@@ -281,7 +281,7 @@ def open_index(
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"index {folder} is a file, not a folder built by sentcl index build")
-    meta = read_json_object(folder / META_FILE, "index metadata")
+    meta = read_json(folder / META_FILE, what="index metadata")
     missing = [k for k in ("type", "dim", "count", "embeddings", "params") if k not in meta]
     if missing or meta.get("format") != FORMAT:
         raise ValueError(

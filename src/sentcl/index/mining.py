@@ -180,14 +180,7 @@ def mine_pairs(
 
 
 def read_corpus_file(path: Path) -> list[str]:
-    """Non-blank stripped lines of an extra corpus file (one text a line); blank lines counted."""
-    from sentcl.data.readers import iter_text_lines
+    """Non-blank stripped lines of an extra corpus file (one text a line)."""
+    from sentcl.data.readers import read_sentences
 
-    if path.is_dir():
-        raise ValueError(f"corpus file {path} is a directory, not a file")
-    if not path.is_file():
-        raise FileNotFoundError(f"corpus file {path} does not exist")
-    texts = [t.strip() for _, t in iter_text_lines(path) if t.strip()]
-    if not texts:
-        raise ValueError(f"corpus file {path} has no non-blank line")
-    return texts
+    return read_sentences(path, "corpus file", require_one=True).texts

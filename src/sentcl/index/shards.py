@@ -30,7 +30,8 @@ import numpy as np
 from sentcl import __version__
 from sentcl.atomic import atomic_save_npy, atomic_write_json
 from sentcl.data.readers import decode_line
-from sentcl.index.atomic import load_npy, read_json_object
+from sentcl.files import read_json
+from sentcl.index.atomic import load_npy
 
 logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"
@@ -86,14 +87,14 @@ def _finished(out_dir: Path, i: int) -> dict[str, Any] | None:
     sidecar = out_dir / f"{shard_stem(i)}.json"
     if not sidecar.is_file() or not (out_dir / f"{shard_stem(i)}.npy").is_file():
         return None
-    return read_json_object(sidecar, "shard record")
+    return read_json(sidecar, what="shard record")
 
 
 def _check_resume(out_dir: Path, header: dict[str, Any]) -> None:
     path = out_dir / MANIFEST
     if not path.exists():
         return
-    saved = read_json_object(path, "shard manifest")
+    saved = read_json(path, what="shard manifest")
     if saved.get("format") != FORMAT:
         raise ValueError(f"{path}: not a sentcl shard manifest (format {saved.get('format')!r})")
     changed = [k for k in RESUME_KEYS if saved.get(k) != header[k]]
@@ -211,7 +212,7 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     path = Path(folder) / MANIFEST
     if Path(folder).exists() and not Path(folder).is_dir():
         raise ValueError(f"{folder} is a file, not a folder of embedding shards")
-    manifest = read_json_object(path, "shard manifest")
+    manifest = read_json(path, what="shard manifest")
     missing = [k for k in ("format", "dim", "shards", "rows", "complete") if k not in manifest]
     if missing or manifest.get("format") != FORMAT:
         raise ValueError(

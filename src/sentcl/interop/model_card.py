@@ -28,6 +28,8 @@ _PAPERS = {
     "sup_simcse": "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
     "quick_thoughts": "Quick-Thoughts (Logeswaran & Lee, 2018): classify the context sentences",
     "cutoff_triplet": "token cutoff views with a triplet term",
+    "promptbert": "PromptBERT (Jiang et al., 2022): the [MASK] state of a template, two templates as the positive",
+    "sncse": "SNCSE (Wang et al., 2022): PromptBERT's [MASK] state + the negation as a soft negative (BML)",
 }
 
 
@@ -87,6 +89,10 @@ _PLAIN_POOLING = {
     + "h = (out.hidden_states[-2] + out.hidden_states[-1]) / 2  # (N, L, H)\nemb = (h * mask).sum(1) / mask.sum(1)\n",
     "avg_first_last": _MEAN
     + "h = (out.hidden_states[1] + out.hidden_states[-1]) / 2  # (N, L, H)\nemb = (h * mask).sum(1) / mask.sum(1)\n",
+    # PromptBERT / SNCSE: write each sentence into sentcl.json's prompt.templates[0] ([X] -> the sentence,
+    # [MASK] -> tok.mask_token) before tokenizing; denoise "always" also subtracts the template-only state
+    "mask": "# the sentences must first be written into sentcl.json's prompt.templates[0]\n"
+    "emb = out.last_hidden_state[batch['input_ids'] == tok.mask_token_id]  # the [MASK] rows, (N, H)\n",
 }
 
 

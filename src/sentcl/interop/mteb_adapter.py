@@ -10,16 +10,16 @@ year's subsets, as on the hub (SentEval's "all" aggregate). Hub tasks by name: `
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from sentcl.evaluation.sts import load_sts_task
+from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.paths import DataNotFoundError
+from sentcl.types import EncodeFn
 
-EncodeFn = Callable[[list[str]], np.ndarray]
 # MTEB task name -> sentcl's STS task name
 LOCAL_TASKS = {
     "STS12": "STS12",

@@ -110,6 +110,11 @@ def export_onnx(
     encoder = load_encoder(model, pooler=pooler) if isinstance(model, str) else model
     if isinstance(encoder, DualEncoder):
         raise ValueError("ONNX export of a two-encoder (Quick-Thoughts) model is not supported")
+    if getattr(encoder, "prompt", None) is not None:
+        raise ValueError(
+            "ONNX export of a prompt model (pooler mask: PromptBERT / SNCSE) is not supported: the graph would "
+            "not apply its template; use the PyTorch model"
+        )
     out = Path(out)
     if out.exists() and any(out.iterdir()) and not is_onnx_folder(out):
         raise ValueError(f"{out} exists and is not an exported ONNX folder; choose an empty or new folder")

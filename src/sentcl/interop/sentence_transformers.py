@@ -32,8 +32,9 @@ import transformers
 from safetensors.torch import load_file, save_file
 from torch import nn
 
+from sentcl.files import read_json
 from sentcl.modeling.heads import ACTIVATIONS, DENSE_ACTIVATIONS, DenseLayer
-from sentcl.paths import ModelFolderError, read_json_file
+from sentcl.paths import ModelFolderError
 
 logger = logging.getLogger("sentcl")
 
@@ -83,7 +84,7 @@ def is_head_like(layer: DenseLayer, hidden: int) -> bool:
 
 def _pooling_mode(folder: Path) -> str:
     file = folder / "config.json"
-    config = read_json_file(file, dict) if file.is_file() else {}
+    config = read_json(file, dict, error=ModelFolderError) if file.is_file() else {}
     mode = config.get("pooling_mode")
     if mode is None:
         modes = [m for key, m in _LEGACY_MODES.items() if config.get(key)]
@@ -102,7 +103,7 @@ def read_dense(folder: Path) -> DenseLayer:
     config_file = folder / "config.json"
     if not config_file.is_file():
         raise ModelFolderError(f"{config_file}: missing (a Dense module's settings)")
-    config = read_json_file(config_file, dict)
+    config = read_json(config_file, dict, error=ModelFolderError)
     try:
         in_f, out_f = int(config["in_features"]), int(config["out_features"])
     except (KeyError, TypeError, ValueError):
@@ -136,7 +137,7 @@ def read_dense(folder: Path) -> DenseLayer:
 def read_st_folder(folder: Path, hidden_size: int | None = None) -> STLayout:
     """Parse modules.json and its modules; ``hidden_size`` (the backbone's) decides whether Dense 0 is a head."""
     modules_file = folder / MODULES_JSON
-    modules = read_json_file(modules_file, list)
+    modules = read_json(modules_file, list, error=ModelFolderError)
     transformer_path: str | None = None
     mode: str | None = None
     dense: list[DenseLayer] = []
@@ -176,7 +177,7 @@ def read_st_folder(folder: Path, hidden_size: int | None = None) -> STLayout:
     max_seq_length = None
     st_config = folder / transformer_path / ST_CONFIG
     if st_config.is_file():
-        settings = read_json_file(st_config, dict)
+        settings = read_json(st_config, dict, error=ModelFolderError)
         if settings.get("do_lower_case"):
             raise ModelFolderError(f"{st_config}: do_lower_case=true is not supported by sentcl")
         value = settings.get("max_seq_length")

@@ -1,6 +1,46 @@
-from sentcl.modeling.dual import DualEncoder, load_encoder
-from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.modeling.heads import MLPHead
-from sentcl.modeling.pooling import POOLERS, masked_mean, pool
+"""Encoders, poolers, heads and loading.
 
-__all__ = ["POOLERS", "DualEncoder", "MLPHead", "SentenceEncoder", "load_encoder", "masked_mean", "pool"]
+The names below are imported on first use (PEP 562), so that a light module such as ``sentcl.config``
+can import ``sentcl.modeling.pooling`` without pulling in the encoder (which itself reads the config).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from sentcl.modeling.dual import DualEncoder, load_encoder
+    from sentcl.modeling.encode import encode_fn
+    from sentcl.modeling.encoder import SentenceEncoder
+    from sentcl.modeling.heads import MLPHead
+    from sentcl.modeling.pooling import POOLERS, masked_mean, pool
+
+_EXPORTS = {
+    "POOLERS": "sentcl.modeling.pooling",
+    "masked_mean": "sentcl.modeling.pooling",
+    "pool": "sentcl.modeling.pooling",
+    "DualEncoder": "sentcl.modeling.dual",
+    "load_encoder": "sentcl.modeling.dual",
+    "encode_fn": "sentcl.modeling.encode",
+    "SentenceEncoder": "sentcl.modeling.encoder",
+    "MLPHead": "sentcl.modeling.heads",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name not in _EXPORTS:
+        raise AttributeError(f"module 'sentcl.modeling' has no attribute {name!r}")
+    return getattr(importlib.import_module(_EXPORTS[name]), name)
+
+
+__all__ = [
+    "POOLERS",
+    "DualEncoder",
+    "MLPHead",
+    "SentenceEncoder",
+    "encode_fn",
+    "load_encoder",
+    "masked_mean",
+    "pool",
+]

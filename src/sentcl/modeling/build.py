@@ -16,6 +16,8 @@ def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
             max_length=cfg.max_length,
             dropout=cfg.dropout,
             for_training=True,
+            prompt=cfg.prompt_templates,
+            prompt_denoise=cfg.prompt_denoise,
         )
 
     if cfg.two_encoders:

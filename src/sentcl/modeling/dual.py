@@ -46,6 +46,11 @@ class DualEncoder(nn.Module):
         return self.f.max_length
 
     @property
+    def backbone(self) -> nn.Module:
+        """f's transformer (e.g. the one an auxiliary MLM head shares)."""
+        return self.f.backbone
+
+    @property
     def embedding_dim(self) -> int:
         return self.f.embedding_dim * (2 if self.combine == "concat" else 1)
 

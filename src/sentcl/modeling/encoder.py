@@ -20,10 +20,10 @@ from safetensors.torch import save_file
 from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
-from sentcl.config import POOLERS
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.heads import DenseLayer, MLPHead
-from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, cosine_matrix, pool
+from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, cosine_matrix, pool
+from sentcl.modeling.prompt import Prompt, prompt_embedding
 
 SENTCL_CONFIG = "sentcl.json"
 HEAD_WEIGHTS = "sentcl_head.safetensors"
@@ -55,6 +55,8 @@ class SentenceEncoder(nn.Module):
         dense: Sequence[DenseLayer] = (),
         normalize_output: bool = False,
         seq_limit: int | None = None,
+        prompt: Sequence[str] | None = None,
+        prompt_denoise: str = "train",
     ) -> None:
         super().__init__()
         if pooler not in POOLERS:
@@ -65,12 +67,24 @@ class SentenceEncoder(nn.Module):
         self.mlp_only_train = mlp_only_train
         self.max_length = max_length
         hidden = backbone.config.hidden_size
-        self.head = head if head is not None else (MLPHead(hidden) if pooler == "cls" else None)
+        self.head = head if head is not None else (MLPHead(hidden) if POOLER_SPECS[pooler].head else None)
         self.dense = nn.ModuleList(dense)  # sentence-transformers Dense modules after pooler and head
         self.normalize_output = normalize_output  # a sentence-transformers Normalize module
         self.seq_limit = seq_limit  # inference truncation set by the folder (ST's max_seq_length)
         self.check_outputs = False  # refuse non-finite embeddings in encode (set by an inference load)
+        self.truncate_dim: int | None = None  # keep the first k coordinates (Matryoshka; set_truncate_dim)
+        # post-processing (sentcl.postprocess): a BERT-flow after the Dense layers (whitening is a Dense layer),
+        # and what was fitted on what (sentcl.json "postprocess")
+        self.flow: nn.Module | None = None
+        self.postprocess: dict[str, Any] | None = None
         self.source: str | None = None
+        # PromptBERT's template(s), applied by ``encode`` (templates[0]); training views apply their own
+        self.prompt = Prompt(prompt, tokenizer, prompt_denoise) if prompt else None
+        if POOLER_SPECS[pooler].prompt != (self.prompt is not None):
+            raise ValueError(
+                f"pooler {pooler!r} "
+                + ("needs prompt templates" if self.prompt is None else "takes no prompt")
+            )
 
     # ------------------------------------------------------------------ loading and saving
 
@@ -83,14 +97,19 @@ class SentenceEncoder(nn.Module):
         max_length: int | None = None,
         dropout: float | None = None,
         for_training: bool = False,
+        prompt: list[str] | None = None,
+        prompt_denoise: str | None = None,
     ) -> SentenceEncoder:
         """Load a hub id, local folder or offline short name; arguments override a saved sentcl.json.
 
         Never an untrained part at inference (loading.py); ``for_training`` lets a missing MLP head be new.
+        ``prompt``: PromptBERT templates for pooler ``mask`` (default: the folder's, else the paper's).
         """
         from sentcl.modeling.loading import load_pretrained
 
-        return load_pretrained(name_or_path, pooler, mlp_only_train, max_length, dropout, for_training)
+        return load_pretrained(
+            name_or_path, pooler, mlp_only_train, max_length, dropout, for_training, prompt, prompt_denoise
+        )
 
     def save_pretrained(self, path: str | Path, sentence_transformers: bool = True) -> None:
         """Write a plain HF folder (backbone + tokenizer) with sentcl.json and the head beside it, and the
@@ -116,8 +135,16 @@ class SentenceEncoder(nn.Module):
         if not sentence_transformers:
             remove_st_files(path)
         meta.update({"dense": dense, "normalize": self.normalize_output})
+        if self.postprocess is not None or self.flow is not None:
+            from sentcl.postprocess.storage import save_postprocess
+
+            meta.update(save_postprocess(self, path))
+        if self.prompt is not None:
+            meta["prompt"] = self.prompt.to_json()
         if self.seq_limit is not None:
             meta["inference_max_length"] = self.seq_limit
+        if self.truncate_dim is not None:
+            meta["truncate_dim"] = self.truncate_dim
         (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     # ------------------------------------------------------------------ forward
@@ -146,10 +173,29 @@ class SentenceEncoder(nn.Module):
         return min(limits)
 
     @property
-    def embedding_dim(self) -> int:
+    def full_embedding_dim(self) -> int:
+        """The width of the pooled (+ head, Dense) vector before any truncation."""
         return int(
             self.dense[-1].linear.out_features if len(self.dense) else self.backbone.config.hidden_size
         )
+
+    @property
+    def embedding_dim(self) -> int:
+        return self.truncate_dim or self.full_embedding_dim
+
+    def set_truncate_dim(self, dim: int | None) -> None:
+        """Embed into the first ``dim`` coordinates only (a Matryoshka-trained model; None: all of them).
+
+        Cosine similarity is scale-free, so the prefix is used as it is; a model whose output is normalised
+        (a Normalize module) re-normalises the prefix. Saved in sentcl.json as ``truncate_dim``."""
+        if dim is not None and (isinstance(dim, bool) or not isinstance(dim, int) or dim <= 0):
+            raise ValueError(f"truncate_dim must be a positive whole number, got {dim!r}")
+        if dim is not None and dim > self.full_embedding_dim:
+            raise ValueError(
+                f"truncate_dim {dim} exceeds the embedding size {self.full_embedding_dim} of model "
+                f"{self.source or ''}".rstrip()
+            )
+        self.truncate_dim = dim
 
     def tokenize(self, sentences: Sequence[str], padding: bool | str = True) -> dict[str, Tensor]:
         return dict(
@@ -187,10 +233,22 @@ class SentenceEncoder(nn.Module):
         all_layers = self.pooler in NEEDS_ALL_LAYERS
         out = self.backbone(**kwargs, output_hidden_states=all_layers, return_dict=True)
         hidden_states = out.hidden_states if all_layers else (out.last_hidden_state,)
-        z = pool(self.pooler, hidden_states, attention_mask)  # (N, H)
+        if self.prompt is not None:
+            if input_ids is None:
+                raise ValueError("pooler 'mask' finds the [MASK] token by its id: input_ids are required")
+            z = prompt_embedding(self.prompt, self.backbone, hidden_states[-1], input_ids, attention_mask)
+        else:
+            z = pool(self.pooler, hidden_states, attention_mask)  # (N, H)
+        return self.finish(z, head_activation)
+
+    def finish(self, z: Tensor, head_activation: str | Sequence[str] | None = None) -> Tensor:
+        """Pooled (N, H) -> the embedding (N, D): head, Dense layers, flow, truncation, normalisation."""
         z = self._apply_head(z, head_activation) if self.uses_head else z  # (N, H)
         for layer in self.dense:
             z = layer(z)  # (N, D)
+        z = self.flow(z) if self.flow is not None else z  # (N, D): BERT-flow's latent
+        if self.truncate_dim is not None:
+            z = z[..., : self.truncate_dim]  # (N, k): a Matryoshka prefix, re-normalised below if normalized
         return nn.functional.normalize(z, dim=-1) if self.normalize_output else z
 
     def _apply_head(self, z: Tensor, head_activation: str | Sequence[str] | None) -> Tensor:
@@ -235,8 +293,9 @@ class SentenceEncoder(nn.Module):
         self.eval()
         try:
             truncate_at = max_length or self.inference_max_length
+            inputs = self.prompt.fill(texts, truncate_at) if self.prompt is not None else texts
             order, batches = length_sorted_batches(
-                self.tokenizer, texts, truncate_at, batch_size, "pt", show_progress
+                self.tokenizer, inputs, truncate_at, batch_size, "pt", show_progress
             )
             chunks: list[Tensor] = []
             for _, batch in batches:

@@ -29,7 +29,8 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from sentcl.config import POOLERS, ConfigError
+from sentcl.config import ConfigError
+from sentcl.files import read_json
 from sentcl.interop.sentence_transformers import (
     STLayout,
     is_head_like,
@@ -40,7 +41,10 @@ from sentcl.interop.sentence_transformers import (
 )
 from sentcl.modeling.encoder import HEAD_WEIGHTS, SENTCL_CONFIG, SentenceEncoder, set_dropout
 from sentcl.modeling.heads import ACTIVATIONS, DenseLayer, MLPHead
-from sentcl.paths import ModelFolderError, model_load_error, read_json_file, resolve_model_path
+from sentcl.modeling.pooling import HEADLESS_POOLERS, POOLERS, pooler_spec
+from sentcl.modeling.prompt import DENOISE_MODES, PROMPTBERT_BERT_TEMPLATES, check_template
+from sentcl.paths import ModelFolderError, model_load_error, resolve_model_path
+from sentcl.postprocess.storage import check_postprocess_meta, load_flow
 
 logger = logging.getLogger("sentcl")
 
@@ -53,7 +57,6 @@ TOKENIZER_FILES = (
     "sentencepiece.model",
     "tokenizer.model",
 )
-HEADLESS_POOLERS = tuple(p for p in POOLERS if p != "cls")
 # model types whose position ids start after the padding index (RoBERTa's offset of pad_token_id + 1)
 _PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
 
@@ -68,7 +71,7 @@ def read_sentcl_json(folder: Path) -> dict[str, Any] | None:
     file = folder / SENTCL_CONFIG
     if not file.is_file():
         return None
-    meta = read_json_file(file, dict)
+    meta = read_json(file, dict, error=ModelFolderError)
     get = meta.get
 
     def positive_int(value: Any) -> bool:
@@ -85,6 +88,7 @@ def read_sentcl_json(folder: Path) -> dict[str, Any] | None:
         "a positive whole number",
     )
     _check_type(file, meta, "normalize", isinstance(get("normalize"), bool), "true or false")
+    _check_type(file, meta, "truncate_dim", positive_int(get("truncate_dim")), "a positive whole number")
     _check_type(
         file,
         meta,
@@ -101,6 +105,28 @@ def read_sentcl_json(folder: Path) -> dict[str, Any] | None:
         and isinstance(dual.get("context_encoder"), str)
     )
     _check_type(file, meta, "dual", dual_ok, "an object with combine (f or concat) and context_encoder")
+    prompt = get("prompt")
+    prompt_ok = (
+        isinstance(prompt, dict)
+        and isinstance(prompt.get("templates"), list)
+        and len(prompt["templates"]) > 0
+        and all(isinstance(t, str) for t in prompt["templates"])
+        and prompt.get("denoise", "train") in DENOISE_MODES
+    )
+    _check_type(
+        file,
+        meta,
+        "prompt",
+        prompt_ok,
+        f"an object with templates (a list of strings) and denoise ({'/'.join(DENOISE_MODES)})",
+    )
+    if prompt_ok:
+        for template in prompt["templates"]:
+            try:
+                check_template(template)
+            except ValueError as err:
+                raise ModelFolderError(f"{file}: {err}") from None
+    check_postprocess_meta(file, meta)
     return meta
 
 
@@ -198,6 +224,40 @@ def _head_from_dense(layer: DenseLayer) -> MLPHead:
     return head
 
 
+def _prompt_head(
+    folder: Path, saved: dict[str, Any] | None, config: Any, for_training: bool, where: str
+) -> MLPHead | None:
+    """Pooler mask's MLP over the [MASK] state (PromptBERT / SNCSE train with it, ``mlp_only_train``): the
+    folder's, new for training, else none (inference on the [MASK] state itself)."""
+    head_file = folder / HEAD_WEIGHTS
+    if saved is not None and head_file.is_file():
+        head = MLPHead(config.hidden_size, activation=saved.get("head_activation", "tanh"))
+        head.load_state_dict(load_file(str(head_file)))
+        return head
+    if saved is not None and "head_activation" in saved:
+        raise ModelFolderError(f"{head_file}: missing; {folder / SENTCL_CONFIG} names a trained MLP head")
+    if for_training:
+        std = float(getattr(config, "initializer_range", 0.02))
+        logger.info("%s: new MLP head over [MASK], normal(0, %g), bias 0", where, std)
+        return MLPHead(config.hidden_size, init_std=std)
+    return None
+
+
+def _prompt_settings(
+    pooler: str, saved: dict[str, Any] | None, prompt: list[str] | None, denoise: str | None
+) -> dict[str, Any]:
+    """PromptBERT's templates: the arguments', else the folder's (sentcl.json "prompt"); none unless the
+    pooler reads a template."""
+    if not pooler_spec(pooler).prompt:
+        return {}
+    stored = (saved or {}).get("prompt") or {}
+    templates = prompt or stored.get("templates") or list(PROMPTBERT_BERT_TEMPLATES)
+    return {
+        "prompt": templates,
+        "prompt_denoise": stored.get("denoise", "train") if denoise is None else denoise,
+    }
+
+
 def load_pretrained(
     name_or_path: str,
     pooler: str | None = None,
@@ -205,6 +265,8 @@ def load_pretrained(
     max_length: int | None = None,
     dropout: float | None = None,
     for_training: bool = False,
+    prompt: list[str] | None = None,
+    prompt_denoise: str | None = None,
 ) -> SentenceEncoder:
     """See the module docstring; arguments override what the folder says."""
     path = resolve_model_path(name_or_path)
@@ -262,6 +324,8 @@ def load_pretrained(
             logger.info("%s: new MLP head over [CLS], normal(0, %g), bias 0", path, std)
         else:
             head = backbone_pooler_head(backbone, missing, path)
+    elif pooler_spec(pooler).prompt:
+        head = _prompt_head(folder, saved, config, for_training, path)
 
     limit = position_limit(config)
     max_length = max_length or (saved or {}).get("max_length", 32)
@@ -284,9 +348,19 @@ def load_pretrained(
         dense=dense,
         normalize_output=normalize,
         seq_limit=seq_limit,
+        **_prompt_settings(pooler, saved, prompt, prompt_denoise),
     )
     encoder.source = path
+    if saved is not None:  # whitening is one of the Dense layers; a flow and the fit record are loaded here
+        encoder.flow, encoder.postprocess = load_flow(folder, saved), saved.get("postprocess")
+    if saved is not None and saved.get("truncate_dim") is not None and not for_training:
+        try:  # a Matryoshka prefix (sentcl.json "truncate_dim"); training always sees the full vector
+            encoder.set_truncate_dim(saved["truncate_dim"])
+        except ValueError as err:
+            raise ModelFolderError(f"{folder / SENTCL_CONFIG}: {err}") from None
     if not for_training:
-        check_finite({"": backbone, "head.": head, "dense.": nn.ModuleList(dense)}, path)
+        check_finite(
+            {"": backbone, "head.": head, "dense.": nn.ModuleList(dense), "flow.": encoder.flow}, path
+        )
         encoder.check_outputs = True
     return encoder

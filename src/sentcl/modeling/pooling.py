@@ -1,26 +1,35 @@
-"""Poolers of the SimCSE paper: hidden states -> one vector per sentence.
+"""Poolers of the SimCSE paper: hidden states -> one vector per sentence. The one list of poolers.
 
-``cls``/``cls_before_pooler`` take the [CLS] row of the last layer (the MLP head
-on top of ``cls`` lives in heads.py); ``avg`` averages the last layer over real
-tokens; ``avg_top2`` the last two layers; ``avg_first_last`` the first
-transformer layer (``hidden_states[1]``, as in the SimCSE code after its fix)
-and the last.
+``cls``/``cls_before_pooler`` take the [CLS] row of the last layer (``cls`` adds the MLP head of heads.py
+on top); ``avg`` averages the last layer over real tokens; ``avg_top2`` the last two layers;
+``avg_first_last`` the first transformer layer (``hidden_states[1]``, as in the SimCSE code after its fix)
+and the last; ``mask`` is PromptBERT's [MASK] state of a template (modeling/prompt.py).
+
+Every pooler is declared once, in ``POOLER_SPECS``; config validation, the CLI's ``--pooler`` choices,
+the encoder and the model loader all read that table (``POOLERS`` is its names in declaration order).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 
-from sentcl.registry import Registry
-
 Pooler = Callable[[Sequence[Tensor], Tensor], Tensor]
-POOLERS: Registry[Tensor] = Registry("pooler")
 
-# Poolers that read more than the last layer need output_hidden_states=True.
-NEEDS_ALL_LAYERS = frozenset({"avg_top2", "avg_first_last"})
+
+@dataclass(frozen=True)
+class PoolerSpec:
+    """One pooler: its function, whether it adds SimCSE's MLP head, whether it reads more than the last
+    layer (the encoder then asks for ``output_hidden_states=True``)."""
+
+    fn: Pooler
+    head: bool = False
+    all_layers: bool = False
+    #: reads the [MASK] row of a prompt template (modeling/prompt.py): the model must hold a template
+    prompt: bool = False
 
 
 def masked_mean(hidden: Tensor, attention_mask: Tensor) -> Tensor:
@@ -29,29 +38,53 @@ def masked_mean(hidden: Tensor, attention_mask: Tensor) -> Tensor:
     return (hidden * mask).sum(dim=1) / mask.sum(dim=1).clamp(min=1e-9)
 
 
-@POOLERS.register("cls")
-@POOLERS.register("cls_before_pooler")
 def pool_cls(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
     return hidden_states[-1][:, 0]  # (N, H)
 
 
-@POOLERS.register("avg")
 def pool_avg(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
     return masked_mean(hidden_states[-1], attention_mask)
 
 
-@POOLERS.register("avg_top2")
 def pool_avg_top2(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
     return masked_mean((hidden_states[-2] + hidden_states[-1]) / 2.0, attention_mask)
 
 
-@POOLERS.register("avg_first_last")
 def pool_avg_first_last(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
     return masked_mean((hidden_states[1] + hidden_states[-1]) / 2.0, attention_mask)
 
 
+def pool_mask(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
+    """PromptBERT's [MASK] state: the encoder computes it with its template (modeling/prompt.py)."""
+    raise ValueError("pooler 'mask' needs the input ids and a prompt template: use SentenceEncoder")
+
+
+POOLER_SPECS: dict[str, PoolerSpec] = {
+    "cls": PoolerSpec(pool_cls, head=True),
+    "cls_before_pooler": PoolerSpec(pool_cls),
+    "avg": PoolerSpec(pool_avg),
+    "avg_top2": PoolerSpec(pool_avg_top2, all_layers=True),
+    "avg_first_last": PoolerSpec(pool_avg_first_last, all_layers=True),
+    "mask": PoolerSpec(pool_mask, prompt=True),
+}
+POOLERS: tuple[str, ...] = tuple(POOLER_SPECS)
+# Poolers with no MLP head of their own: what a folder without a trained head can be loaded with.
+HEADLESS_POOLERS: tuple[str, ...] = tuple(
+    name for name, spec in POOLER_SPECS.items() if not spec.head and not spec.prompt
+)
+# Poolers that read more than the last layer need output_hidden_states=True.
+NEEDS_ALL_LAYERS = frozenset(name for name, spec in POOLER_SPECS.items() if spec.all_layers)
+
+
+def pooler_spec(name: str) -> PoolerSpec:
+    """The pooler called ``name``; an unknown name is a KeyError that lists the valid ones."""
+    if name not in POOLER_SPECS:
+        raise KeyError(f"unknown pooler {name!r}; valid: {', '.join(POOLERS)}")
+    return POOLER_SPECS[name]
+
+
 def pool(name: str, hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
-    return POOLERS.get(name)(hidden_states, attention_mask)
+    return pooler_spec(name).fn(hidden_states, attention_mask)
 
 
 def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:

@@ -10,10 +10,6 @@ from typing import Any
 
 from torch import Tensor, nn
 
-from sentcl.registry import Registry
-
-OBJECTIVES: Registry[nn.Module] = Registry("objective")
-
 
 class Objective(nn.Module):
     """Base class: ``forward(z, **meta) -> {"loss": scalar, ...}`` with z shaped (batch, views, dim)."""
@@ -23,6 +19,15 @@ class Objective(nn.Module):
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:  # pragma: no cover - interface
         raise NotImplementedError
+
+    def attach(self, model: nn.Module) -> dict[str, nn.Module]:
+        """Modules this objective trains beside the encoder (e.g. the MLM head), by name; none by default."""
+        return {}
+
+    def token_loss(self, batch: dict[str, Tensor], seed: int) -> Any:
+        """A loss over the step's token rows beside the embedding loss (``sentcl.objectives.mlm.TokenLoss``),
+        drawn with ``seed``; None by default."""
+        return None
 
     def check_views(self, z: Tensor) -> None:
         if z.dim() != 3 or z.size(1) != self.num_views:

@@ -23,7 +23,7 @@ import torch
 from torch import Tensor
 
 from sentcl.modeling.pooling import cosine_matrix
-from sentcl.objectives.base import OBJECTIVES, Objective
+from sentcl.objectives.base import Objective
 
 SIMILARITIES = ("cosine", "dot")
 
@@ -66,7 +66,6 @@ def symmetric_info_nce(views: Tensor, temperature: float, similarity: str = "cos
     return torch.nn.functional.cross_entropy(logits, targets)
 
 
-@OBJECTIVES.register("infonce")
 class InfoNCE(Objective):
     """Unsupervised SimCSE: view 0 of each sentence is the anchor, view 1 its positive."""
 

@@ -5,13 +5,21 @@ of the selected tokens 80% become [MASK], 10% a uniformly random vocabulary id, 
 Labels hold the original id at selected positions and -100 (ignored) everywhere else.
 
     L_mlm = -mean over selected positions t of log softmax(logits_t)[x_t]
+
+``MaskedLMObjective`` wraps any objective with this term; its ``token_loss`` works on the step's token rows,
+split into chunks or not, so it composes with GradCache.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
-from torch import Tensor
+from torch import Tensor, nn
 from torch.nn import functional as F
+
+from sentcl.data.augment.tokens import SpecialIds, real_token_mask
+from sentcl.objectives.base import Objective
 
 IGNORE_INDEX = -100
 MLM_WEIGHT = 0.1
@@ -84,3 +92,90 @@ def add_mlm(outputs: dict[str, Tensor], mlm: Tensor, weight: float = MLM_WEIGHT)
     combined["loss"] = outputs["loss"] + weight * mlm
     combined["mlm"] = mlm.detach()
     return combined
+
+
+def mlm_loss_sum(logits: Tensor, labels: Tensor) -> Tensor:
+    """Summed cross-entropy over positions whose label is not -100: logits (N, L, V), labels (N, L).
+
+    0 (attached to the graph) when no position is selected. Divided by the whole batch's count of selected
+    positions it is ``mlm_loss``; summed over any split of the rows it is the whole batch's sum.
+    """
+    if logits.dim() != 3 or logits.shape[:2] != labels.shape:
+        raise ValueError(
+            f"logits must be (batch, length, vocab) matching labels (batch, length); got {tuple(logits.shape)}, {tuple(labels.shape)}"
+        )
+    flat_logits = logits.reshape(-1, logits.size(-1))  # (N*L, V)
+    flat_labels = labels.reshape(-1)  # (N*L,)
+    return F.cross_entropy(flat_logits.float(), flat_labels, ignore_index=IGNORE_INDEX, reduction="sum")
+
+
+class TokenLoss:
+    """One step's MLM term: the masked rows of the whole batch (masks drawn once), and the loss of any subset
+    of them weighted by its share of the selected positions, so that the chunks of a GradCache step sum to
+    λ · L_mlm of the whole batch."""
+
+    def __init__(self, head: nn.Module, inputs: dict[str, Tensor], labels: Tensor, weight: float) -> None:
+        self.head, self.weight = head, weight
+        self.rows = {**inputs, "labels": labels}  # (N, L) each: chunk them like the encoder's rows
+        self.count = max(int((labels != IGNORE_INDEX).sum()), 1)
+
+    def __call__(self, rows: dict[str, Tensor]) -> Tensor:
+        """The unweighted MLM loss share of ``rows`` (a slice of ``self.rows``): sum of CE / whole count."""
+        inputs = {k: v for k, v in rows.items() if k != "labels"}
+        logits = self.head(**inputs).logits  # (n, L, vocab)
+        return mlm_loss_sum(logits, rows["labels"]) / self.count
+
+
+class MaskedLMObjective(Objective):
+    """Wraps ``inner``: loss = inner(z) + λ · L_mlm, the MLM loss on the step's token rows (SimCSE's
+    ``--do_mlm``, λ = 0.1). The masked-LM head shares the encoder's backbone (``attach``)."""
+
+    def __init__(
+        self,
+        inner: Objective,
+        weight: float = MLM_WEIGHT,
+        probability: float = 0.15,
+        name_or_path: str = "",
+        new_head: bool = False,
+    ) -> None:
+        super().__init__()
+        self.inner, self.weight, self.probability = inner, weight, probability
+        self.name_or_path, self.new_head = name_or_path, new_head
+        self._bound: tuple[nn.Module, Any] | None = None  # (head, tokenizer): trained beside the encoder
+        self.generator = torch.Generator()
+
+    @property
+    def num_views(self) -> int:  # type: ignore[override]
+        return self.inner.num_views
+
+    def attach(self, model: nn.Module) -> dict[str, nn.Module]:
+        from sentcl.modeling.mlm_head import attach_mlm_head
+
+        head = attach_mlm_head(model, self.name_or_path, self.new_head)  # type: ignore[arg-type]
+        self._bound = (head, model.tokenizer)
+        return {**self.inner.attach(model), "mlm": head}
+
+    def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
+        return self.inner(z, **meta)
+
+    def token_loss(self, batch: dict[str, Tensor], seed: int) -> TokenLoss:
+        """Draw BERT's masks over the batch's real tokens from ``seed``: the step's MLM term."""
+        if self._bound is None:
+            raise RuntimeError("MaskedLMObjective.attach(model) must run before training")
+        head, tokenizer = self._bound
+        self.generator.manual_seed(seed)
+        ids, mask = batch["input_ids"], batch["attention_mask"]
+        special = ~real_token_mask(ids, mask, SpecialIds.from_tokenizer(tokenizer))  # (N, L)
+        masked, labels = mask_tokens(
+            ids, special, tokenizer.mask_token_id, len(tokenizer), self.probability, self.generator
+        )
+        return TokenLoss(head, {**batch, "input_ids": masked}, labels, self.weight)
+
+
+def mlm_wrap(
+    objective: Objective, weight: float, probability: float, name_or_path: str, new_head: bool
+) -> Objective:
+    """``objective`` with the auxiliary MLM term when ``weight`` > 0 (objective.mlm_weight), else itself."""
+    if weight <= 0:
+        return objective
+    return MaskedLMObjective(objective, weight, probability, name_or_path, new_head)

@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sentcl.objectives.base import OBJECTIVES, Objective
+from sentcl.objectives.base import Objective
 
 REDUCTIONS = ("pairs", "rows", "kl")
 DIAGONALS = ("mask", "zero")
@@ -114,7 +114,6 @@ def quick_thoughts_loss(
     return row_loss.mean()
 
 
-@OBJECTIVES.register("quick_thoughts")
 class QuickThoughts(Objective):
     """z (B, 2, D): view 0 = f(s_i) (input encoder), view 1 = g(s_i) (context encoder), same sentence.
 

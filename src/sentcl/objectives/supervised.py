@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sentcl.objectives.base import OBJECTIVES, Objective
+from sentcl.objectives.base import Objective
 from sentcl.objectives.infonce import SIMILARITIES, similarity_matrix
 
 
@@ -59,7 +59,6 @@ def supervised_info_nce(
     return torch.nn.functional.cross_entropy(logits, targets)
 
 
-@OBJECTIVES.register("supervised_infonce")
 class SupervisedInfoNCE(Objective):
     """Supervised SimCSE: view 0 = premise h_i, view 1 = entailment h_i^+, views 2.. = hard negatives h_i^-.
 

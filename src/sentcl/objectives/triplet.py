@@ -25,7 +25,7 @@ from typing import Any
 from torch import Tensor
 from torch.nn import functional as F
 
-from sentcl.objectives.base import OBJECTIVES, Objective
+from sentcl.objectives.base import Objective
 from sentcl.objectives.infonce import info_nce
 
 #: "paper": (s, s', s*, s**) with NT-Xent on (s, s'); "weak_positive" (ours): (s, s*, s**), InfoNCE on (s, s*)
@@ -39,7 +39,6 @@ def weak_strong_triplet(anchors: Tensor, weak: Tensor, strong: Tensor, margin: f
     return F.relu(margin + sim_strong - sim_weak).mean()
 
 
-@OBJECTIVES.register("cutoff_triplet")
 class CutoffTriplet(Objective):
     """``form="paper"``: z (B, 4, D) = (anchor s, dropout copy s', weak view s*, strong view s**).
     ``form="weak_positive"``: z (B, 3, D) = (anchor s, weak view s*, strong view s**)."""

@@ -19,6 +19,7 @@ from typing import Any
 from sentcl.evaluation.runner import evaluate, expand
 from sentcl.evaluation.sts import write_json
 from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
+from sentcl.files import iter_jsonl
 from sentcl.paths import OFFLINE_MODELS
 from sentcl.search_cli import model_fingerprint
 
@@ -54,26 +55,13 @@ def read_trajectory(metrics_path: Path) -> list[dict[str, float]]:
     writes them again); a repeated step keeps its last record. Bad lines are errors naming file:line.
     """
     records: list[tuple[int, dict[str, Any]]] = []
-    with open(metrics_path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
-            try:
-                record = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise ValueError(f"{metrics_path}:{lineno}: not valid JSON ({err})") from None
-            if not isinstance(record, dict):
-                raise ValueError(
-                    f"{metrics_path}:{lineno}: expected a JSON object, got {type(record).__name__}"
-                )
-            if record.get("event") == "resume":
-                records = [(n, r) for n, r in records if r["step"] <= record["step"]]
-            elif record.get("event") in ("geometry", "eval") and "alignment" in record:
-                if "uniformity" not in record or "step" not in record:
-                    raise ValueError(
-                        f"{metrics_path}:{lineno}: an alignment record needs step and uniformity"
-                    )
-                records.append((lineno, record))
+    for lineno, record in iter_jsonl(metrics_path):
+        if record.get("event") == "resume":
+            records = [(n, r) for n, r in records if r["step"] <= record["step"]]
+        elif record.get("event") in ("geometry", "eval") and "alignment" in record:
+            if "uniformity" not in record or "step" not in record:
+                raise ValueError(f"{metrics_path}:{lineno}: an alignment record needs step and uniformity")
+            records.append((lineno, record))
     by_step = {int(r["step"]): r for _, r in records}  # later records win
     return [
         {"step": step, "alignment": float(r["alignment"]), "uniformity": float(r["uniformity"])}
@@ -115,9 +103,10 @@ def compute_tasks(
 ) -> dict[str, Any]:
     """Evaluate ``model`` (run/best, a folder or short name) on ``tasks``; task -> result."""
     from sentcl.modeling.dual import load_encoder
+    from sentcl.modeling.encode import encode_fn
 
     encoder = load_encoder(model, pooler=pooler)  # None: the saved pooler, as from_pretrained does
-    return evaluate(lambda s: encoder.encode(s, batch_size=batch_size), data_dir, tasks)
+    return evaluate(encode_fn(encoder, batch_size), data_dir, tasks)
 
 
 def is_current(result: Any, protocol: str = DEFAULT_TRANSFER_PROTOCOL) -> bool:

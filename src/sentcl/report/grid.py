@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from sentcl.experiments import METRICS, GridRow, GridSpec
@@ -31,6 +33,57 @@ def grid_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class PointSummary:
+    """One point of a grid with seeds: its runs' values, their mean and sample standard deviation."""
+
+    rows: tuple[GridRow, ...]
+
+    @property
+    def values(self) -> list[float]:
+        return [r.value for r in self.rows]
+
+    @property
+    def mean(self) -> float:
+        return statistics.fmean(self.values)
+
+    @property
+    def sd(self) -> float | None:
+        return statistics.stdev(self.values) if len(self.rows) > 1 else None
+
+
+def by_point(rows: Sequence[GridRow]) -> list[PointSummary]:
+    """Rows (one per point and seed) grouped per point, in grid order."""
+    groups: dict[str, list[GridRow]] = {}
+    for row in rows:
+        groups.setdefault(row.point.name, []).append(row)
+    return [PointSummary(tuple(group)) for group in groups.values()]
+
+
+def seed_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
+    """Markdown: | Point | Overrides | <metric> mean ± sd | Per seed | Paper | Run folder |, one row per point."""
+    metric = METRICS[spec.metric][2]
+    with_paper = bool(spec.paper)
+    header = ["Point", "Overrides", f"{metric} (mean ± sd)", "Per seed"] + (["Paper"] if with_paper else [])
+    lines = [
+        "| " + " | ".join(header + ["Run folder"]) + " |",
+        "|---|---|---:|---|" + ("---:|" if with_paper else "") + "---|",
+    ]
+    for summary in by_point(rows):
+        first = summary.rows[0]
+        overrides = ", ".join(f"`{o}`" for o in first.point.overrides) or "(base)"
+        if first.point.postprocess is not None:
+            post = first.point.postprocess
+            overrides += f"; {post.method} of {post.model}"
+        sd = "" if summary.sd is None else f" ± {summary.sd:.2f}"
+        seeds = ", ".join(f"{r.seed}: {r.value:.2f}" for r in summary.rows)
+        cells = [first.point.name, overrides, f"{summary.mean:.2f}{sd}", seeds]
+        cells += [_fmt(first.paper)] if with_paper else []
+        cells += [f"`{first.run_dir.parent}`"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 def write_grid_report(
     spec: GridSpec, variant: str, rows: Sequence[GridRow], output_dir: str | Path, command: str = ""
 ) -> tuple[Path, Path]:
@@ -39,12 +92,14 @@ def write_grid_report(
     output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{spec.name}-{variant}" + ("" if spec.metric == "stsb_dev" else f"-{spec.metric}")
     metric = METRICS[spec.metric][2]
+    shown = [s.rows[0] for s in by_point(rows)] if spec.seeds else list(rows)  # one bar per point
+    means = [s.mean for s in by_point(rows)] if spec.seeds else [r.value for r in rows]
     png = plot_grid_metric(
-        [r.point.name for r in rows],
-        [r.value for r in rows],
+        [r.point.name for r in shown],
+        means,
         output_dir / f"{stem}.png",
         metric,
-        paper=[r.paper for r in rows] if spec.paper else None,
+        paper=[r.paper for r in shown] if spec.paper else None,
         title=f"{spec.title} ({variant})",
     )
     parts = [f"# {spec.title} ({variant} variant)", ""]
@@ -54,12 +109,17 @@ def write_grid_report(
         f"Grid `{spec.path}`, base recipe `{_shown(spec.base)}`, variant `{variant}`: "
         + (", ".join(f"`{o}`" for o in spec.variants[variant]) or "no overrides")
         + ".",
-        f"Metric: {metric}, Spearman x 100 of the best checkpoint (results.json of each run).",
+        f"Metric: {metric}, Spearman x 100 of the best checkpoint (results.json of each run)"
+        + (
+            f"; mean ± sample standard deviation over seeds {', '.join(map(str, spec.seeds))}."
+            if spec.seeds
+            else "."
+        ),
         "",
     ]
     if command:
         parts += ["```bash", command, "```", ""]
-    parts += [grid_table(spec, rows), ""]
+    parts += [seed_table(spec, rows) if spec.seeds else grid_table(spec, rows), ""]
     if spec.paper:
         parts += [f"Paper: {spec.paper_source or 'the published numbers'}.", ""]
     parts += [f"![{spec.title}]({png.name})", "", f"(Plot: {PIXELS[0]}x{PIXELS[1]} px.)", ""]

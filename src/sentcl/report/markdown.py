@@ -5,8 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sentcl.evaluation.sts import format_sts_table
-from sentcl.evaluation.transfer import format_transfer_table
+from sentcl.evaluation.runner import TASKS
 from sentcl.report.collect import ReportSource
 from sentcl.report.plots import PIXELS
 
@@ -51,10 +50,10 @@ def render(sources: Sequence[ReportSource], figures: Mapping[str, str], notes: S
     parts = ["# sentcl report", "", sources_table(sources), ""]
     sts = {s.name: s.results["sts"] for s in sources if "sts" in s.results}
     if sts:
-        parts += ["## STS (Spearman x 100, seven tasks)", "", format_sts_table(sts), ""]
+        parts += ["## STS (Spearman x 100, seven tasks)", "", TASKS["sts"].format(sts), ""]
     dev = {s.name: s.results[t] for s in sources for t in ("dev", "stsb_dev") if t in s.results}
     if dev:
-        parts += ["## STS dev (Spearman x 100)", "", format_sts_table(dev), ""]
+        parts += ["## STS dev (Spearman x 100)", "", TASKS["dev"].format(dev), ""]
     transfer: dict[str, Any] = {}
     kinds = set()
     for s in sources:
@@ -73,7 +72,7 @@ def render(sources: Sequence[ReportSource], figures: Mapping[str, str], notes: S
             {"transfer": "10-fold", "transfer_fast": "5-fold, fast settings (transfer_fast)"}[k]
             for k in sorted(kinds)
         )
-        parts += [f"## Transfer (accuracy %, {how})", "", format_transfer_table(transfer), ""]
+        parts += [f"## Transfer (accuracy %, {how})", "", TASKS["transfer"].format(transfer), ""]
     if any("align_uniform" in s.results or "anisotropy" in s.results for s in sources):
         parts += [
             "## Alignment and uniformity (STS-B test, lower is better)",

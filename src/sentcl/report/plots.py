@@ -8,6 +8,8 @@
 * :func:`plot_similarity_by_gold`: cos(f(s1), f(s2)) of STS-B pairs as box plots grouped by gold score
   (SimCSE Appendix G).
 * :func:`plot_grid_metric`: a grid's metric per point as bars, the paper's numbers beside them.
+* :func:`plot_metric_by_dimension`: a score (e.g. STS-B dev Spearman) against the embedding's truncation
+  dimension, one line per series (a Matryoshka model, plain SimCSE, several tasks).
 
 Figures are saved without ``bbox_inches="tight"``, which would change the pixel size.
 """
@@ -43,17 +45,27 @@ def _save(fig: Figure, path: Path) -> Path:
     return path
 
 
+def _finish(fig: Figure, ax: Any, path: Path, xlabel: str, ylabel: str, title: str, **style: Any) -> Path:
+    """Axis labels (an empty ``xlabel``: none), the title, a light grid and the legend, then save. ``style``:
+    ``title_size``, ``grid_axis`` ("both", "y") and ``legend`` (default True)."""
+    if xlabel:
+        ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title, **({"fontsize": style["title_size"]} if "title_size" in style else {}))
+    ax.grid(alpha=0.3, axis=style.get("grid_axis", "both"))
+    if style.get("legend", True):
+        ax.legend(fontsize=8)
+    return _save(fig, path)
+
+
 def plot_alignment_uniformity(points: Mapping[str, tuple[float, float]], path: Path) -> Path:
     """Scatter of model name -> (ℓ_align, ℓ_uniform), each point labelled with its model."""
     fig, ax = _new_figure()
     for name, (align, unif) in points.items():
         ax.scatter([align], [unif], s=40)
         ax.annotate(name, (align, unif), textcoords="offset points", xytext=(5, 5), fontsize=8)
-    ax.set_xlabel("ℓ_align (lower is better)")
-    ax.set_ylabel("ℓ_uniform (lower is better)")
-    ax.set_title("Alignment and uniformity (STS-B test)")
-    ax.grid(alpha=0.3)
-    return _save(fig, path)
+    xlabel, ylabel = "ℓ_align (lower is better)", "ℓ_uniform (lower is better)"
+    return _finish(fig, ax, path, xlabel, ylabel, "Alignment and uniformity (STS-B test)", legend=False)
 
 
 def plot_trajectory(trajectories: Mapping[str, Sequence[Mapping[str, float]]], path: Path) -> Path:
@@ -74,12 +86,7 @@ def plot_trajectory(trajectories: Mapping[str, Sequence[Mapping[str, float]]], p
             ax.annotate(
                 f"{int(points[i]['step'])}", (x[i], y[i]), xytext=(4, -10), textcoords="offset points"
             )
-    ax.set_xlabel("ℓ_align")
-    ax.set_ylabel("ℓ_uniform")
-    ax.set_title("Training trajectory (STS-B dev; labels are steps)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "ℓ_align", "ℓ_uniform", "Training trajectory (STS-B dev; labels are steps)")
 
 
 def plot_spectrum(spectra: Mapping[str, Sequence[float]], path: Path) -> Path:
@@ -88,12 +95,7 @@ def plot_spectrum(spectra: Mapping[str, Sequence[float]], path: Path) -> Path:
     for name, sigma in spectra.items():
         ax.plot(np.arange(1, len(sigma) + 1), sigma, label=name)
     ax.set_yscale("log")
-    ax.set_xlabel("index i")
-    ax.set_ylabel("σ_i / σ_1")
-    ax.set_title("Singular spectrum of the embeddings (STS-B test)")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "index i", "σ_i / σ_1", "Singular spectrum of the embeddings (STS-B test)")
 
 
 def plot_similarity_by_gold(
@@ -121,12 +123,8 @@ def plot_similarity_by_gold(
             box.set_alpha(0.6)
         ax.plot([], [], color=colour, linewidth=6, alpha=0.6, label=model)
     ax.set_xticks(range(len(names)), names)
-    ax.set_xlabel("gold similarity group")
-    ax.set_ylabel("cosine similarity")
-    ax.set_title("Cosine similarity by gold score (STS-B test)")
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    title = "Cosine similarity by gold score (STS-B test)"
+    return _finish(fig, ax, path, "gold similarity group", "cosine similarity", title, grid_axis="y")
 
 
 def plot_grid_metric(
@@ -156,8 +154,27 @@ def plot_grid_metric(
         pad = max(2.0, 0.1 * (max(shown) - min(shown)))
         ax.set_ylim(min(shown) - pad, max(shown) + pad)
     ax.set_xticks(x, list(labels), rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel(metric_name)
-    ax.set_title(title, fontsize=10)
-    ax.grid(alpha=0.3, axis="y")
-    ax.legend(fontsize=8)
-    return _save(fig, path)
+    return _finish(fig, ax, path, "", metric_name, title, title_size=10, grid_axis="y")
+
+
+def plot_metric_by_dimension(
+    series: Mapping[str, Mapping[int, float]], path: Path, metric_name: str, title: str = ""
+) -> Path:
+    """One line per series label: {dimension: score}, dimensions on a log2 x axis (a single series' points
+    labelled with their values)."""
+    fig, ax = _new_figure()
+    dims = sorted({d for values in series.values() for d in values})
+    for label, values in series.items():
+        xs = sorted(values)
+        ys = [values[d] for d in xs]
+        ax.plot(xs, ys, marker="o", label=label)
+        for x, y in zip(xs, ys, strict=True) if len(series) == 1 else ():  # labels of several would collide
+            ax.annotate(
+                f"{y:.1f}", (x, y), textcoords="offset points", xytext=(0, 6), fontsize=7, ha="center"
+            )
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(dims, [str(d) for d in dims])
+    title = title or f"{metric_name} against the truncation dimension"
+    return _finish(
+        fig, ax, path, "embedding dimension (first k coordinates)", metric_name, title, title_size=10
+    )

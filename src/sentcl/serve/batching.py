@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from sentcl.serve.limits import ServiceError
-
-EncodeBatch = Callable[[list[str]], np.ndarray]  # sentences -> (N, D) embeddings, in order
+from sentcl.types import EncodeFn
 
 
 class QueueFull(ServiceError):
@@ -44,7 +43,7 @@ class MicroBatcher:
 
     def __init__(
         self,
-        encode: EncodeBatch,
+        encode: EncodeFn,
         *,
         max_batch_size: int = 128,
         max_batch_tokens: int = 16384,

@@ -7,7 +7,7 @@ folder, never a half-written checkpoint (files: ``sentcl.atomic``, the project's
 atomically where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two renames, and a
 kill between them leaves ``.old-best-*``, which ``recover_run_folder`` puts back on the next start.
 
-``training_state.pt`` holds tensors and plain Python values only, so it is read with
+``training_state.pt`` (RNG states: ``sentcl.training.rng``) holds tensors and plain Python values only, so it is read with
 ``torch.load(weights_only=True)``: a crafted file cannot run code on ``--resume``.
 """
 
@@ -18,7 +18,6 @@ import functools
 import logging
 import os
 import pickle
-import random
 import re
 import shutil
 import uuid
@@ -26,7 +25,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 from safetensors import SafetensorError
 
@@ -153,35 +151,6 @@ def load_state(path: Path) -> dict[str, Any]:
             f"refusing to load {path}: it holds Python objects other than tensors and plain values, which "
             f"could run code ({first[:160]}); it was not written by this version of sentcl"
         ) from None
-
-
-def rng_state() -> dict[str, Any]:
-    """Every RNG stream as tensors and plain values (loadable with weights_only=True)."""
-    _, keys, pos, has_gauss, cached = np.random.get_state()
-    state: dict[str, Any] = {
-        "python": random.getstate(),  # (int, tuple of ints, None)
-        "numpy": {
-            "keys": torch.from_numpy(keys.astype(np.int64)),
-            "pos": int(pos),
-            "has_gauss": int(has_gauss),
-            "cached_gaussian": float(cached),
-        },
-        "torch": torch.get_rng_state(),
-    }
-    if torch.cuda.is_available():
-        state["cuda"] = torch.cuda.get_rng_state_all()
-    return state
-
-
-def set_rng_state(state: dict[str, Any]) -> None:
-    version, internal, gauss = state["python"]
-    random.setstate((version, tuple(internal), gauss))
-    npy = state["numpy"]
-    keys = npy["keys"].numpy().astype(np.uint32)
-    np.random.set_state(("MT19937", keys, npy["pos"], npy["has_gauss"], npy["cached_gaussian"]))
-    torch.set_rng_state(state["torch"])
-    if "cuda" in state and torch.cuda.is_available():
-        torch.cuda.set_rng_state_all(state["cuda"])
 
 
 def list_checkpoints(run_dir: Path) -> list[tuple[int, Path]]:

@@ -7,7 +7,9 @@ can. With f the encoder and z = f(x) the (B, V, D) embeddings:
 
 so (1) embed all chunks without a graph, (2) compute L and g = dL/dz on the detached z, (3) re-run each
 chunk with a graph and backpropagate its slice of g (``z_chunk.backward(g_chunk)``). Peak memory holds one
-chunk's activations instead of the whole batch's; the price is a second forward pass.
+chunk's activations instead of the whole batch's; the price is a second forward pass. Steps (1) and (3) live
+here (``CachedEmbeddings``); step (2) is the loss of ``sentcl.training.step.forward_loss``, the same for a
+plain step and a chunked one.
 
 Dropout is the view-generating noise of SimCSE, so the re-run of a chunk must draw the same masks as its
 first pass: the RNG state is saved before each chunk's no-grad pass and restored before its re-run. After
@@ -16,17 +18,16 @@ the step the RNG stands where the no-grad pass left it, as after a plain forward
 
 from __future__ import annotations
 
-import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 import torch
 from torch import Tensor
 
-from sentcl.methods import Method
-from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.training.precision import autocast
-from sentcl.training.step import embed_views
+from sentcl.training.rng import RngSnapshot
+
+#: embed one chunk: (rows of b examples, b) -> (b, V, D)
+EmbedFn = Callable[[dict[str, Tensor], int], Tensor]
 
 
 def chunk_rows(
@@ -49,77 +50,57 @@ def chunk_rows(
         yield count, {k: v[:, :length] for k, v in part.items()}  # (b·V, L_chunk) each
 
 
-class _RngState:
-    """Every random stream a forward pass may draw from: the global CPU generator (dropout), the CUDA
-    device's when the model runs there, and the method's own generators (e.g. feature cutoff's)."""
+class CachedEmbeddings:
+    """Steps (1) and (3): ``embed()`` the chunks without a graph (remembering each one's RNG state), then
+    ``backward(g)`` re-runs each chunk with a graph under its saved state and backpropagates its slice."""
 
-    def __init__(self, device: torch.device, method: Method) -> None:
-        self.device = device
-        self.cpu_state = torch.get_rng_state()
-        self.cuda_state = torch.cuda.get_rng_state(device) if device.type == "cuda" else None
-        self.parts: list[tuple[Any, Any]] = []
-        for part in getattr(method, "stochastic", ()):
-            generator = getattr(part, "generator", None)
-            if isinstance(generator, torch.Generator):
-                self.parts.append((generator, generator.get_state()))
-            rng = getattr(part, "rng", None)
-            if isinstance(rng, random.Random):
-                self.parts.append((rng, rng.getstate()))
+    def __init__(
+        self, embed: EmbedFn, chunks: Sequence[tuple[int, dict[str, Tensor]]], streams: Sequence[Any] = ()
+    ) -> None:
+        self.embed_chunk, self.chunks, self.streams = embed, list(chunks), list(streams)
+        self.states: list[RngSnapshot] = []
+        self.end_state: RngSnapshot | None = None
 
-    def restore(self) -> None:
-        torch.set_rng_state(self.cpu_state)
-        if self.cuda_state is not None:
-            torch.cuda.set_rng_state(self.cuda_state, self.device)
-        for stream, state in self.parts:
-            if isinstance(stream, torch.Generator):
-                stream.set_state(state)
-            else:
-                stream.setstate(state)
+    def embed(self) -> Tensor:
+        """(B, V, D) fp32 embeddings of every chunk, detached, requiring grad (the loss's leaf)."""
+        parts: list[Tensor] = []
+        with torch.no_grad():
+            for count, rows in self.chunks:
+                self.states.append(RngSnapshot(self.streams))
+                parts.append(self.embed_chunk(rows, count).float())  # (b, V, D)
+        self.end_state = RngSnapshot(self.streams)
+        return torch.cat(parts).requires_grad_(True)  # (B, V, D)
+
+    def backward(self, grad: Tensor) -> None:
+        """Accumulate Σ_chunks (dL/dz_chunk)ᵀ · dz_chunk/dθ into the parameters' ``.grad``."""
+        assert self.end_state is not None, "embed() first"
+        grads = grad.split([count for count, _ in self.chunks])  # (b, V, D) each
+        for (count, rows), state, g in zip(self.chunks, self.states, grads, strict=True):
+            state.restore()
+            self.embed_chunk(rows, count).float().backward(g)
+        self.end_state.restore()
 
 
 def gradcache_step(
-    model: SentenceEncoder,
+    model: torch.nn.Module,
     batch: dict[str, Tensor],
-    method: Method,
+    method: Any,
     num_examples: int,
     chunk_size: int,
     precision: str,
     device: torch.device | str,
     scaler: torch.amp.GradScaler | None = None,
-    objective: Callable[[Tensor], dict[str, Tensor]] | None = None,
 ) -> dict[str, Tensor]:
-    """One GradCache forward/backward: gradients of L(f(x)) accumulate into the model's ``.grad``.
+    """``forward_loss`` in chunks of ``chunk_size`` examples (the name bench/ and older callers use)."""
+    from sentcl.training.step import forward_loss
 
-    ``batch`` holds the B·V example-major rows (already token-augmented) on ``device``; chunks hold
-    ``chunk_size`` examples. The objective runs in fp32 on the whole (B, V, D) batch, as the plain step
-    does; ``objective`` replaces ``method.objective`` (e.g. to gather the views of every process and pass
-    the batch's metadata first). With ``scaler`` (fp16 loss scaling) the cached gradient is that of the
-    scaled loss. Returns the objective's outputs, detached.
-    """
-    device = torch.device(device)
-    num_views = method.num_views
-    chunks = list(chunk_rows(batch, num_examples, num_views, chunk_size))
-    # ---- (1) embed every chunk without a graph, remembering the RNG state each one started from
-    states: list[_RngState] = []
-    parts: list[Tensor] = []
-    with torch.no_grad():
-        for count, rows in chunks:
-            states.append(_RngState(device, method))
-            with autocast(precision, device):
-                parts.append(embed_views(model, rows, method, count).float())  # (b, V, D)
-    end_state = _RngState(device, method)
-    z = torch.cat(parts).requires_grad_(True)  # (B, V, D)
-    # ---- (2) the loss and its gradient w.r.t. the detached embeddings
-    outputs = (objective or method.objective)(z)
-    loss = outputs["loss"]
-    (scaler.scale(loss) if scaler is not None else loss).backward()
-    assert z.grad is not None
-    grads = z.grad.split([count for count, _ in chunks])  # (b, V, D) each
-    # ---- (3) re-run each chunk with a graph under its saved RNG state and backpropagate its gradient
-    for (count, rows), state, grad in zip(chunks, states, grads, strict=True):
-        state.restore()
-        with autocast(precision, device):
-            z_chunk = embed_views(model, rows, method, count)  # (b, V, D)
-        z_chunk.float().backward(grad)
-    end_state.restore()
-    return {k: v.detach() for k, v in outputs.items()}
+    return forward_loss(
+        model,
+        batch,
+        method,
+        num_examples,
+        chunk_size=chunk_size,
+        precision=precision,
+        device=device,
+        scaler=scaler,
+    )

@@ -33,6 +33,8 @@ SAFE_TO_CHANGE = (
     "training.report_to",
     "training.num_threads",
     "training.device",
+    "training.length_buckets",
+    "training.packed_tokens",
     "training.output_dir",
     "data.data_dir",
     "data.cache_dir",

@@ -1,4 +1,5 @@
-"""One training step's model side: examples -> views -> flat batch -> (B, V, D) embeddings (+ MLM loss)."""
+"""One training step's model side: examples -> views -> flat batch -> (B, V, D) embeddings -> loss and
+gradients (``forward_loss``: the plain step and GradCache's chunked one)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,18 @@ from collections.abc import Sequence
 import torch
 from torch import Tensor, nn
 
+from sentcl import distributed
 from sentcl.data.augment.features import input_embeddings
-from sentcl.data.augment.tokens import SpecialIds, real_token_mask
 from sentcl.data.collate import collate
 from sentcl.methods import Example, Method
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.objectives.mlm import mask_tokens, mlm_loss
+from sentcl.objectives.mlm import add_mlm
+from sentcl.training.bucketing import bucketed
+from sentcl.training.gradcache import CachedEmbeddings, chunk_rows
+from sentcl.training.packed import packed_encode, supports
+from sentcl.training.precision import autocast
+from sentcl.training.rng import generators_of
 
 Encoder = SentenceEncoder | DualEncoder
 
@@ -57,51 +63,155 @@ def _augmented_embeddings(
     return torch.stack(parts, dim=1).flatten(0, 1)  # (B·V, L, H)
 
 
-def embed_views(model: Encoder, batch: dict[str, Tensor], method: Method, num_examples: int) -> Tensor:
+def embed_views(
+    model: Encoder,
+    batch: dict[str, Tensor],
+    method: Method,
+    num_examples: int,
+    *,
+    length_buckets: int = 0,
+    packed_tokens: bool = False,
+) -> Tensor:
     """One forward pass over all B·V rows (each row its own dropout mask): returns (B, V, D).
 
     With ``share_dropout_mask`` only view 0 is encoded and reused for every view, which is exactly
     "the same dropout mask for both views" without a second code path in the model. A DualEncoder
-    sends view 0 through f and the other views through g.
+    sends view 0 through f and the other views through g. ``length_buckets`` > 0 runs each encoder on at
+    most that many length-sorted micro-batches per head activation (training.bucketing; exact), 0 on the
+    padded batch in one call. ``packed_tokens`` runs a supported (BERT) encoder on the real tokens only
+    (sentcl.training.packed; exact), taking precedence over ``length_buckets``; others fall back to those.
     """
     num_views = method.num_views
+    acts = method.head_activation
     if isinstance(model, DualEncoder):
         if method.embedding_augment or method.share_dropout_mask:
             raise ValueError("two encoders support neither feature augmentations nor a shared dropout mask")
-        return model.embed_views(batch, num_examples, num_views, method.head_activation)
+        if not length_buckets and not packed_tokens:
+            return model.embed_views(batch, num_examples, num_views, acts)
+        first = {k: _per_view(v, num_examples, num_views)[:, :1].flatten(0, 1) for k, v in batch.items()}
+        rest = {k: _per_view(v, num_examples, num_views)[:, 1:].flatten(0, 1) for k, v in batch.items()}
+        z_f = _encode_views(
+            model.f, first, num_examples, acts[:1] if acts else None, length_buckets, packed_tokens
+        )
+        z_g = _encode_views(
+            model.g, rest, num_examples, acts[1:] if acts else None, length_buckets, packed_tokens
+        )
+        return torch.cat([z_f, z_g], dim=1)  # (B, 1, D) + (B, V-1, D) -> (B, V, D)
     if method.share_dropout_mask:
         rows = {k: _per_view(v, num_examples, num_views)[:, 0] for k, v in batch.items()}  # (B, L) each
-        z = model(**rows)  # (B, D)
-        return z.unsqueeze(1).expand(-1, num_views, -1)  # (B, V, D)
+        z = _encode_views(model, rows, num_examples, None, length_buckets, packed_tokens)  # (B, 1, D)
+        return z.expand(-1, num_views, -1)  # (B, V, D)
     if method.embedding_augment:
-        inputs = {k: v for k, v in batch.items() if k != "input_ids"}
-        z = model(
-            **inputs,
-            inputs_embeds=_augmented_embeddings(model, batch, method, num_examples),
-            head_activation=method.head_activation,
-        )  # (B·V, D)
-    else:
-        z = model(**batch, head_activation=method.head_activation)  # (B·V, D)
-    return z.view(num_examples, num_views, z.size(-1))  # (B, V, D)
+        # augmented on the padded batch in row order (the augmentations' random draws do not depend on
+        # bucketing), then bucketed like token ids
+        rows = {k: v for k, v in batch.items() if k != "input_ids"}
+        rows["inputs_embeds"] = _augmented_embeddings(model, batch, method, num_examples)  # (B·V, L, H)
+        return _encode_views(model, rows, num_examples, acts, length_buckets, packed_tokens)
+    return _encode_views(model, batch, num_examples, acts, length_buckets, packed_tokens)
 
 
-def mlm_step_loss(
-    mlm_model: nn.Module,
-    tokenizer,
-    batch: dict[str, Tensor],
-    probability: float,  # noqa: ANN001
-    generator: torch.Generator,
+def _encode_views(
+    encoder: SentenceEncoder,
+    rows: dict[str, Tensor],
+    num_examples: int,
+    acts: Sequence[str] | None,
+    length_buckets: int,
+    packed_tokens: bool = False,
 ) -> Tensor:
-    """The auxiliary masked-LM loss on the batch's rows (BERT's 80/10/10 masking of real tokens)."""
-    special = ~real_token_mask(
-        batch["input_ids"], batch["attention_mask"], SpecialIds.from_tokenizer(tokenizer)
+    """Example-major rows (B·V', ...) through one encoder -> (B, V', D); ``acts`` per view or None.
+
+    Bucketed, the views that share a head activation are encoded together (the head takes one activation
+    per call), each group in length-sorted micro-batches.
+    """
+    num_views = rows["attention_mask"].size(0) // num_examples
+    if packed_tokens and supports(encoder):
+        z = packed_encode(encoder, head_activation=acts, **rows)  # (B·V', D)
+        return z.view(num_examples, num_views, z.size(-1))  # (B, V', D)
+    if not length_buckets:
+        z = encoder(**rows, head_activation=acts)  # (B·V', D)
+        return z.view(num_examples, num_views, z.size(-1))  # (B, V', D)
+    groups: dict[str | None, list[int]] = {}
+    for v in range(num_views):
+        groups.setdefault(acts[v] if acts else None, []).append(v)
+    slots: list[Tensor] = [torch.empty(0)] * num_views
+    for act, views in groups.items():
+        part = rows
+        if len(views) < num_views:
+            part = {k: _per_view(v, num_examples, num_views)[:, views].flatten(0, 1) for k, v in rows.items()}
+        z = bucketed(lambda r, act=act: encoder(**r, head_activation=act), part, length_buckets)  # (B·g, D)
+        z = z.view(num_examples, len(views), z.size(-1))  # (B, g, D)
+        if len(groups) == 1:
+            return z
+        for j, v in enumerate(views):
+            slots[v] = z[:, j]
+    return torch.stack(slots, dim=1)  # (B, V', D)
+
+
+def forward_loss(
+    model: Encoder,
+    batch: dict[str, Tensor],
+    method: Method,
+    num_examples: int,
+    *,
+    meta: dict[str, Tensor] | None = None,
+    chunk_size: int | None = None,
+    precision: str = "fp32",
+    device: torch.device | str = "cpu",
+    scaler: torch.amp.GradScaler | None = None,
+    token_seed: int = 0,
+    length_buckets: int = 0,
+    packed_tokens: bool = False,
+) -> dict[str, Tensor]:
+    """One step's forward and backward: the gradients of L accumulate in the parameters' ``.grad``.
+
+    ``batch`` holds the B·V example-major rows (token-augmented) on ``device``. The objective runs in fp32 on
+    the (B, V, D) embeddings gathered from every process, with ``meta`` as keywords; an objective's token
+    loss (the MLM term, masks drawn from ``token_seed``) runs on the same rows. With ``chunk_size`` the step
+    is GradCache's (``sentcl.training.gradcache``): the same loss and gradient, one chunk of examples'
+    activations at a time; ``length_buckets``, ``packed_tokens``: ``embed_views``'. With ``scaler`` (fp16) the gradients are those of the scaled loss. Returns the
+    objective's outputs, detached.
+    """
+    device = torch.device(device)
+    scale = scaler.scale if scaler is not None else (lambda loss: loss)
+    token_loss = method.objective.token_loss(batch, token_seed)
+
+    def embed(rows: dict[str, Tensor], count: int) -> Tensor:
+        with autocast(precision, device):
+            return embed_views(
+                model, rows, method, count, length_buckets=length_buckets, packed_tokens=packed_tokens
+            )  # (b, V, D)
+
+    def objective(z: Tensor) -> dict[str, Tensor]:
+        return method.objective(distributed.gather_views(z.float()), **(meta or {}))  # (B_global, V, D)
+
+    if chunk_size is None:
+        z = embed(batch, num_examples)  # (B, V, D) with a graph
+        outputs = objective(z)
+        if token_loss is not None:
+            with autocast(precision, device):
+                mlm = token_loss(token_loss.rows)
+            outputs = add_mlm(outputs, mlm.float(), token_loss.weight)
+        scale(outputs["loss"]).backward()
+        return {k: v.detach() for k, v in outputs.items()}
+    num_views = method.num_views
+    cache = CachedEmbeddings(
+        embed, list(chunk_rows(batch, num_examples, num_views, chunk_size)), generators_of(method.stochastic)
     )
-    masked, labels = mask_tokens(
-        batch["input_ids"], special, tokenizer.mask_token_id, len(tokenizer), probability, generator
-    )
-    inputs = {**batch, "input_ids": masked}
-    logits = mlm_model(**inputs).logits  # (B·V, L, vocab)
-    return mlm_loss(logits, labels)
+    z = cache.embed()  # (B, V, D), detached leaf
+    outputs = objective(z)
+    scale(outputs["loss"]).backward()
+    assert z.grad is not None
+    cache.backward(z.grad)
+    outputs = {k: v.detach() for k, v in outputs.items()}
+    if token_loss is not None:  # row-separable: each chunk's share of the selected positions, with a graph
+        shares = []
+        for _, rows in chunk_rows(token_loss.rows, num_examples, num_views, chunk_size):
+            with autocast(precision, device):
+                share = token_loss(rows).float()
+            scale(token_loss.weight * share).backward()
+            shares.append(share.detach())
+        outputs = add_mlm(outputs, torch.stack(shares).sum(), token_loss.weight)
+    return outputs
 
 
 class TrainingDiverged(RuntimeError):

@@ -12,16 +12,11 @@ from __future__ import annotations
 
 import torch
 from torch import Tensor, nn
-from transformers import PreTrainedTokenizerBase
 
 from sentcl.data.augment.tokens import (
-    SpecialIds,
     as_generator,
-    as_special_ids,
     change_counts,
-    check_batch,
     check_rate,
-    real_token_mask,
     select_random,
 )
 from sentcl.registry import Registry
@@ -59,34 +54,3 @@ class FeatureCutoff(nn.Module):
         counts = change_counts(self.rate, every_dim.sum(dim=1))  # (N,)
         dims = select_random(every_dim, counts, self.generator)  # (N, H)
         return inputs_embeds.masked_fill(dims[:, None, :], 0.0)  # (N, L, H)
-
-
-@FEATURE_AUGMENTATIONS.register("token_cutoff_embeddings")
-class TokenCutoffEmbeddings(nn.Module):
-    """Token cutoff on embeddings (ConSERT): zero the embedding rows of c_i random real tokens.
-
-    x'_{i,t,:} = 0 for the c_i = round_half_up(rate n_i) chosen real positions t; [CLS], [SEP] and padding
-    are never chosen; the attention mask is left as it is.
-    """
-
-    def __init__(
-        self,
-        rate: float,
-        tokenizer: PreTrainedTokenizerBase | SpecialIds,
-        generator: torch.Generator | int | None = None,
-    ) -> None:
-        super().__init__()
-        self.rate = check_rate(rate)
-        self.special = as_special_ids(tokenizer)
-        self.generator = as_generator(generator)
-
-    def forward(self, inputs_embeds: Tensor, input_ids: Tensor, attention_mask: Tensor) -> Tensor:
-        _check_embeds(inputs_embeds)
-        check_batch(input_ids, attention_mask)
-        if inputs_embeds.shape[:2] != input_ids.shape:
-            raise ValueError(
-                f"inputs_embeds {tuple(inputs_embeds.shape)} does not match input_ids {tuple(input_ids.shape)}"
-            )
-        real = real_token_mask(input_ids, attention_mask, self.special)  # (N, L)
-        rows = select_random(real, change_counts(self.rate, real.sum(dim=1)), self.generator)  # (N, L)
-        return inputs_embeds.masked_fill(rows[:, :, None], 0.0)  # (N, L, H)

@@ -265,7 +265,6 @@ class TokenShuffle(TokenAugmentation):
         return TokenView(new_ids, attention_mask.clone())
 
 
-@TOKEN_AUGMENTATIONS.register("mlm_replacement")
 class MaskedLMReplacement(TokenAugmentation):
     """MLM replacement (SimCSE Table 1): mask c_i real tokens, put a masked LM's prediction in their place.
 

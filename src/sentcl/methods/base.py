@@ -1,0 +1,197 @@
+"""The method record, its options and the registry.
+
+A method is data + objective, nothing about optimisation:
+
+    example --views--> (v_1..v_V) --tokenize--> (B·V, L) --[token/feature aug per view]--> encoder(s)
+            --> (B, V, D) --> objective
+
+Register a method with ``@register_method(name, reader=..., options=OptionsClass)`` on a builder
+``(cfg, corpus, tokenizer) -> Method``: the reader names the training-file format it needs, the options class
+(a dataclass subclass of :class:`sentcl.config.ObjectiveConfig`) declares the ``objective.*`` keys it reads;
+``cfg.objective`` is an instance of it.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import torch
+from torch import Tensor
+from transformers import PreTrainedTokenizerBase
+
+from sentcl.config import ConfigError, ObjectiveConfig, TrainConfig, check_choice, check_positive, opt
+from sentcl.data.readers import Corpus
+from sentcl.objectives.base import Objective
+from sentcl.objectives.matryoshka import matryoshka_wrap
+from sentcl.objectives.mlm import mlm_wrap
+from sentcl.registry import Registry
+
+if TYPE_CHECKING:
+    from sentcl.training.companion import Companion
+from sentcl.training.rng import step_seed
+
+Example = Any
+ViewFn = Callable[[Example], tuple[str, ...]]
+# (input_ids (N, L), attention_mask (N, L)) -> the same, augmented; applied to the rows of one view
+TokenAugment = Callable[[Tensor, Tensor], tuple[Tensor, Tensor]]
+# inputs_embeds (N, L, H) -> the same, augmented
+EmbeddingAugment = Callable[[Tensor], Tensor]
+
+
+@dataclass
+class Method:
+    """Everything that turns a batch of examples into a loss."""
+
+    views: ViewFn
+    objective: Objective
+    #: the training examples (by default the corpus' own)
+    examples: list[Example]
+    #: per-view head activation (e.g. ("tanh", "tanh", "leaky_relu")); None: the head's own
+    head_activation: Sequence[str] | None = None
+    #: per-view token augmentations (None entries leave a view unchanged)
+    token_augment: Sequence[TokenAugment | None] | None = None
+    #: per-view augmentations of the word embeddings (feature cutoff); None entries leave a view unchanged
+    embedding_augment: Sequence[EmbeddingAugment | None] | None = None
+    #: encode each example once and reuse it for every view: all views share one dropout mask
+    share_dropout_mask: bool = False
+    #: batches of random examples, or of consecutive ones (Quick-Thoughts)
+    sampler: str = "random"
+    #: batch metadata for the objective (e.g. Quick-Thoughts' positions), from the batch's examples
+    meta: Callable[[Sequence[Example]], dict[str, Tensor]] | None = None
+    #: stochastic parts, reseeded from (seed, step) before every step so that resuming is exact
+    stochastic: list[Any] = field(default_factory=list)
+    #: every view is the example's own text (augmentations act on tokens or embeddings only), so a
+    #: streaming corpus' cached token ids can be collated directly instead of tokenising the views
+    views_are_copies: bool = False
+    #: state the loop keeps beside the model (a momentum encoder, a queue): the protocol
+    #: ``sentcl.training.companion.Companion`` (objective_inputs, after_step, state_dict, load_state_dict);
+    #: None: the method needs none
+    companion: Companion | None = None
+
+    @property
+    def num_views(self) -> int:
+        return self.objective.num_views
+
+    def set_epoch(self, epoch: int) -> None:
+        """Views that draw per epoch (next-3-sentences partners) get the epoch number."""
+        set_epoch = getattr(self.views, "set_epoch", None)
+        if callable(set_epoch):
+            set_epoch(epoch)
+
+    def reseed(self, seed: int, step: int) -> None:
+        """Seed each stochastic part from (seed, step, its index): a resumed run draws what the first did."""
+        for k, part in enumerate(self.stochastic):
+            value = step_seed(seed, step, k, STOCHASTIC_STREAMS)
+            if isinstance(getattr(part, "generator", None), torch.Generator):
+                part.generator.manual_seed(value)
+            if isinstance(getattr(part, "rng", None), random.Random):
+                part.rng.seed(value)
+
+
+#: seeds per step for a method's stochastic parts (their index is the stream)
+STOCHASTIC_STREAMS = 31
+
+Builder = Callable[[TrainConfig, Corpus, PreTrainedTokenizerBase], Method]
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    reader: str
+    build: Builder
+    #: the method's ``objective:`` section (a dataclass subclass of ObjectiveConfig)
+    options: type[ObjectiveConfig] = ObjectiveConfig
+
+
+METHODS: Registry[MethodSpec] = Registry("method")
+
+
+def register_method(
+    name: str, reader: str = "lines", options: type[ObjectiveConfig] = ObjectiveConfig
+) -> Callable[[Builder], Builder]:
+    """Register builder ``(cfg, corpus, tokenizer) -> Method`` as ``objective.name=name``."""
+
+    def decorator(build: Builder) -> Builder:
+        METHODS.register(name)(lambda: MethodSpec(reader, build, options))
+        return build
+
+    return decorator
+
+
+def method_spec(cfg: TrainConfig | str) -> MethodSpec:
+    """The registered method of ``cfg.objective.name`` (or of a name)."""
+    name = cfg if isinstance(cfg, str) else cfg.objective.name
+    try:
+        return METHODS.build(name)
+    except KeyError as err:
+        raise ConfigError(f"objective.name: {err.args[0]}") from None
+
+
+def build_method(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+    method = method_spec(cfg).build(cfg, corpus, tokenizer)
+    # ---- objective wrappers (the base options every method accepts), applied here and only here:
+    # the MLM wrapper (objective.mlm_weight) and the Matryoshka wrapper (objective.matryoshka_dims) each add
+    # one line below, wrapping method.objective.
+    method.objective = matryoshka_wrap(method.objective, cfg.objective.matryoshka_dims)
+    o = cfg.objective  # the MLM wrapper outermost: the step must see its token loss
+    method.objective = mlm_wrap(
+        method.objective, o.mlm_weight, o.mlm_probability, cfg.model.name_or_path, o.mlm_new_head
+    )
+    return method
+
+
+# --------------------------------------------------------------------------- options shared by several methods
+
+#: the model options of methods that may train two encoders (f for view 0, g for the others; SimCSE Table 2)
+TWO_ENCODER_KEYS = ("model.two_encoders", "model.dual_embedding")
+
+
+def temperature_option(default: float = 0.05) -> Any:
+    return opt(default, "Temperature tau of InfoNCE: logits are cos(h_i, h_j) / tau.")
+
+
+def similarity_option() -> Any:
+    return opt(
+        "cosine",
+        "Logits are cos(h_i, h_j) / tau ('cosine', the paper) or h_i . h_j / tau ('dot', SimCSE Table D.1's "
+        "N/A column, with tau = 1).",
+    )
+
+
+def check_similarity(options: Any) -> None:
+    check_choice("objective.similarity", options.similarity, ("cosine", "dot"))
+
+
+@dataclass
+class TemperatureOptions(ObjectiveConfig):
+    """The options of a method with an InfoNCE-like temperature (its own options follow)."""
+
+    temperature: float = temperature_option()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.temperature", self.temperature)
+
+
+@dataclass
+class InfoNCEOptions(TemperatureOptions):
+    """The options of a method scored by InfoNCE: temperature and similarity (its own options follow)."""
+
+    similarity: str = similarity_option()
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_similarity(self)
+
+
+def check_examples(corpus: Corpus, ok: Callable[[Example], bool], method: str, needs: str, hint: str) -> None:
+    """The first example that ``ok`` rejects is a ConfigError naming its index and file: ``method`` needs
+    ``needs`` examples (``hint``: which settings to check)."""
+    bad = next((i for i, example in enumerate(corpus.examples) if not ok(example)), None)
+    if bad is not None:
+        raise ConfigError(
+            f"{method} needs {needs} examples; example {bad} of {corpus.path} is {corpus.examples[bad]!r} "
+            f"({hint})"
+        )

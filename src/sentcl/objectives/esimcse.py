@@ -1,0 +1,56 @@
+"""ESimCSE's loss (Wu et al. 2022, eq. 4): InfoNCE with a queue of momentum-encoded negatives.
+
+z (B, 2, D) = (h_i, h_i^+): view 0 the sentence, view 1 its word-repetition copy
+(:mod:`sentcl.data.augment.repetition`). ``queue`` (Q, D) holds sentence embeddings of the preceding
+batches from the momentum encoder (:class:`sentcl.training.momentum.MomentumQueue`), no gradient:
+
+    l_i = -log  e^{cos(h_i, h_i^+)/tau} / ( sum_j e^{cos(h_i, h_j^+)/tau} + sum_m e^{cos(h_i, q_m)/tau} )
+
+With an empty queue (the first step) this is unsupervised SimCSE's eq. 1.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+from torch import Tensor
+from torch.nn import functional as F
+
+from sentcl.modeling.pooling import cosine_matrix
+from sentcl.objectives.base import Objective
+
+
+def queue_info_nce(anchors: Tensor, positives: Tensor, queue: Tensor | None, temperature: float) -> Tensor:
+    """Mean cross-entropy over [cos(h_i, h_j^+) | cos(h_i, q_m)] / tau, target j = i.
+
+    anchors, positives (B, D); queue (Q, D) or None.
+    """
+    logits = cosine_matrix(anchors, positives)  # (B, B)
+    if queue is not None and queue.numel():
+        queue = queue.detach().to(anchors.device, anchors.dtype)
+        logits = torch.cat([logits, cosine_matrix(anchors, queue)], dim=1)  # (B, B + Q)
+    targets = torch.arange(anchors.size(0), device=anchors.device)
+    return F.cross_entropy(logits / temperature, targets)
+
+
+class ESimCSELoss(Objective):
+    """z (B, 2, D) = (sentence, word-repetition view); keyword ``queue`` (Q, D) of momentum negatives."""
+
+    num_views = 2
+    #: keyword inputs that are embeddings too (the Matryoshka wrapper cuts them to the same prefix)
+    embedding_meta = ("queue",)
+
+    def __init__(self, temperature: float = 0.05) -> None:
+        super().__init__()
+        if temperature <= 0:
+            raise ValueError(f"temperature must be positive, got {temperature}")
+        self.temperature = temperature
+
+    def forward(self, z: Tensor, queue: Tensor | None = None, **meta: Any) -> dict[str, Tensor]:
+        self.check_views(z)
+        if queue is not None and (queue.dim() != 2 or (queue.numel() and queue.size(1) != z.size(-1))):
+            raise ValueError(f"queue must be (Q, {z.size(-1)}), got {tuple(queue.shape)}")
+        loss = queue_info_nce(z[:, 0], z[:, 1], queue, self.temperature)  # z[:, v]: (B, D)
+        size = torch.tensor(0.0 if queue is None else float(queue.size(0)))
+        return {"loss": loss, "queue_size": size}

@@ -1,0 +1,56 @@
+"""The data side of a step: the token batch, and the objective's metadata, for given example indices.
+
+The corpus decides where token ids come from: a streaming corpus collates its cached ids (tokenised once, on
+disk) when every view is the example's own text; otherwise the method's views (text augmentations included)
+are tokenised per batch. Each view's token augmentation applies either way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+from sentcl import distributed
+from sentcl.data.readers import Corpus
+from sentcl.data.streaming import collate_cached
+from sentcl.methods import Example, Method
+from sentcl.training.step import Encoder, augment_tokens, make_batch
+
+
+@dataclass
+class StepBatch:
+    examples: list[Example]
+    #: the B·V example-major rows (input_ids, attention_mask, ...: (B·V, L) each), token-augmented, on device
+    tokens: dict[str, Tensor]
+    #: the objective's keyword tensors, gathered from every process
+    meta: dict[str, Tensor]
+
+    @property
+    def num_examples(self) -> int:
+        return len(self.examples)
+
+
+class BatchSource:
+    """``source(indices)`` -> the StepBatch of ``method.examples[i]`` for i in indices, on ``device``."""
+
+    def __init__(self, corpus: Corpus, method: Method, model: Encoder, device: torch.device) -> None:
+        self.method, self.model, self.device = method, model, device
+        self.cache = (
+            corpus.token_cache(model.tokenizer, model.max_length) if method.views_are_copies else None
+        )
+
+    def __call__(self, indices: Sequence[int]) -> StepBatch:
+        method = self.method
+        examples = [method.examples[i] for i in indices]
+        if self.cache is not None:
+            tokens = collate_cached(self.cache, indices, method.num_views, self.model.tokenizer)  # (B·V, L)
+        else:
+            tokens = make_batch(examples, method, self.model)  # (B·V, L)
+        tokens = augment_tokens(tokens, method, len(examples))
+        tokens = {k: v.to(self.device) for k, v in tokens.items()}
+        local_meta = method.meta(examples) if method.meta else {}
+        meta = {k: distributed.all_gather(v.to(self.device)) for k, v in local_meta.items()}
+        return StepBatch(examples, tokens, meta)

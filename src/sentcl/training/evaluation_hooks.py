@@ -1,0 +1,148 @@
+"""The evaluations of a run: the starting model (``eval.compare_with_start``), the dev score every
+``eval_steps`` with the best model kept in ``best/`` (as the SimCSE paper does), the alignment/uniformity
+trajectory, and the final evaluation of the best model (rank 0; evaluation never shifts the training RNG)."""
+
+from __future__ import annotations
+
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+from torch import nn
+
+from sentcl import distributed
+from sentcl.config import to_dict
+from sentcl.evaluation.alignment_uniformity import alignment_uniformity
+from sentcl.evaluation.runner import dev_score, evaluate
+from sentcl.files import read_json, write_json_strict
+from sentcl.interop.model_card import write_run_card
+from sentcl.modeling.dual import load_encoder
+from sentcl.modeling.encode import encode_fn
+from sentcl.training.checkpoint import atomic_dir_write
+from sentcl.training.rng import preserved_rng
+from sentcl.training.run import Run, RunState
+from sentcl.training.step import TrainingDiverged, check_finite_weights
+
+logger = logging.getLogger(__name__)
+
+
+class Evaluations:
+    """What the loop evaluates and saves, given the run, the model being trained and the number of examples."""
+
+    def __init__(self, run: Run, model: nn.Module, train_examples: int) -> None:
+        self.run, self.model, self.train_examples = run, model, train_examples
+        self.cfg = run.cfg
+        self.encode = encode_fn(model, self.cfg.eval.batch_size)
+
+    def start_results(self) -> dict[str, Any] | None:
+        """The starting model's final-task results (once per run folder; rank 0), when compared with."""
+        e, out = self.cfg.eval, self.run.out
+        if not (e.compare_with_start and self.run.main):
+            return None
+        start_file = out / "start_results.json"
+        if start_file.is_file():
+            return read_json(start_file, what="the starting model's results")
+        logger.info("evaluating the starting model on %s", ", ".join(e.final_tasks))
+        results = evaluate(
+            self.encode, self.run.data_dir, e.final_tasks, transfer_protocol=e.transfer_protocol
+        )
+        write_json_strict(start_file, results)
+        return results
+
+    def geometry(self) -> dict[str, float]:
+        """alignment/uniformity on STS-B dev, when tracked (the paper's Figure 2 trajectory)."""
+        if not self.cfg.eval.track_alignment_uniformity:
+            return {}
+        result = alignment_uniformity(self.encode, self.run.data_dir, split="dev")
+        return {"alignment": result["alignment"], "uniformity": result["uniformity"]}
+
+    def start_geometry(self, state: RunState) -> None:
+        if not (self.run.main and self.cfg.eval.track_alignment_uniformity and state.global_step == 0):
+            return
+        with preserved_rng():
+            start = self.geometry()
+        self.run.metrics.write(event="geometry", step=0, **start)
+        assert self.run.tracker is not None
+        self.run.tracker.log_eval(0, start)
+
+    def save_best(self, folder: Path, state: RunState, results: dict[str, Any] | None = None) -> None:
+        """The best model with its model card (README.md); ``results`` once the final evaluation ran."""
+        if results is None:
+            self.model.save_pretrained(folder)  # type: ignore[operator]
+        out = self.run.out
+        write_run_card(
+            folder,
+            to_dict(self.cfg),
+            out,
+            out / "best",
+            steps=state.global_step,
+            train_examples=self.train_examples,
+            best_step=state.best_step,
+            results=results,
+        )
+
+    def dev(self, state: RunState) -> None:
+        """Score the dev task; a better finite score makes this step's model ``best/`` (rank 0)."""
+        if self.run.main:
+            task, step = self.cfg.eval.dev_task, state.global_step
+            with preserved_rng():  # evaluation must not shift the training RNG streams
+                score = dev_score(self.encode, self.run.data_dir, task)
+                extra = self.geometry()
+            finite = math.isfinite(score)  # a NaN score (diverged or collapsed model) is never the best
+            improved = finite and (state.best_score is None or score > state.best_score)
+            self.run.metrics.write(
+                event="eval", step=step, **{task: score if finite else None}, **extra, best=improved
+            )
+            if finite:
+                assert self.run.tracker is not None
+                self.run.tracker.log_eval(step, {task: score, **extra})
+            note = (" (best)" if improved else "") if finite else " (not finite: never the best)"
+            logger.log(
+                logging.INFO if finite else logging.WARNING, "step %d: %s = %.2f%s", step, task, score, note
+            )
+            if improved:
+                check_finite_weights(self.model, step)
+                state.best_score, state.best_step = score, step
+                self.keep_best(state)
+        distributed.barrier()
+
+    def keep_best(self, state: RunState) -> None:
+        atomic_dir_write(self.run.out / "best", lambda folder: self.save_best(folder, state))
+
+    def keep_last(self, state: RunState) -> None:
+        """``eval_steps: 0`` (no dev evaluation): the last step's model is ``best/``, its dev score null."""
+        if self.run.main:
+            check_finite_weights(self.model, state.global_step)
+            state.best_score, state.best_step = None, state.global_step
+            self.keep_best(state)
+        distributed.barrier()
+
+    def final(self, state: RunState) -> dict[str, Any]:
+        """Evaluate ``best/`` on the final tasks; write results.json and the card with them (rank 0)."""
+        cfg, out = self.cfg, self.run.out
+        if state.best_step is None:
+            raise TrainingDiverged(
+                f"no evaluation gave a finite {cfg.eval.dev_task} score, so there is no best model; the "
+                f"checkpoints in {out} are kept"
+            )
+        best = load_encoder(str(out / "best")).to(self.run.device)
+        logger.info(
+            "evaluating the best model (step %s) on %s", state.best_step, ", ".join(cfg.eval.final_tasks)
+        )
+        results = evaluate(
+            encode_fn(best, cfg.eval.batch_size),
+            self.run.data_dir,
+            cfg.eval.final_tasks,
+            transfer_protocol=cfg.eval.transfer_protocol,
+        )
+        summary = {
+            "best_step": state.best_step,
+            "best_dev_score": state.best_score,
+            "dev_task": cfg.eval.dev_task,
+            "global_step": state.global_step,
+            "results": results,
+        }
+        write_json_strict(out / "results.json", summary)
+        self.save_best(out / "best", state, results)  # the card again, now with the final results
+        return results

@@ -1,0 +1,160 @@
+"""Packed tokens: a BERT forward over the T real tokens of a batch, padded only inside attention.
+
+A padded batch (N, L) spends every per-token computation (embeddings, the Q/K/V projections, the attention
+output, the feed-forward block, the LayerNorms, dropout) on its padding rows too: about a third of the work
+for wiki sentences at max length 32. Here those computations run once on a (T, H) tensor of the real tokens
+of the whole batch, so each linear layer stays one large matmul (unlike length buckets, whose micro-batches
+each pay their own weight-gradient matmuls). Only attention needs the rows apart: Q, K, V are scattered into
+a zero (N, heads, L, d) buffer by an index computed once per step, ``scaled_dot_product_attention`` runs
+with the padding mask, and the context is gathered back to (T, H).
+
+It is exact: a padded key is masked out of every softmax and a padded query reaches no output, so each row's
+embedding is the same function of its own tokens (the same loss and gradient up to float rounding; dropout
+draws one independent mask per element, as the padded path, but not the same random numbers). It runs a
+BERT backbone's own modules and weights; other architectures, poolers that read several layers or a
+template, and backbone settings it does not handle fall back to the padded forward (``supports``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import torch
+from torch import Tensor, nn
+from transformers import BertModel
+
+from sentcl.modeling.encoder import SentenceEncoder
+
+#: poolers computed on the packed last layer: mean over real tokens, or the [CLS] token
+PACKED_POOLERS = frozenset({"avg", "cls", "cls_before_pooler"})
+
+
+def supports(encoder: nn.Module) -> bool:
+    """Whether ``packed_encode`` computes exactly what ``encoder(...)`` would (else use the padded path)."""
+    if not isinstance(encoder, SentenceEncoder) or encoder.prompt is not None:
+        return False
+    backbone = encoder.backbone
+    if type(backbone) is not BertModel or encoder.pooler not in PACKED_POOLERS:
+        return False
+    config = backbone.config
+    return (
+        not config.is_decoder
+        and not getattr(config, "add_cross_attention", False)
+        and getattr(config, "position_embedding_type", "absolute") == "absolute"
+        and not getattr(config, "chunk_size_feed_forward", 0)
+        and not any(getattr(layer, "gradient_checkpointing", False) for layer in backbone.encoder.layer)
+    )
+
+
+def _index(attention_mask: Tensor) -> tuple[Tensor, Tensor, Tensor, int]:
+    """Which padded positions are tokens: every column before a row's last attended one (a cut-off token
+    inside a row stays a query, as in the padded forward; at least column 0, the [CLS] position).
+
+    Returns the flat positions row·L' + column (T,), their rows (T,), their columns (T,), and L' (the
+    longest row)."""
+    columns = torch.arange(1, attention_mask.size(1) + 1, device=attention_mask.device)  # (L,)
+    lengths = (attention_mask.ne(0) * columns).amax(dim=1).clamp(min=1)  # (N,)
+    width = int(lengths.max())
+    keep = torch.arange(width, device=attention_mask.device)[None, :] < lengths[:, None]  # (N, L')
+    rows, cols = keep.nonzero(as_tuple=True)  # (T,), (T,) in row-major order
+    return rows * width + cols, rows, cols, width
+
+
+class _Scatter(torch.autograd.Function):
+    """Rows x (T, C) into a zero (P, C) at distinct positions ``flat``; the backward is a gather (no
+    ``index_add``: the positions are distinct, so nothing accumulates)."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, flat: Tensor, size: int) -> Tensor:  # type: ignore[override]
+        ctx.save_for_backward(flat)
+        return x.new_zeros(size, x.size(1)).index_copy_(0, flat, x)  # (P, C)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None, None]:  # type: ignore[override]
+        (flat,) = ctx.saved_tensors
+        return grad.index_select(0, flat), None, None  # (T, C)
+
+
+class _Gather(torch.autograd.Function):
+    """Rows ``flat`` (distinct) of x (P, C) -> (T, C); the backward scatters into zeros with a copy."""
+
+    @staticmethod
+    def forward(ctx, x: Tensor, flat: Tensor) -> Tensor:  # type: ignore[override]
+        ctx.save_for_backward(flat)
+        ctx.size = x.size(0)
+        return x.index_select(0, flat)  # (T, C)
+
+    @staticmethod
+    def backward(ctx, grad: Tensor) -> tuple[Tensor, None]:  # type: ignore[override]
+        (flat,) = ctx.saved_tensors
+        return grad.new_zeros(ctx.size, grad.size(1)).index_copy_(0, flat, grad), None  # (P, C)
+
+
+def _attention(layer: nn.Module, x: Tensor, flat: Tensor, key_mask: Tensor, width: int) -> Tensor:
+    """BERT self-attention (before its output dense) on packed tokens: (T, H) -> (T, H)."""
+    attn = layer.attention.self
+    n, heads, d = key_mask.size(0), attn.num_attention_heads, attn.attention_head_size
+    weight = torch.cat([attn.query.weight, attn.key.weight, attn.value.weight])  # (3H, H)
+    bias = torch.cat([attn.query.bias, attn.key.bias, attn.value.bias])  # (3H,)
+    qkv = nn.functional.linear(x, weight, bias)  # (T, 3H)
+    padded = _Scatter.apply(qkv, flat, n * width)  # (N·L', 3H)
+    q, k, v = padded.view(n, width, 3, heads, d).permute(2, 0, 3, 1, 4)  # 3 × (N, heads, L', d)
+    context = nn.functional.scaled_dot_product_attention(
+        q,
+        k,
+        v,
+        attn_mask=key_mask[:, None, None, :],  # (N, 1, 1, L'): real keys only
+        dropout_p=attn.dropout.p if attn.training else 0.0,
+        scale=attn.scaling,
+    )  # (N, heads, L', d)
+    context = context.transpose(1, 2).reshape(n * width, heads * d)  # (N·L', H)
+    return _Gather.apply(context, flat)  # (T, H)
+
+
+def packed_last_layer(
+    backbone: BertModel,
+    attention_mask: Tensor,
+    input_ids: Tensor | None = None,
+    token_type_ids: Tensor | None = None,
+    inputs_embeds: Tensor | None = None,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The last layer's states of the real tokens (T, H), with each token's row (T,) and column (T,)."""
+    flat, rows, cols, width = _index(attention_mask)
+    emb = backbone.embeddings
+    words = emb.word_embeddings(input_ids[rows, cols]) if inputs_embeds is None else inputs_embeds[rows, cols]
+    types = token_type_ids[rows, cols] if token_type_ids is not None else torch.zeros_like(cols)  # (T,)
+    h = words + emb.token_type_embeddings(types) + emb.position_embeddings(cols)  # (T, H)
+    h = emb.dropout(emb.LayerNorm(h))
+    key_mask = attention_mask[:, :width].ne(0)  # (N, L')
+    for layer in backbone.encoder.layer:
+        out = layer.attention.output
+        a = out.LayerNorm(out.dropout(out.dense(_attention(layer, h, flat, key_mask, width))) + h)  # (T, H)
+        ff = layer.output
+        hidden = layer.intermediate.intermediate_act_fn(layer.intermediate.dense(a))  # (T, I)
+        h = ff.LayerNorm(ff.dropout(ff.dense(hidden)) + a)  # (T, H)
+    return h, rows, cols
+
+
+def packed_encode(
+    encoder: SentenceEncoder,
+    attention_mask: Tensor,
+    input_ids: Tensor | None = None,
+    token_type_ids: Tensor | None = None,
+    inputs_embeds: Tensor | None = None,
+    head_activation: str | Sequence[str] | None = None,
+) -> Tensor:
+    """``encoder(...)`` for a ``supports``-ed encoder, computed on packed tokens: (N, L) rows -> (N, D)."""
+    h, rows, cols = packed_last_layer(
+        encoder.backbone, attention_mask, input_ids, token_type_ids, inputs_embeds
+    )
+    n = attention_mask.size(0)
+    if encoder.pooler == "avg":
+        weight = attention_mask[rows, cols].to(h.dtype)  # (T,): cut-off tokens count for nothing
+        total = h.new_zeros(n, h.size(1)).index_add(0, rows, h * weight[:, None])  # (N, H)
+        count = h.new_zeros(n).index_add(0, rows, weight).clamp(min=1e-9)  # (N,)
+        z = total / count[:, None]  # (N, H)
+    else:  # cls, cls_before_pooler: each row's column 0, the first of its tokens
+        first = torch.ones_like(rows, dtype=torch.bool)
+        first[1:] = rows[1:] != rows[:-1]  # (T,)
+        z = h[first]  # (N, H)
+    return encoder.finish(z, head_activation)

@@ -1,0 +1,176 @@
+"""The packed-token step equals the padded step: embeddings, loss and every parameter gradient within 1e-5
+(dropout off), on a tiny BERT with rows of very different lengths; with dropout on, identical rows differ;
+unsupported poolers and architectures run the padded forward."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+from transformers import RobertaConfig, RobertaModel
+
+from sentcl.config import TrainingConfig
+from sentcl.methods import Method, duplicate_view
+from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.objectives.infonce import InfoNCE
+from sentcl.training.packed import packed_encode, supports
+from sentcl.training.step import embed_views, forward_loss, make_batch
+
+SENTENCES = [
+    "a man plays guitar",
+    "the dog runs in the garden near the river and the cat sits on the wall of the old red house "
+    "while a child reads a book about the market and the bank",
+    "cat",
+    "the market falls and the bank said the stock price falls",
+    "big red car",
+    "a child reads a book in the garden near the river while the dog runs",
+]
+B = len(SENTENCES)
+
+
+def _model(tiny_bert: Path, pooler: str, dropout: float | None) -> SentenceEncoder:
+    torch.manual_seed(0)  # the MLP head's initialisation
+    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler=pooler, dropout=dropout, max_length=48)
+    model.train()
+    return model
+
+
+def _method(**kwargs: object) -> Method:
+    return Method(views=duplicate_view(2), objective=InfoNCE(0.05), examples=SENTENCES, **kwargs)  # type: ignore[arg-type]
+
+
+class _BackboneCalls:
+    """Counts calls of the backbone's own forward: 0 when the packed path ran."""
+
+    def __init__(self, model: SentenceEncoder) -> None:
+        self.count = 0
+        model.backbone.register_forward_pre_hook(lambda *_: setattr(self, "count", self.count + 1))
+
+
+def _step(model: SentenceEncoder, method: Method, packed: bool, cut: bool = False) -> tuple:
+    batch = make_batch(SENTENCES, method, model)  # (B·V, L)
+    if cut:  # a token cut off inside a row: a query still, never a key nor part of the mean
+        batch["attention_mask"] = batch["attention_mask"].clone()
+        batch["attention_mask"][2 * 1, 3] = 0
+        batch["attention_mask"][2 * 3 + 1, 5] = 0
+    z = embed_views(model, batch, method, B, packed_tokens=packed)  # (B, V, D)
+    loss = method.objective(z)["loss"]
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return z.detach(), float(loss.detach()), grads
+
+
+def _assert_same_step(a: tuple, b: tuple) -> None:
+    torch.testing.assert_close(a[0], b[0], atol=1e-5, rtol=0)
+    assert abs(a[1] - b[1]) < 1e-5
+    assert a[2].keys() == b[2].keys() and len(a[2]) > 10
+    for name in a[2]:
+        torch.testing.assert_close(a[2][name], b[2][name], atol=1e-5, rtol=0, msg=f"gradient of {name}")
+
+
+@pytest.mark.parametrize(
+    ("pooler", "acts", "cut"),
+    [
+        ("cls", None, False),
+        ("avg", None, True),
+        ("cls_before_pooler", None, True),
+        ("cls", ("tanh", "leaky_relu"), False),
+    ],
+)
+def test_packed_equals_padded(tiny_bert: Path, pooler: str, acts: tuple[str, ...] | None, cut: bool) -> None:
+    model = _model(tiny_bert, pooler, dropout=0.0)
+    method = _method(head_activation=acts) if acts else _method()
+    calls = _BackboneCalls(model)
+    packed = _step(model, method, packed=True, cut=cut)
+    assert calls.count == 0  # the packed forward ran, not the backbone's padded one
+    padded = _step(model, method, packed=False, cut=cut)
+    assert calls.count == 1
+    _assert_same_step(packed, padded)
+    assert packed[0].std() > 0.01  # not a degenerate embedding
+
+
+def test_packed_with_inputs_embeds_and_token_types(tiny_bert: Path) -> None:
+    model = _model(tiny_bert, "avg", dropout=0.0)
+    batch = model.tokenize(SENTENCES)
+    batch["token_type_ids"] = (torch.arange(batch["input_ids"].size(1)) % 2).expand_as(batch["input_ids"])
+    embeds = model.backbone.embeddings.word_embeddings(batch["input_ids"]) * 1.5  # (N, L, H)
+    rows = {k: v for k, v in batch.items() if k != "input_ids"}
+    torch.testing.assert_close(
+        packed_encode(model, inputs_embeds=embeds, **rows),
+        model(inputs_embeds=embeds, **rows),
+        atol=1e-5,
+        rtol=0,
+    )
+
+
+def test_dropout_on_identical_rows_differ(tiny_bert: Path) -> None:
+    model = _model(tiny_bert, "avg", dropout=0.1)
+    method = _method()
+    batch = make_batch(SENTENCES, method, model)
+    z = embed_views(model, batch, method, B, packed_tokens=True)  # (B, V, D): views 0 and 1 are equal rows
+    assert (z[:, 0] - z[:, 1]).abs().amax(dim=1).min() > 1e-4  # every pair differs
+    model.eval()  # dropout off at eval: the packed forward matches the padded one again
+    with torch.no_grad():
+        torch.testing.assert_close(
+            embed_views(model, batch, method, B, packed_tokens=True),
+            embed_views(model, batch, method, B),
+            atol=1e-5,
+            rtol=0,
+        )
+
+
+def test_unsupported_pooler_falls_back_to_padded(tiny_bert: Path) -> None:
+    model = _model(tiny_bert, "avg_top2", dropout=0.0)
+    assert not supports(model)
+    calls = _BackboneCalls(model)
+    method = _method()
+    _assert_same_step(_step(model, method, packed=True), _step(model, method, packed=False))
+    assert calls.count == 2  # both steps ran the backbone's padded forward
+
+
+def test_unsupported_architecture_falls_back_to_padded(tiny_bert: Path) -> None:
+    bert = _model(tiny_bert, "avg", dropout=0.0)
+    assert supports(bert)
+    config = RobertaConfig(
+        vocab_size=bert.tokenizer.vocab_size, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+        intermediate_size=64, max_position_embeddings=80, pad_token_id=0, hidden_dropout_prob=0.0,
+        attention_probs_dropout_prob=0.0,
+    )  # fmt: skip
+    model = SentenceEncoder(RobertaModel(config), bert.tokenizer, pooler="avg", max_length=48)
+    assert not supports(model)
+    calls = _BackboneCalls(model)
+    method = _method()
+    _assert_same_step(_step(model, method, packed=True), _step(model, method, packed=False))
+    assert calls.count == 2
+
+
+def test_forward_loss_and_default(tiny_bert: Path) -> None:
+    """The loop's step (plain and GradCache) with packed tokens equals the padded one; on by default."""
+    assert TrainingConfig().packed_tokens is True
+    model = _model(tiny_bert, "cls", dropout=0.0)
+    method = _method()
+    batch = make_batch(SENTENCES, method, model)
+    for chunk in (None, 4):
+        losses, grads = [], []
+        for packed in (True, False):
+            out = forward_loss(model, batch, method, B, chunk_size=chunk, packed_tokens=packed)
+            losses.append(float(out["loss"]))
+            grads.append(torch.cat([p.grad.flatten() for p in model.parameters() if p.grad is not None]))
+            model.zero_grad(set_to_none=True)
+        assert abs(losses[0] - losses[1]) < 1e-5
+        torch.testing.assert_close(grads[0], grads[1], atol=1e-5, rtol=0)
+
+
+def test_packed_two_encoders_equal_padded(tiny_bert: Path) -> None:
+    """A DualEncoder: view 0 through f, view 1 through g, each packed; equal to its own padded embed_views."""
+    from sentcl.modeling.dual import DualEncoder
+
+    f, g = _model(tiny_bert, "cls", 0.0), _model(tiny_bert, "avg", 0.0)
+    torch.nn.init.normal_(g.backbone.encoder.layer[0].output.dense.weight)  # two different encoders
+    model = DualEncoder(f, g)
+    method = _method(head_activation=("tanh", "leaky_relu"))
+    batch = make_batch(SENTENCES, method, f)
+    packed = embed_views(model, batch, method, B, packed_tokens=True)  # (B, V, D)
+    torch.testing.assert_close(packed, embed_views(model, batch, method, B), atol=1e-5, rtol=0)
