@@ -132,8 +132,7 @@ def method_spec(cfg: TrainConfig | str) -> MethodSpec:
 def build_method(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
     method = method_spec(cfg).build(cfg, corpus, tokenizer)
     # ---- objective wrappers (the base options every method accepts), applied here and only here:
-    # the MLM wrapper (objective.mlm_weight) and the Matryoshka wrapper (objective.matryoshka_dims) each add
-    # one line below, wrapping method.objective.
+    # Matryoshka (objective.matryoshka_dims) on the embeddings, then MLM (objective.mlm_weight) outermost.
     method.objective = matryoshka_wrap(method.objective, cfg.objective.matryoshka_dims)
     o = cfg.objective  # the MLM wrapper outermost: the step must see its token loss
     method.objective = mlm_wrap(
