@@ -153,3 +153,32 @@ def write_small_sts(root: Path, pairs: int = 40, seed: int = 0) -> Path:
             lines.append(f"main-captions\tMSRvid\t2012test\t{i:04d}\t{gold}\t{s1}\t{s2}")
         (folder / f"sts-{split}.csv").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return root
+
+
+#: sentences of very different token lengths (padding matters): the step-equality tests' batch
+MIXED_LENGTH_SENTENCES = [
+    "a man plays guitar",
+    "the dog runs in the garden near the river",
+    "a child reads",
+    "the market falls and the bank said the stock price falls",
+    "a young woman is riding a horse on the road",
+    "the cat sits",
+    "big red car",
+]
+
+
+def backward_outputs(model: torch.nn.Module, z: torch.Tensor, loss: torch.Tensor) -> tuple:
+    """(z detached, loss, every parameter's gradient) after ``loss.backward()``; the gradients are cleared."""
+    loss.backward()
+    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
+    model.zero_grad(set_to_none=True)
+    return z.detach(), float(loss.detach()), grads
+
+
+def assert_same_step(a: tuple, b: tuple) -> None:
+    """Two ``backward_outputs``: embeddings, loss and every gradient within 1e-5."""
+    torch.testing.assert_close(a[0], b[0], atol=1e-5, rtol=0)
+    assert abs(a[1] - b[1]) < 1e-5
+    assert a[2].keys() == b[2].keys() and len(a[2]) > 10
+    for name in a[2]:
+        torch.testing.assert_close(a[2][name], b[2][name], atol=1e-5, rtol=0, msg=f"gradient of {name}")

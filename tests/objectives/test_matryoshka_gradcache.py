@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import MIXED_LENGTH_SENTENCES
 
 from sentcl.methods import Method, duplicate_view
 from sentcl.modeling.encoder import SentenceEncoder
@@ -14,14 +15,7 @@ from sentcl.objectives.matryoshka import Matryoshka
 from sentcl.training.gradcache import gradcache_step
 from sentcl.training.step import embed_views, make_batch
 
-SENTENCES = [
-    "a man plays guitar",
-    "the dog runs in the garden near the river",
-    "a child reads",
-    "the market falls and the bank said the stock price falls",
-    "a young woman is riding a horse on the road",
-    "the cat sits",
-]
+SENTENCES = MIXED_LENGTH_SENTENCES[:6]
 
 
 def _grads(model: SentenceEncoder) -> dict[str, torch.Tensor]:

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import assert_same_step, backward_outputs
 from torch import Tensor
 
 from sentcl.data.augment.features import FeatureCutoff
@@ -58,18 +59,7 @@ def _step(model: torch.nn.Module, method: Method, buckets: int, chunk: int | Non
         parts.append(embed_views(model, rows, method, stop - start, length_buckets=buckets))  # (b, V, D)
     z = torch.cat(parts)  # (B, V, D)
     loss = method.objective(z)["loss"]
-    loss.backward()
-    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    model.zero_grad(set_to_none=True)
-    return z.detach(), float(loss.detach()), grads
-
-
-def _assert_same_step(a: tuple, b: tuple) -> None:
-    torch.testing.assert_close(a[0], b[0], atol=1e-5, rtol=0)
-    assert abs(a[1] - b[1]) < 1e-5
-    assert a[2].keys() == b[2].keys() and len(a[2]) > 10
-    for name in a[2]:
-        torch.testing.assert_close(a[2][name], b[2][name], atol=1e-5, rtol=0, msg=f"gradient of {name}")
+    return backward_outputs(model, z, loss)
 
 
 class _Widths:
@@ -97,7 +87,7 @@ def test_bucketed_step_equals_padded_step(tiny_bert: Path, buckets: int) -> None
     model, method = _model(tiny_bert, 0.0), _method()
     padded = _step(model, method, 0)
     widths = _Widths(model)
-    _assert_same_step(_step(model, method, buckets), padded)
+    assert_same_step(_step(model, method, buckets), padded)
     assert 1 < len(widths.shapes) <= buckets
     assert sum(rows for rows, _ in widths.shapes) == 2 * B
     assert min(width for _, width in widths.shapes) < max(width for _, width in widths.shapes)
@@ -106,7 +96,7 @@ def test_bucketed_step_equals_padded_step(tiny_bert: Path, buckets: int) -> None
 def test_per_view_head_activations(tiny_bert: Path) -> None:
     """Views with different head activations (in an order other than the groups') are put back in place."""
     model, method = _model(tiny_bert, 0.0), _method(head_activation=("leaky_relu", "tanh"))
-    _assert_same_step(_step(model, method, 3), _step(model, method, 0))
+    assert_same_step(_step(model, method, 3), _step(model, method, 0))
 
 
 def test_feature_augmentation(tiny_bert: Path) -> None:
@@ -116,25 +106,25 @@ def test_feature_augmentation(tiny_bert: Path) -> None:
     for buckets in (0, 3):
         cutoff = FeatureCutoff(0.2, generator=7)
         steps.append(_step(model, _method(embedding_augment=(None, cutoff)), buckets))
-    _assert_same_step(steps[1], steps[0])
+    assert_same_step(steps[1], steps[0])
 
 
 def test_shared_dropout_mask(tiny_bert: Path) -> None:
     model, method = _model(tiny_bert, 0.0), _method(share_dropout_mask=True)
-    _assert_same_step(_step(model, method, 3), _step(model, method, 0))
+    assert_same_step(_step(model, method, 3), _step(model, method, 0))
 
 
 def test_dual_encoder(tiny_bert: Path) -> None:
     model = DualEncoder(_model(tiny_bert, 0.0, seed=0), _model(tiny_bert, 0.0, seed=1))
     method = _method(head_activation=("tanh", "leaky_relu"))
-    _assert_same_step(_step(model, method, 3), _step(model, method, 0))
+    assert_same_step(_step(model, method, 3), _step(model, method, 0))
 
 
 @pytest.mark.parametrize("chunk", [3, 5])
 def test_gradcache_chunks(tiny_bert: Path, chunk: int) -> None:
     """Bucketing inside each GradCache chunk equals the padded whole batch."""
     model, method = _model(tiny_bert, 0.0), _method()
-    _assert_same_step(_step(model, method, 2, chunk=chunk), _step(model, method, 0))
+    assert_same_step(_step(model, method, 2, chunk=chunk), _step(model, method, 0))
 
 
 def test_dropout_stays_independent_per_row(tiny_bert: Path) -> None:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import MIXED_LENGTH_SENTENCES
 from torch import Tensor
 
 from sentcl.data.augment.features import FeatureCutoff
@@ -21,15 +22,7 @@ from sentcl.objectives.infonce import InfoNCE, info_nce
 from sentcl.training.gradcache import gradcache_step
 from sentcl.training.step import embed_views, make_batch
 
-SENTENCES = [
-    "a man plays guitar",
-    "the dog runs in the garden near the river",
-    "a child reads",
-    "the market falls and the bank said the stock price falls",
-    "a young woman is riding a horse on the road",
-    "the cat sits",
-    "big red car",
-]
+SENTENCES = MIXED_LENGTH_SENTENCES
 B = len(SENTENCES)
 
 

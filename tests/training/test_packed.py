@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from conftest import assert_same_step, backward_outputs
 from transformers import RobertaConfig, RobertaModel
 
 from sentcl.config import TrainingConfig
@@ -56,18 +57,7 @@ def _step(model: SentenceEncoder, method: Method, packed: bool, cut: bool = Fals
         batch["attention_mask"][2 * 3 + 1, 5] = 0
     z = embed_views(model, batch, method, B, packed_tokens=packed)  # (B, V, D)
     loss = method.objective(z)["loss"]
-    loss.backward()
-    grads = {n: p.grad.clone() for n, p in model.named_parameters() if p.grad is not None}
-    model.zero_grad(set_to_none=True)
-    return z.detach(), float(loss.detach()), grads
-
-
-def _assert_same_step(a: tuple, b: tuple) -> None:
-    torch.testing.assert_close(a[0], b[0], atol=1e-5, rtol=0)
-    assert abs(a[1] - b[1]) < 1e-5
-    assert a[2].keys() == b[2].keys() and len(a[2]) > 10
-    for name in a[2]:
-        torch.testing.assert_close(a[2][name], b[2][name], atol=1e-5, rtol=0, msg=f"gradient of {name}")
+    return backward_outputs(model, z, loss)
 
 
 @pytest.mark.parametrize(
@@ -87,7 +77,7 @@ def test_packed_equals_padded(tiny_bert: Path, pooler: str, acts: tuple[str, ...
     assert calls.count == 0  # the packed forward ran, not the backbone's padded one
     padded = _step(model, method, packed=False, cut=cut)
     assert calls.count == 1
-    _assert_same_step(packed, padded)
+    assert_same_step(packed, padded)
     assert packed[0].std() > 0.01  # not a degenerate embedding
 
 
@@ -126,7 +116,7 @@ def test_unsupported_pooler_falls_back_to_padded(tiny_bert: Path) -> None:
     assert not supports(model)
     calls = _BackboneCalls(model)
     method = _method()
-    _assert_same_step(_step(model, method, packed=True), _step(model, method, packed=False))
+    assert_same_step(_step(model, method, packed=True), _step(model, method, packed=False))
     assert calls.count == 2  # both steps ran the backbone's padded forward
 
 
@@ -142,7 +132,7 @@ def test_unsupported_architecture_falls_back_to_padded(tiny_bert: Path) -> None:
     assert not supports(model)
     calls = _BackboneCalls(model)
     method = _method()
-    _assert_same_step(_step(model, method, packed=True), _step(model, method, packed=False))
+    assert_same_step(_step(model, method, packed=True), _step(model, method, packed=False))
     assert calls.count == 2
 
 

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 import torch
+from conftest import MIXED_LENGTH_SENTENCES, tiny_recipe, write_corpus
 from safetensors.torch import load_file
 from torch import Tensor, nn
 
@@ -19,15 +20,7 @@ from sentcl.objectives.mlm import MaskedLMObjective, mask_tokens, mlm_loss
 from sentcl.training.checkpoint import STATE_FILE, load_state
 from sentcl.training.step import forward_loss, make_batch
 
-SENTENCES = [
-    "a man plays guitar",
-    "the dog runs in the garden near the river",
-    "a child reads",
-    "the market falls and the bank said the stock price falls",
-    "a young woman is riding a horse on the road",
-    "the cat sits",
-    "big red car",
-]
+SENTENCES = MIXED_LENGTH_SENTENCES
 B = len(SENTENCES)
 
 
@@ -81,7 +74,6 @@ def test_gradcache_with_mlm_gives_the_plain_gradient(tiny_bert: Path, chunk: int
 
 
 def _config(tiny_bert: Path, data_dir: Path, corpus: Path, out: Path, **training: Any) -> TrainConfig:
-    from conftest import tiny_recipe
 
     return from_dict(TrainConfig, tiny_recipe(tiny_bert, data_dir, corpus, out, **training))
 
@@ -122,7 +114,6 @@ class CountingCompanion:
 def test_companion_is_called_every_step_and_resumes_exactly(
     tmp_path: Path, tiny_bert: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from conftest import write_corpus
 
     from sentcl.training import loop
 
@@ -157,8 +148,6 @@ def test_eval_steps_zero_never_evaluates_and_keeps_the_last_model(
     tmp_path: Path, tiny_bert: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     import json
-
-    from conftest import write_corpus
 
     from sentcl.training import evaluation_hooks, loop
 
