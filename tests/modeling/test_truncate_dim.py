@@ -128,3 +128,21 @@ def test_eval_sweep_plot_equals_separate_truncated_evaluations(
     both = plot_sweeps({"a": out, "b": out}, tmp_path / "both.png")
     assert both.read_bytes()[:4] == b"\x89PNG"
     assert read_sweep(out)[8]["stsb_dev"] == sweep["8"]["stsb_dev"]
+
+
+def test_encode_truncate_dim_of_a_sentence_transformers_folder(tmp_path: Path) -> None:
+    """A folder sentcl did not write (all-MiniLM-L6-v2: ST's Pooling + Normalize), against the real
+    sentence-transformers: the first 64 coordinates of its embeddings, re-normalised (the model's output is
+    normalised, so sentcl re-normalises the prefix)."""
+    from sentence_transformers import SentenceTransformer
+
+    from sentcl.paths import resolve_model_path
+
+    (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
+    args = ["encode", "--model", "all-MiniLM-L6-v2", "--input", str(tmp_path / "in.txt")]
+    assert main([*args, "--output", str(tmp_path / "k.npy"), "--truncate-dim", "64"]) == 0
+    ours = np.load(tmp_path / "k.npy")
+    full = SentenceTransformer(resolve_model_path("all-MiniLM-L6-v2"), device="cpu").encode(SENTENCES)
+    prefix = full[:, :64] / np.linalg.norm(full[:, :64], axis=1, keepdims=True)
+    assert ours.shape == (len(SENTENCES), 64)
+    np.testing.assert_allclose(ours, prefix, rtol=1e-4, atol=1e-5)
