@@ -1,0 +1,30 @@
+"""Every default that more than one module uses, defined once (import these names; never repeat the value).
+
+Torch-free: the config, the CLI and the models all read these.
+"""
+
+from __future__ import annotations
+
+#: InfoNCE temperature tau of SimCSE (Gao et al., 2021, section 3: tau = 0.05), used by every contrastive
+#: objective whose paper does not state another.
+TEMPERATURE = 0.05
+
+#: Training truncation in tokens (SimCSE's unsupervised Wikipedia recipe: max_seq_len 32).
+TRAIN_MAX_LENGTH = 32
+
+#: Ceiling of the inference truncation when a folder sets none (BERT's position limit; SimCSE's evaluation
+#: does not truncate short of it).
+INFERENCE_MAX_LENGTH_CAP = 512
+
+#: Pooler of a new model (SimCSE: [CLS] with the MLP head).
+POOLER = "cls"
+
+#: Sentences per forward pass at inference (encode, evaluation, index, serve).
+ENCODE_BATCH_SIZE = 64
+
+#: Environment variable naming the data folder.
+DATA_ENV = "SENTCL_DATA"
+
+#: The data folder when neither --data-dir nor $SENTCL_DATA is given: ``shared/data`` in the parent of the
+#: current working folder (run from the checkout, that is ``../shared/data`` beside it).
+DATA_DIR_DEFAULT = ("..", "shared", "data")
