@@ -20,6 +20,8 @@ from sentcl.serve.limits import Limits
 
 SENTENCES = ["a man plays the guitar", "the dog runs in the garden", "the bank said the price rises"]
 
+LOCAL = "http://localhost"  # a Host the service answers (TestClient's default "testserver" is refused)
+
 
 @pytest.fixture(scope="module")
 def index(tiny_encoder: Any, index_dir: Path) -> Any:
@@ -29,7 +31,7 @@ def index(tiny_encoder: Any, index_dir: Path) -> Any:
 @pytest.fixture()
 def client(tiny_encoder: Any, index: Any) -> TestClient:
     app = create_app(tiny_encoder, model_name="tiny", index=index, limits=Limits(max_client_batch=4))
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         yield c
 
 
@@ -77,7 +79,10 @@ def test_openai_route_in_process(client: TestClient, tiny_encoder: Any) -> None:
     np.testing.assert_allclose(decoded, ref[0], atol=1e-6)
     short = client.post("/v1/embeddings", json={"input": SENTENCES[0], "dimensions": 8}).json()
     np.testing.assert_allclose(short["data"][0]["embedding"], unit(ref[0][:8]), atol=1e-5)
-    assert_error(client.post("/v1/embeddings", json={"input": [[1, 2, 3]]}), 422, "validation")
+    ids = tiny_encoder.tokenizer(SENTENCES[:2])["input_ids"]  # token-id input: decoded, then embedded
+    by_ids = client.post("/v1/embeddings", json={"input": ids}).json()
+    np.testing.assert_allclose([d["embedding"] for d in by_ids["data"]], ref, atol=1e-5)
+    assert_error(client.post("/v1/embeddings", json={"input": [[1, 2, 10**6]]}), 400, "invalid_token_id")
     assert_error(client.post("/v1/embeddings", json={"input": "x", "dimensions": 999}), 422, "validation")
 
 
@@ -99,7 +104,7 @@ def test_search_ranks_like_a_brute_force_cosine(client: TestClient, tiny_encoder
 
 
 def test_search_without_an_index_is_404(tiny_encoder: Any) -> None:
-    with TestClient(create_app(tiny_encoder)) as c:
+    with TestClient(create_app(tiny_encoder), base_url=LOCAL) as c:
         assert_error(c.post("/search", json={"query": "a dog"}), 404, "no_index")
         assert c.get("/info").json()["index"] is None
 
@@ -123,7 +128,7 @@ def test_limits_answer_clear_json_errors(client: TestClient, tiny_encoder: Any) 
 
 def test_request_body_cap(tiny_encoder: Any) -> None:
     app = create_app(tiny_encoder, limits=Limits(max_body_bytes=200))
-    with TestClient(app) as c:
+    with TestClient(app, base_url=LOCAL) as c:
         assert c.post("/embed", json={"inputs": "a dog"}).status_code == 200
         assert_error(c.post("/embed", json={"inputs": "dog " * 100}), 413, "payload_too_large")
 
@@ -137,7 +142,7 @@ def test_request_body_cap(tiny_encoder: Any) -> None:
 
 
 def test_api_key(tiny_encoder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    with TestClient(create_app(tiny_encoder, api_key="s3cret")) as c:
+    with TestClient(create_app(tiny_encoder, api_key="s3cret"), base_url=LOCAL) as c:
         assert_error(c.post("/embed", json={"inputs": "a"}), 401, "unauthorized")
         wrong = c.post("/embed", json={"inputs": "a"}, headers={"Authorization": "Bearer nope"})
         assert_error(wrong, 401, "unauthorized")
@@ -181,7 +186,7 @@ def test_health_is_503_until_the_model_has_loaded(tiny_encoder: Any) -> None:
         assert release.wait(10)
         return tiny_encoder
 
-    with TestClient(create_app(load=load)) as c:
+    with TestClient(create_app(load=load), base_url=LOCAL) as c:
         assert_error(c.get("/health"), 503, "unavailable")
         assert_error(c.post("/embed", json={"inputs": "a"}), 503, "unavailable")
         release.set()
@@ -237,7 +242,9 @@ class CountingEncoder:
 
 
 def test_any_encoder_with_the_interface(tiny_encoder: Any) -> None:
-    with TestClient(create_app(CountingEncoder(tiny_encoder.tokenizer), model_name="counting")) as c:
+    with TestClient(
+        create_app(CountingEncoder(tiny_encoder.tokenizer), model_name="counting"), base_url=LOCAL
+    ) as c:
         got = c.post("/embed", json={"inputs": ["a cat", "dog"], "normalize": False}).json()
         assert got == [[5.0, 2.0, 1.0], [3.0, 0.0, 1.0]]
         info = c.get("/info").json()

@@ -1,8 +1,10 @@
-"""``sentcl serve``'s wiring: options reach the app (uvicorn.run is replaced to capture it), the default
-bind address is 127.0.0.1, and a user's mistakes end as one line with exit status 2."""
+"""``sentcl serve``'s wiring: options reach the app (``serve_on``, which runs uvicorn on the bound socket, is
+replaced to capture it), the default bind address is 127.0.0.1, and a user's mistakes end as one line with
+exit status 2."""
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -11,13 +13,26 @@ from fastapi.testclient import TestClient
 
 from sentcl.cli import main
 
+LOCAL = "http://localhost"  # a Host the service answers (TestClient's default "testserver" is refused)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
 
 @pytest.fixture()
 def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
-    import uvicorn
+    import sentcl.cli.serve as serve_cli
 
     seen: dict[str, Any] = {}
-    monkeypatch.setattr(uvicorn, "run", lambda app, **kw: seen.update(app=app, **kw))
+
+    def capture(app: Any, sock: socket.socket, config: dict[str, Any]) -> None:
+        host, port = sock.getsockname()[:2]
+        seen.update(app=app, host=host, port=port, **config)
+
+    monkeypatch.setattr(serve_cli, "serve_on", capture)
     monkeypatch.delenv("SENTCL_API_KEY", raising=False)
     return seen
 
@@ -25,10 +40,11 @@ def captured(monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
 def test_options_reach_the_service(captured: dict[str, Any], tiny_bert: Path, index_dir: Path) -> None:
     argv = ["serve", str(tiny_bert), "--pooler", "avg", "--index", str(index_dir), "--api-key", "abc"]
     argv += ["--keep-malloc-threshold"]  # leave this process's allocator as it is
-    assert main([*argv, "--max-client-batch", "2", "--max-length", "16", "--port", "9999"]) == 0
-    assert (captured["host"], captured["port"]) == ("127.0.0.1", 9999)
+    port = free_port()
+    assert main([*argv, "--max-client-batch", "2", "--max-length", "16", "--port", str(port)]) == 0
+    assert (captured["host"], captured["port"]) == ("127.0.0.1", port)
     auth = {"Authorization": "Bearer abc"}
-    with TestClient(captured["app"]) as c:
+    with TestClient(captured["app"], base_url=LOCAL) as c:
         info = c.get("/info", headers=auth).json()
         assert info["limits"]["max_client_batch"] == 2 and info["max_length"] == 16
         assert info["index"]["size"] == 12 and info["pooler"] == "avg"

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
+import socket
 from pathlib import Path
+from typing import Any
 
 from sentcl.cli.options import add_model_options, load_model, positive_int
 
@@ -27,7 +30,51 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--port", type=int, default=8080, help="Port (default 8080; 0 picks a free one).")
     p.add_argument(
         "--api-key",
-        help="Require 'Authorization: Bearer KEY' on every route but / and /health (default $SENTCL_API_KEY).",
+        help="Require 'Authorization: Bearer KEY' on every route but / and /health. Prefer $SENTCL_API_KEY "
+        "or --api-key-file: a key on the command line is visible to every local user (ps).",
+    )
+    p.add_argument(
+        "--api-key-file",
+        type=Path,
+        help="Read the API key from this file (its one line; default: $SENTCL_API_KEY).",
+    )
+    p.add_argument(
+        "--allowed-hosts",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="Also answer requests whose Host header is NAME (repeat, or separate with commas; '*.example.com' "
+        "for its subdomains, '*' for any). Always answered: the bound address, localhost, 127.0.0.1, [::1]; "
+        "other names are refused (400), against DNS rebinding.",
+    )
+    p.add_argument(
+        "--header-timeout",
+        type=float,
+        default=10.0,
+        help="Seconds a client has to send a request's headers (408 and disconnected after; default 10).",
+    )
+    p.add_argument(
+        "--body-timeout",
+        type=float,
+        default=60.0,
+        help="Seconds a client has to send a request's body once its headers are in (default 60).",
+    )
+    p.add_argument(
+        "--keep-alive-timeout",
+        type=positive_int,
+        default=5,
+        help="Seconds an idle kept-alive connection stays open (default 5).",
+    )
+    p.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=1000,
+        help="Open connections at most; one more is answered 503 and closed (default 1000).",
+    )
+    p.add_argument(
+        "--threads",
+        type=positive_int,
+        help="PyTorch threads for encoding (default: PyTorch's, which follows $OMP_NUM_THREADS).",
     )
     for action in p._actions:  # the shared --batch-size, with the service's meaning and default
         if action.dest == "batch_size":
@@ -68,14 +115,59 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def bind(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host:port`` (not yet listening: until the model is loaded, connections are
+    refused, not held). A busy or unusable address is a user error, raised before anything loads."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as err:
+        raise ValueError(f"cannot listen on {host}:{port}: {err.strerror}") from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # a restart is not blocked by TIME_WAIT
+    try:
+        sock.bind(address)
+    except OSError as err:
+        sock.close()
+        hint = ": another process listens there (pick another --port, or 0 for a free one)"
+        reason = "the address is already in use" + hint if err.errno == errno.EADDRINUSE else err.strerror
+        raise ValueError(f"cannot listen on {host}:{port}: {reason}") from None
+    return sock
+
+
+def url_of(sock: socket.socket) -> str:
+    host, port = sock.getsockname()[:2]
+    return f"http://[{host}]:{port}/" if ":" in host else f"http://{host}:{port}/"
+
+
+def serve_on(app: Any, sock: socket.socket, config: dict[str, Any]) -> None:
+    """Run uvicorn on the bound socket until Ctrl-C or SIGTERM (the tests replace this)."""
+    import uvicorn
+
+    uvicorn.Server(uvicorn.Config(app, **config)).run(sockets=[sock])
+
+
+def api_key_from(args: argparse.Namespace) -> str | None:
+    from sentcl.serve.auth import resolve_api_key
+
+    if args.api_key:
+        logger.warning(
+            "--api-key puts the key in the process list, readable by every local user: "
+            "prefer $SENTCL_API_KEY or --api-key-file"
+        )
+    return resolve_api_key(args.api_key, args.api_key_file)
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        import uvicorn
+        import uvicorn  # noqa: F401 - the extra's check
 
         from sentcl.serve.app import create_app
-        from sentcl.serve.auth import resolve_api_key
+        from sentcl.serve.hosts import HostPolicy
         from sentcl.serve.index import load_search_index
         from sentcl.serve.limits import Limits
+        from sentcl.serve.protocol import guarded_protocol
     except ImportError as err:
         raise ValueError(f"{err.name} is not installed: pip install 'sentcl[serve]'") from err
     if args.model_path and args.model and args.model_path != args.model:
@@ -96,23 +188,41 @@ def run(args: argparse.Namespace) -> int:
         max_k=args.max_k,
         auto_truncate=args.auto_truncate,
     )
-    if not args.keep_malloc_threshold:
-        from sentcl.training.allocator import fix_mmap_threshold
+    api_key = api_key_from(args)
+    hosts = HostPolicy(args.host, [h for item in args.allowed_hosts for h in item.split(",")])
+    protocol = guarded_protocol(args.header_timeout, args.body_timeout, args.max_connections)
+    sock = bind(args.host, args.port)  # before loading anything: a busy port fails at once
+    try:
+        logger.info("bound %s; loading %s", url_of(sock), args.model)
+        if args.threads:
+            import torch
 
-        fix_mmap_threshold()  # batches of varied shapes: freed activations go back to the system
-    encoder = load_model(args)
-    index = load_search_index(args.index, int(encoder.embedding_dim)) if args.index else None
-    app = create_app(
-        encoder,
-        model_name=args.model,
-        index=index,
-        limits=limits,
-        max_length=args.max_length,
-        api_key=resolve_api_key(args.api_key),
-        backend=None if getattr(args, "model_backend", "auto") == "auto" else args.model_backend,
-    )
-    if args.host not in ("127.0.0.1", "localhost", "::1"):
-        logger.warning("serving on %s: reachable from other machines", args.host)
-    logger.info("serving %s on http://%s:%d/ (Ctrl-C stops)", args.model, args.host, args.port)
-    uvicorn.run(app, host=args.host, port=args.port, log_level="warning" if not args.verbose else "info")
+            torch.set_num_threads(args.threads)
+        if not args.keep_malloc_threshold:
+            from sentcl.training.allocator import fix_mmap_threshold
+
+            fix_mmap_threshold()  # batches of varied shapes: freed activations go back to the system
+        encoder = load_model(args)
+        index = load_search_index(args.index, int(encoder.embedding_dim)) if args.index else None
+        app = create_app(
+            encoder,
+            model_name=args.model,
+            index=index,
+            limits=limits,
+            max_length=args.max_length,
+            api_key=api_key,
+            backend=None if getattr(args, "model_backend", "auto") == "auto" else args.model_backend,
+            hosts=hosts,
+        )
+        if args.host not in ("127.0.0.1", "localhost", "::1"):
+            logger.warning("serving on %s: reachable from other machines", args.host)
+        logger.info("serving %s on %s (Ctrl-C stops)", args.model, url_of(sock))
+        config = {
+            "http": protocol,
+            "timeout_keep_alive": args.keep_alive_timeout,
+            "log_level": "warning" if not args.verbose else "info",
+        }
+        serve_on(app, sock, config)
+    finally:
+        sock.close()
     return 0

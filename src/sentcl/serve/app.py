@@ -19,9 +19,11 @@ from starlette.exceptions import HTTPException
 
 from sentcl.serve.auth import BearerAuth
 from sentcl.serve.batching import MicroBatcher
+from sentcl.serve.hosts import HostCheck, HostPolicy
 from sentcl.serve.limits import BodySizeLimit, Limits, ServiceError
 from sentcl.serve.metrics import Metrics, MetricsMiddleware
 from sentcl.serve.routes import ROUTES, add_routes
+from sentcl.serve.text import char_budget, check_texts, chunks, cut
 
 
 def model_length_limit(encoder: Any) -> int:
@@ -49,6 +51,7 @@ class Service:
         self.max_length_override = max_length
         self.encoder: Any = None
         self._count_tokenizer: Any = None
+        self.n_special = 0
         self._count_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sentcl-count")
         self.load_error: str | None = None
         self.metrics = Metrics(queue_depth=lambda: self.batcher.depth)
@@ -73,6 +76,8 @@ class Service:
             self._count_tokenizer = copy.deepcopy(encoder.tokenizer)
         except Exception:  # noqa: BLE001 - an uncopyable tokenizer: count in the encode thread instead
             self._count_tokenizer = None
+        tokenizer = self._count_tokenizer or encoder.tokenizer
+        self.n_special = len(tokenizer("")["input_ids"])  # [CLS] [SEP]: what an input without text gives
         self.encoder = encoder
 
     def _on_batch(self, sentences: int, seconds: float) -> None:
@@ -89,30 +94,83 @@ class Service:
         tokenizer = self._count_tokenizer or self.encoder.tokenizer
         return [len(ids) for ids in tokenizer(texts, truncation=False)["input_ids"]]
 
-    async def embed(self, texts: list[str], truncate: bool | None) -> tuple[np.ndarray, int]:
-        """Raw embeddings (N, D) of ``texts`` after the limits' checks, and the tokens they used."""
+    async def _run_tokenizer(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """``fn(*args)`` in the counting thread (the encode thread where the tokenizer could not be copied)."""
+        executor = self._count_executor if self._count_tokenizer is not None else self.batcher.executor
+        return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
+
+    async def count_tokens(self, texts: list[str]) -> list[int]:
+        """Tokens of each text (specials included), in bounded chunks so other requests interleave."""
+        counts: list[int] = []
+        for group in chunks(texts):
+            counts += await self._run_tokenizer(self._token_counts, group)
+        return counts
+
+    def _decode(self, ids: list[list[int]]) -> list[str]:
+        tokenizer = self._count_tokenizer or self.encoder.tokenizer
+        return [tokenizer.decode(row, skip_special_tokens=True) for row in ids]
+
+    async def decode(self, ids: list[list[int]], truncate: bool | None) -> list[str]:
+        """Token-id inputs as text (the model's tokenizer), after checking each id is in the vocabulary."""
+        self._check_ready(len(ids))
+        vocab = len(self._count_tokenizer or self.encoder.tokenizer)
+        for i, row in enumerate(ids):
+            bad = next((t for t in row if not 0 <= t < vocab), None)
+            if bad is not None:
+                raise ServiceError(
+                    400,
+                    "invalid_token_id",
+                    f"input {i} holds token id {bad}, outside the model's vocabulary of {vocab} ids: token ids "
+                    "must come from the served model's tokenizer (a client tokenising with another one, such "
+                    "as tiktoken, should send text)",
+                )
+            if len(row) > self.max_length and not self._truncating(truncate):
+                raise ServiceError(
+                    422,
+                    "input_too_long",
+                    f"input {i} has {len(row)} token ids; the model takes {self.max_length}",
+                )
+        return await self._run_tokenizer(self._decode, [row[: self.max_length] for row in ids])
+
+    def _truncating(self, truncate: bool | None) -> bool:
+        return self.limits.auto_truncate if truncate is None else truncate
+
+    def _check_ready(self, n_inputs: int) -> None:
         if self.encoder is None:
             raise ServiceError(503, "unavailable", self.load_error or "the model is loading")
-        if not texts:
+        if not n_inputs:
             raise ServiceError(400, "empty", "no input: send at least one sentence")
-        if len(texts) > self.limits.max_client_batch:
+        if n_inputs > self.limits.max_client_batch:
             raise ServiceError(
                 413,
                 "too_many_inputs",
-                f"{len(texts)} inputs in one request; the limit is {self.limits.max_client_batch}",
+                f"{n_inputs} inputs in one request; the limit is {self.limits.max_client_batch}",
             )
-        empty = [i for i, t in enumerate(texts) if not t.strip()]
-        if empty:
-            raise ServiceError(400, "empty", f"input {empty[0]} is empty ({len(empty)} empty input(s))")
-        executor = self._count_executor if self._count_tokenizer is not None else self.batcher.executor
-        counts = await asyncio.get_running_loop().run_in_executor(executor, self._token_counts, texts)
-        limit = self.max_length
-        over = [i for i, n in enumerate(counts) if n > limit]
-        if over and not (self.limits.auto_truncate if truncate is None else truncate):
+
+    async def embed(self, texts: list[str], truncate: bool | None) -> tuple[np.ndarray, int]:
+        """Raw embeddings (N, D) of ``texts`` after the limits' checks, and the tokens they used."""
+        self._check_ready(len(texts))
+        check_texts(texts)
+        limit, budget = self.max_length, char_budget(self.max_length)
+        over = next((i for i, t in enumerate(texts) if len(t) > budget), None)
+        if over is not None and not self._truncating(truncate):
             raise ServiceError(
                 422,
                 "input_too_long",
-                f"input {over[0]} has {counts[over[0]]} tokens; the model takes {limit}"
+                f"input {over} has {len(texts[over])} characters, over the {budget} the service reads for a "
+                f'model of {limit} tokens (send "truncate": true to cut it)',
+            )
+        texts = [cut(t, budget) for t in texts]
+        counts = await self.count_tokens(texts)
+        unread = next((i for i, n in enumerate(counts) if n <= self.n_special), None)
+        if unread is not None:
+            raise ServiceError(400, "empty", f"input {unread} holds no token the model reads")
+        over = next((i for i, n in enumerate(counts) if n > limit), None)
+        if over is not None and not self._truncating(truncate):
+            raise ServiceError(
+                422,
+                "input_too_long",
+                f"input {over} has {counts[over]} tokens; the model takes {limit}"
                 ' (send "truncate": true to cut it)',
             )
         used = sum(min(n, limit) for n in counts)
@@ -137,6 +195,11 @@ def _http_error(_: Request, err: Exception) -> Response:
     return _error(ServiceError(err.status_code, kind, str(err.detail)))
 
 
+def _internal_error(_: Request, err: Exception) -> Response:
+    # a fault of the service, not of the request: JSON like every other answer (the traceback is logged)
+    return _error(ServiceError(500, "internal", f"internal error ({type(err).__name__}); see the server log"))
+
+
 def create_app(
     encoder: Any = None,
     *,
@@ -147,9 +210,11 @@ def create_app(
     max_length: int | None = None,
     api_key: str | None = None,
     backend: str | None = None,
+    hosts: HostPolicy | None = None,
 ) -> FastAPI:
     """The service around ``encoder`` (or the one ``load()`` returns, loaded in a thread at start-up:
-    /health answers 503 until then). ``index``: ``serve.index.load_search_index``'s, for /search."""
+    /health answers 503 until then). ``index``: ``serve.index.load_search_index``'s, for /search.
+    ``hosts``: the ``Host`` names answered (default: localhost, 127.0.0.1 and ::1 only)."""
     if (encoder is None) == (load is None):
         raise ValueError("give exactly one of encoder and load")
     limits = limits or Limits()
@@ -183,9 +248,11 @@ def create_app(
     app.add_exception_handler(ServiceError, lambda _, e: _error(e))  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(Exception, _internal_error)
     app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)  # innermost
     if api_key:
         app.add_middleware(BearerAuth, api_key=api_key)
+    app.add_middleware(HostCheck, policy=hosts or HostPolicy())
     app.add_middleware(MetricsMiddleware, metrics=service.metrics, routes=ROUTES)  # outermost
     add_routes(app, service)
     return app

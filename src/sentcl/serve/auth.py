@@ -1,10 +1,12 @@
 """Optional Bearer-token authentication: with an API key set, every route but the page and /health needs
-``Authorization: Bearer KEY`` (401 otherwise). The key comes from ``--api-key`` or ``$SENTCL_API_KEY``."""
+``Authorization: Bearer KEY`` (401 otherwise). The key comes from ``$SENTCL_API_KEY``, ``--api-key-file`` or
+``--api-key`` (the last is visible in the process list: the command warns)."""
 
 from __future__ import annotations
 
 import hmac
 import os
+from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -14,8 +16,27 @@ API_KEY_ENV = "SENTCL_API_KEY"
 PUBLIC_PATHS = frozenset({"/", "/health"})  # the page holds no data; /health is for load balancers
 
 
-def resolve_api_key(cli_value: str | None) -> str | None:
-    """The command line's key, else the environment's; an empty string means none."""
+def read_key_file(path: Path) -> str:
+    """The key in ``path``: its one line, surrounding whitespace removed (ValueError naming the file)."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as err:
+        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
+        raise ValueError(f"--api-key-file {path}: cannot read it: {reason}") from None
+    key = text.strip()
+    if not key:
+        raise ValueError(f"--api-key-file {path} is empty: write the key on its one line")
+    if "\n" in key or "\r" in key:
+        raise ValueError(f"--api-key-file {path} holds several lines: write the key alone on one line")
+    return key
+
+
+def resolve_api_key(cli_value: str | None, key_file: Path | None = None) -> str | None:
+    """The command line's key, else the key file's, else the environment's; an empty string means none."""
+    if cli_value is not None and key_file is not None:
+        raise ValueError("give the key once: --api-key or --api-key-file, not both")
+    if key_file is not None:
+        return read_key_file(key_file)
     key = cli_value if cli_value is not None else os.environ.get(API_KEY_ENV)
     return key or None
 

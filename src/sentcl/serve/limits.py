@@ -87,7 +87,7 @@ class BodySizeLimit:
         while more:
             message = await receive()
             if message["type"] != "http.request":
-                break
+                return  # the client left (or timed out) before its body was in: nothing to answer
             chunks.append(message.get("body", b""))
             size += len(chunks[-1])
             more = message.get("more_body", False)

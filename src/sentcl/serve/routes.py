@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import json
+import time
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -19,7 +20,7 @@ if TYPE_CHECKING:
     from sentcl.serve.app import Service
 
 ROUTES = frozenset(
-    {"/", "/health", "/info", "/embed", "/similarity", "/v1/embeddings", "/search", "/metrics"}
+    {"/", "/health", "/info", "/embed", "/similarity", "/v1/embeddings", "/v1/models", "/search", "/metrics"}
 )
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -42,7 +43,30 @@ def _as_list(inputs: str | list[str]) -> list[str]:
     return [inputs] if isinstance(inputs, str) else list(inputs)
 
 
+def token_id_rows(inputs: str | list[str] | list[int] | list[list[int]]) -> list[list[int]] | None:
+    """OpenAI's token-id input as a list of id lists (one per input); None for text input."""
+    if isinstance(inputs, str) or not inputs or isinstance(inputs[0], str):
+        return None
+    return [list(row) for row in inputs] if isinstance(inputs[0], list) else [list(inputs)]  # type: ignore[arg-type]
+
+
+def model_card(service: Service, created: int) -> dict[str, Any]:
+    """The served model in OpenAI's ``model`` object shape."""
+    return {"id": service.info["model"], "object": "model", "created": created, "owned_by": "sentcl"}
+
+
+def openai_error(status: int, message: str, code: str) -> Response:
+    """OpenAI's error shape, which its clients read (``error.message``, ``error.code``)."""
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    return Response(
+        json.dumps(body), status_code=status, media_type="application/json", headers={"x-error-type": code}
+    )
+
+
 def add_routes(app: FastAPI, service: Service) -> None:
+    created = int(time.time())  # the service's start: OpenAI's "created" of the served model
+
     @app.get("/", include_in_schema=False)
     async def index_page() -> HTMLResponse:
         return HTMLResponse(page())
@@ -85,12 +109,12 @@ def add_routes(app: FastAPI, service: Service) -> None:
     @app.post("/v1/embeddings")
     async def openai_embeddings(body: OpenAIEmbeddingRequest) -> Response:
         """OpenAI's embeddings API; ``dimensions`` < the model's keeps the first values, re-normalised."""
-        if isinstance(body.input, list) and body.input and not isinstance(body.input[0], str):
-            raise ServiceError(422, "validation", "token-id inputs are not supported: send text")
         dim = int(service.encoder.embedding_dim) if service.encoder is not None else None
         if body.dimensions is not None and dim is not None and body.dimensions > dim:
             raise ServiceError(422, "validation", f"dimensions {body.dimensions} > the model's {dim}")
-        emb, tokens = await service.embed(_as_list(body.input), None)  # type: ignore[arg-type]
+        ids = token_id_rows(body.input)
+        texts = await service.decode(ids, None) if ids is not None else _as_list(body.input)  # type: ignore[arg-type]
+        emb, tokens = await service.embed(texts, None)
         emb = unit_rows(emb[:, : body.dimensions] if body.dimensions else emb)  # (N, d)
         if body.encoding_format == "base64":
             vectors: list[Any] = [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in emb]
@@ -104,6 +128,16 @@ def add_routes(app: FastAPI, service: Service) -> None:
                 "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
             }
         )
+
+    @app.get("/v1/models")
+    async def openai_models() -> Response:
+        return _json({"object": "list", "data": [model_card(service, created)]})
+
+    @app.get("/v1/models/{model_id:path}")
+    async def openai_model(model_id: str) -> Response:
+        if model_id != service.info["model"]:
+            return openai_error(404, f"The model '{model_id}' does not exist", "model_not_found")
+        return _json(model_card(service, created))
 
     @app.post("/search")
     async def search(body: SearchRequest) -> Response:
