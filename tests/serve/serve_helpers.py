@@ -46,11 +46,12 @@ def wait_for(predicate: Callable[[], bool], timeout_s: float = 10.0, what: str =
 
 
 @contextmanager
-def running_server(app: Any) -> Iterator[str]:
-    """Serve ``app`` with a real uvicorn on 127.0.0.1 and a free port; yields its base URL."""
+def running_server(app: Any, **config: Any) -> Iterator[str]:
+    """Serve ``app`` with a real uvicorn on 127.0.0.1 and a free port (``config``: more of uvicorn.Config's
+    settings, e.g. ``http=guarded_protocol(...)``, the protocol ``sentcl serve`` runs); yields its base URL."""
     import uvicorn
 
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", **config))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     try:
