@@ -3,6 +3,7 @@ concurrent clients gathered into one encode call while /health keeps answering a
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -72,3 +73,34 @@ def test_concurrent_requests_share_one_encode_call(tiny_encoder: Any) -> None:
     for r, a in zip(requests, answers[1:], strict=True):
         want = unit(np.stack([tiny_encoder.encode([s])[0] for s in r]))
         np.testing.assert_allclose(np.array(a.json()), want, atol=1e-5)
+
+
+def test_openai_token_arrays_and_models(tiny_encoder: Any) -> None:
+    """Token arrays sent the way LangChain's OpenAIEmbeddings sends them by default (a list of lists of ints,
+    via client.embeddings.create), and a single list; /v1/models and /v1/models/{id} through the client."""
+    app = create_app(tiny_encoder, model_name="org/tiny-bert")
+    tok = tiny_encoder.tokenizer
+    arrays = [tok(s, add_special_tokens=False)["input_ids"] for s in SENTENCES]  # a client's own tokenising
+    want = unit(np.stack([tiny_encoder.encode([s])[0] for s in SENTENCES]))  # (3, D), the texts, each alone
+    with running_server(app) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=20)
+        resp = client.embeddings.create(input=arrays, model="org/tiny-bert")
+        np.testing.assert_allclose([d.embedding for d in resp.data], want, atol=1e-5)
+        with_specials = tok(SENTENCES[1])["input_ids"]  # [CLS] ... [SEP]: dropped, then added back once
+        one = client.embeddings.create(input=with_specials, model="org/tiny-bert")
+        assert len(one.data) == 1
+        np.testing.assert_allclose(one.data[0].embedding, want[1], atol=1e-5)
+        with pytest.raises(openai.BadRequestError) as bad:
+            client.embeddings.create(input=[[5, 100_277]], model="x")  # a tiktoken id
+        assert "outside the model's vocabulary" in bad.value.body  # the client keeps our "error" string
+        listed = client.models.list()
+        assert [m.id for m in listed.data] == ["org/tiny-bert"]
+        model = client.models.retrieve("org/tiny-bert")
+        assert (model.id, model.object, model.owned_by) == ("org/tiny-bert", "model", "sentcl")
+        assert abs(model.created - time.time()) < 600
+        with pytest.raises(openai.NotFoundError) as err:
+            client.models.retrieve("gpt-4")
+        assert err.value.code == "model_not_found" and "gpt-4" in err.value.message
+        raw = httpx.get(f"{url}/v1/models").json()
+        assert set(raw) == {"object", "data"} and raw["object"] == "list"
+        assert set(raw["data"][0]) == {"id", "object", "created", "owned_by"}
