@@ -1,0 +1,80 @@
+"""``sentcl serve`` as a real process: it binds before loading the model, so a busy port ends at once with
+exit status 2 and one line (before the model is even looked for), and ``--port 0`` logs the port it got; the
+key from ``$SENTCL_API_KEY`` works and stays out of the process's command line."""
+
+from __future__ import annotations
+
+import os
+import queue
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+
+SENTCL = [sys.executable, "-m", "sentcl.cli"]
+
+
+def env(**extra: str) -> dict[str, str]:
+    src = str(Path(__file__).parents[2] / "src")
+    return {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", **extra}
+
+
+def test_busy_port_exits_2_before_loading(tmp_path: Path) -> None:
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        port = busy.getsockname()[1]
+        missing = tmp_path / "no-such-model"  # were the model looked for first, the error would name it
+        start = time.monotonic()
+        done = subprocess.run(
+            [*SENTCL, "serve", str(missing), "--port", str(port)],
+            capture_output=True,
+            text=True,
+            env=env(),
+            timeout=120,
+        )
+        seconds = time.monotonic() - start
+    assert done.returncode == 2, done.stderr
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert lines == [
+        f"sentcl serve: error: cannot listen on 127.0.0.1:{port}: the address is already in use: another "
+        "process listens there (pick another --port, or 0 for a free one)"
+    ], done.stderr
+    assert "serving" not in done.stderr and str(missing) not in done.stderr
+    print(f"busy port: exit 2 after {seconds:.1f} s (interpreter start and imports included)")
+
+
+def test_port_0_logs_the_real_port_and_the_key_stays_out_of_argv(tiny_bert: Path) -> None:
+    key = "s3cret-key-123"
+    argv = [*SENTCL, "serve", str(tiny_bert), "--port", "0", "--keep-malloc-threshold"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env(SENTCL_API_KEY=key))
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    try:
+        seen, deadline, url = [], time.monotonic() + 120, None
+        while url is None:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            seen.append(line)
+            if line.startswith("INFO sentcl: serving "):
+                url = line.split(" on ", 1)[1].split(" ", 1)[0]
+        port = int(url.rstrip("/").rsplit(":", 1)[1])
+        assert url == f"http://127.0.0.1:{port}/" and port != 0, seen
+        assert any(line.startswith(f"INFO sentcl: bound {url}; loading") for line in seen), seen
+        assert httpx.get(url + "health", timeout=10).status_code == 200
+        assert httpx.post(url + "embed", json={"inputs": "a dog"}, timeout=10).status_code == 401
+        auth = {"Authorization": f"Bearer {key}"}
+        assert (
+            httpx.post(url + "embed", json={"inputs": "a dog"}, headers=auth, timeout=10).status_code == 200
+        )
+        cmdline = Path(f"/proc/{proc.pid}/cmdline").read_bytes()
+        assert key.encode() not in cmdline and b"serve" in cmdline
+        assert not [line for line in seen if "process list" in line]  # no argv warning for the env key
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        # uvicorn drains, then re-raises the signal it caught: killed by SIGTERM, after a clean shutdown
+        assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
