@@ -84,3 +84,33 @@ def test_page_search_and_compare_match_the_api(
         shot = tmp_path / "serve_page.png"
         assert browser.save_screenshot(str(shot)) and shot.stat().st_size > 1000
         print(f"screenshot: {shot}")
+
+
+def test_info_line_follows_the_key(browser: Any, tiny_encoder: Any, index_dir: Path) -> None:
+    """The info line said "missing or wrong API key" after the key was entered: it is refreshed on every
+    request. The key is set from a script (no input or change event), so only a request can refresh it."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    index = load_search_index(index_dir, tiny_encoder.embedding_dim)
+    app = create_app(tiny_encoder, model_name="tiny-bert", index=index, api_key="k-42")
+    wait = WebDriverWait(browser, 15)
+
+    def info_line() -> str:
+        return browser.find_element(By.ID, "model-info").text
+
+    with running_server(app) as url:
+        browser.get(url + "/")
+        wait.until(lambda d: "missing or wrong API key" in info_line())
+        browser.execute_script("document.getElementById('api-key').value = 'k-42'")
+        browser.find_element(By.ID, "query").send_keys("a dog")
+        browser.find_element(By.ID, "search-btn").click()
+        wait.until(lambda d: "results in" in d.find_element(By.ID, "search-status").text)
+        wait.until(lambda d: "tiny-bert" in info_line())
+        assert "API key" not in info_line() and "index of 12 sentences" in info_line()
+        browser.execute_script("document.getElementById('api-key').value = 'wrong'")
+        browser.find_element(By.ID, "sentence-a").send_keys("a man")
+        browser.find_element(By.ID, "sentence-b").send_keys("a woman")
+        browser.find_element(By.ID, "compare-btn").click()
+        wait.until(lambda d: "missing or wrong API key" in info_line())
+        assert "missing or wrong API key" in browser.find_element(By.ID, "compare-status").text
