@@ -169,7 +169,10 @@ def run(args: argparse.Namespace) -> int:
         from sentcl.serve.limits import Limits
         from sentcl.serve.protocol import guarded_protocol
     except ImportError as err:
-        raise ValueError(f"{err.name} is not installed: pip install 'sentcl[serve]'") from err
+        raise ValueError(
+            f"{err.name} is not installed: the serve extra (pip install -e '.[serve]' in a checkout, or the"
+            " wheel's file name followed by [serve])"
+        ) from err
     if args.model_path and args.model and args.model_path != args.model:
         raise ValueError(f"two models given: {args.model_path} and --model {args.model}")
     args.model = args.model or args.model_path
