@@ -249,3 +249,16 @@ def test_any_encoder_with_the_interface(tiny_encoder: Any) -> None:
         assert got == [[5.0, 2.0, 1.0], [3.0, 0.0, 1.0]]
         info = c.get("/info").json()
         assert (info["backend"], info["dimension"], info["max_length"]) == ("CountingEncoder", 3, 64)
+
+
+def test_token_ids_over_the_length(tiny_encoder: Any) -> None:
+    """Ids past the model's 64: 422 by default; with --auto-truncate the first 64 are decoded and embedded,
+    like the text they decode to; an id past the vocabulary is looked at only where it is kept."""
+    tok = tiny_encoder.tokenizer
+    ids = tok(" ".join(["dog"] * 100), add_special_tokens=False)["input_ids"]  # 100 ids
+    with TestClient(create_app(tiny_encoder), base_url=LOCAL) as c:
+        assert_error(c.post("/v1/embeddings", json={"input": ids}), 422, "input_too_long")
+    with TestClient(create_app(tiny_encoder, limits=Limits(auto_truncate=True)), base_url=LOCAL) as c:
+        got = c.post("/v1/embeddings", json={"input": [*ids, 10**9]}).json()["data"][0]["embedding"]
+    want = tiny_encoder.encode([tok.decode(ids[:64])], max_length=64)[0]
+    np.testing.assert_allclose(got, unit(want), atol=1e-5)

@@ -23,7 +23,7 @@ from sentcl.serve.hosts import HostCheck, HostPolicy
 from sentcl.serve.limits import BodySizeLimit, Limits, ServiceError
 from sentcl.serve.metrics import Metrics, MetricsMiddleware
 from sentcl.serve.routes import ROUTES, add_routes
-from sentcl.serve.text import char_budget, check_texts, chunks, cut
+from sentcl.serve.text import char_budget, check_blank, check_unicode, chunks, cut
 
 
 def model_length_limit(encoder: Any) -> int:
@@ -111,10 +111,17 @@ class Service:
         return [tokenizer.decode(row, skip_special_tokens=True) for row in ids]
 
     async def decode(self, ids: list[list[int]], truncate: bool | None) -> list[str]:
-        """Token-id inputs as text (the model's tokenizer), after checking each id is in the vocabulary."""
+        """Token-id inputs as text (the model's tokenizer), after checking their length and that each id is
+        in the vocabulary (ids past the model's length, dropped when truncating, are not looked at)."""
         self._check_ready(len(ids))
-        vocab = len(self._count_tokenizer or self.encoder.tokenizer)
-        for i, row in enumerate(ids):
+        limit, vocab = self.max_length, len(self._count_tokenizer or self.encoder.tokenizer)
+        long = next((i for i, row in enumerate(ids) if len(row) > limit), None)
+        if long is not None and not self._truncating(truncate):
+            raise ServiceError(
+                422, "input_too_long", f"input {long} has {len(ids[long])} token ids; the model takes {limit}"
+            )
+        kept = [row[:limit] for row in ids]
+        for i, row in enumerate(kept):
             bad = next((t for t in row if not 0 <= t < vocab), None)
             if bad is not None:
                 raise ServiceError(
@@ -124,13 +131,7 @@ class Service:
                     "must come from the served model's tokenizer (a client tokenising with another one, such "
                     "as tiktoken, should send text)",
                 )
-            if len(row) > self.max_length and not self._truncating(truncate):
-                raise ServiceError(
-                    422,
-                    "input_too_long",
-                    f"input {i} has {len(row)} token ids; the model takes {self.max_length}",
-                )
-        return await self._run_tokenizer(self._decode, [row[: self.max_length] for row in ids])
+        return await self._run_tokenizer(self._decode, kept)
 
     def _truncating(self, truncate: bool | None) -> bool:
         return self.limits.auto_truncate if truncate is None else truncate
@@ -150,7 +151,7 @@ class Service:
     async def embed(self, texts: list[str], truncate: bool | None) -> tuple[np.ndarray, int]:
         """Raw embeddings (N, D) of ``texts`` after the limits' checks, and the tokens they used."""
         self._check_ready(len(texts))
-        check_texts(texts)
+        check_unicode(texts)
         limit, budget = self.max_length, char_budget(self.max_length)
         over = next((i for i, t in enumerate(texts) if len(t) > budget), None)
         if over is not None and not self._truncating(truncate):
@@ -161,6 +162,7 @@ class Service:
                 f'model of {limit} tokens (send "truncate": true to cut it)',
             )
         texts = [cut(t, budget) for t in texts]
+        check_blank(texts)
         counts = await self.count_tokens(texts)
         unread = next((i for i, n in enumerate(counts) if n <= self.n_special), None)
         if unread is not None:

@@ -55,17 +55,23 @@ def is_blank_char(ch: str) -> bool:
     return any(lo <= code <= hi for lo, hi in INVISIBLE_RANGES)
 
 
-def check_texts(texts: list[str]) -> None:
-    """400 for the first input that is not valid Unicode (a lone surrogate) or shows nothing."""
+def check_unicode(texts: list[str]) -> None:
+    """400 for the first input that is not valid Unicode: a lone surrogate (a JSON \\ud83d without its low
+    half). The UTF-8 encoder finds it at C speed, so a 2 MB input costs no time on the event loop."""
     for i, text in enumerate(texts):
-        bad = next((j for j, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF), None)
-        if bad is not None:
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as err:
             raise ServiceError(
                 400,
                 "invalid_text",
-                f"input {i} holds a lone surrogate (U+{ord(text[bad]):04X} at character {bad}): "
+                f"input {i} holds a lone surrogate (U+{ord(text[err.start]):04X} at character {err.start}): "
                 "not valid Unicode; send UTF-8 text (a JSON \\ud83d escape needs its low half)",
-            )
+            ) from None
+
+
+def check_blank(texts: list[str]) -> None:
+    """400 for the first input that shows nothing (run on inputs already within the character budget)."""
     blank = [i for i, text in enumerate(texts) if all(map(is_blank_char, text))]
     if blank:
         raise ServiceError(
