@@ -123,6 +123,14 @@ def test_s15_lone_surrogate_is_a_json_400(server: Server, path: str, template: s
     assert_json_error(resp, 400, "invalid_text", "lone surrogate", "U+D83D")
 
 
+@pytest.mark.parametrize("path", ["/embed", "/similarity", "/v1/embeddings", "/search"])
+def test_s15_bytes_that_are_not_utf8_are_a_json_400(server: Server, path: str) -> None:
+    resp = httpx.post(
+        server.url + path, content=b'{"inputs": ["\xff\xfe"]}', headers={"content-type": "application/json"}
+    )
+    assert_json_error(resp, 400, "malformed_json", "not UTF-8")
+
+
 # S09: inputs that show nothing (spaces and invisible characters) are refused, naming the input.
 BLANKS = [" ", "   \u200b ", "\ufeff", "\u2060", "\u00a0\u3000", "\u180e", "\u3164", "\u2800", "\u00ad"]
 BLANKS += ["\u200c\u200d", "\t\r\n\x0b", "\ufe0f", "\U000e0020", "\u115f\u1160", "\u202e\u2066"]

@@ -83,6 +83,7 @@ def test_openai_route_in_process(client: TestClient, tiny_encoder: Any) -> None:
     by_ids = client.post("/v1/embeddings", json={"input": ids}).json()
     np.testing.assert_allclose([d["embedding"] for d in by_ids["data"]], ref, atol=1e-5)
     assert_error(client.post("/v1/embeddings", json={"input": [[1, 2, 10**6]]}), 400, "invalid_token_id")
+    assert_error(client.post("/v1/embeddings", json={"input": [True, False]}), 422, "validation")  # not ids
     assert_error(client.post("/v1/embeddings", json={"input": "x", "dimensions": 999}), 422, "validation")
 
 

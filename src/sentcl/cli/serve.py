@@ -24,6 +24,48 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("model_path", nargs="?", metavar="MODEL", help="The model (or give --model).")
     add_model_options(p, model_required=False)
     p.add_argument("--index", type=Path, help="A folder saved by 'sentcl search --index' for /search.")
+    add_network_options(p)
+    for action in p._actions:  # the shared --batch-size, with the service's meaning and default
+        if action.dest == "batch_size":
+            action.default = 16
+            action.help = "Sentences per forward pass inside an encode call (default 16)."
+    p.add_argument(
+        "--max-batch-size",
+        type=positive_int,
+        default=128,
+        help="Sentences gathered into one encode call (default 128); it runs them sorted by length in "
+        "passes of --batch-size (default 16 here: small passes pad mixed lengths less).",
+    )
+    p.add_argument(
+        "--max-client-batch", type=positive_int, default=32, help="Inputs per request (413 above)."
+    )
+    p.add_argument(
+        "--max-batch-tokens", type=positive_int, default=16384, help="Tokens per encode call (default 16384)."
+    )
+    p.add_argument(
+        "--max-wait-ms", type=float, default=5.0, help="How long a request waits for others to batch with."
+    )
+    p.add_argument(
+        "--max-queue", type=positive_int, default=1024, help="Sentences waiting to be encoded (429 above)."
+    )
+    p.add_argument("--max-body-bytes", type=positive_int, default=2_000_000, help="Request body cap (413).")
+    p.add_argument("--max-k", type=positive_int, default=100, help="Hits per search query at most.")
+    p.add_argument(
+        "--auto-truncate",
+        action="store_true",
+        help="Truncate inputs over the model's length when the request does not say (else 422).",
+    )
+    p.add_argument(
+        "--keep-malloc-threshold",
+        action="store_true",
+        help="Keep glibc's adaptive mmap threshold (default: fixed at 128 KiB, so that resident memory "
+        "follows the batches in flight; docs/performance.md, 'Serving').",
+    )
+    p.set_defaults(func=run)
+
+
+def add_network_options(p: argparse.ArgumentParser) -> None:
+    """Where the service listens, who may call it, and how long a client may take."""
     p.add_argument(
         "--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1: this machine only)."
     )
@@ -76,43 +118,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=positive_int,
         help="PyTorch threads for encoding (default: PyTorch's, which follows $OMP_NUM_THREADS).",
     )
-    for action in p._actions:  # the shared --batch-size, with the service's meaning and default
-        if action.dest == "batch_size":
-            action.default = 16
-            action.help = "Sentences per forward pass inside an encode call (default 16)."
-    p.add_argument(
-        "--max-batch-size",
-        type=positive_int,
-        default=128,
-        help="Sentences gathered into one encode call (default 128); it runs them sorted by length in "
-        "passes of --batch-size (default 16 here: small passes pad mixed lengths less).",
-    )
-    p.add_argument(
-        "--max-client-batch", type=positive_int, default=32, help="Inputs per request (413 above)."
-    )
-    p.add_argument(
-        "--max-batch-tokens", type=positive_int, default=16384, help="Tokens per encode call (default 16384)."
-    )
-    p.add_argument(
-        "--max-wait-ms", type=float, default=5.0, help="How long a request waits for others to batch with."
-    )
-    p.add_argument(
-        "--max-queue", type=positive_int, default=1024, help="Sentences waiting to be encoded (429 above)."
-    )
-    p.add_argument("--max-body-bytes", type=positive_int, default=2_000_000, help="Request body cap (413).")
-    p.add_argument("--max-k", type=positive_int, default=100, help="Hits per search query at most.")
-    p.add_argument(
-        "--auto-truncate",
-        action="store_true",
-        help="Truncate inputs over the model's length when the request does not say (else 422).",
-    )
-    p.add_argument(
-        "--keep-malloc-threshold",
-        action="store_true",
-        help="Keep glibc's adaptive mmap threshold (default: fixed at 128 KiB, so that resident memory "
-        "follows the batches in flight; docs/performance.md, 'Serving').",
-    )
-    p.set_defaults(func=run)
 
 
 def bind(host: str, port: int) -> socket.socket:

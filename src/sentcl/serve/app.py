@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import json
 import threading
 from collections.abc import AsyncIterator, Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -14,7 +15,7 @@ from typing import Any
 import numpy as np
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
 from sentcl.serve.auth import BearerAuth
@@ -188,11 +189,15 @@ def _validation_error(_: Request, err: Exception) -> Response:
 
 
 def _error(err: ServiceError) -> Response:
-    return JSONResponse(err.body(), status_code=err.status, headers=err.headers())
+    # json.dumps escapes to ASCII: a message quoting a client's lone surrogate cannot fail to encode
+    body = json.dumps(err.body())
+    return Response(body, status_code=err.status, media_type="application/json", headers=err.headers())
 
 
 def _http_error(_: Request, err: Exception) -> Response:
     assert isinstance(err, HTTPException)
+    if err.status_code == 400 and isinstance(err.__cause__, UnicodeDecodeError):  # FastAPI's body parsing
+        return _error(ServiceError(400, "malformed_json", "the request body is not UTF-8 text"))
     kind = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code, "http_error")
     return _error(ServiceError(err.status_code, kind, str(err.detail)))
 

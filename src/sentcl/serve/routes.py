@@ -65,8 +65,6 @@ def openai_error(status: int, message: str, code: str) -> Response:
 
 
 def add_routes(app: FastAPI, service: Service) -> None:
-    created = int(time.time())  # the service's start: OpenAI's "created" of the served model
-
     @app.get("/", include_in_schema=False)
     async def index_page() -> HTMLResponse:
         return HTMLResponse(page())
@@ -106,6 +104,39 @@ def add_routes(app: FastAPI, service: Service) -> None:
         emb = unit_rows((await service.embed(texts, body.truncate))[0])  # (1 + S, D)
         return _json((emb[1:] @ emb[0]).tolist())  # (S,)
 
+    @app.post("/search")
+    async def search(body: SearchRequest) -> Response:
+        """Top-k index entries by cosine: a list of hits for ``query``, a list of lists for ``queries``."""
+        index = service.index
+        if index is None:
+            raise ServiceError(404, "no_index", "no index is loaded: start the service with --index DIR")
+        if (body.query is None) == (body.queries is None):
+            raise ServiceError(422, "validation", 'send exactly one of "query" and "queries"')
+        if body.k > service.limits.max_k:
+            raise ServiceError(422, "validation", f"k = {body.k} is over the limit {service.limits.max_k}")
+        queries = [body.query] if body.query is not None else list(body.queries or [])
+        emb, _ = await service.embed(queries, body.truncate)  # (Q, D)
+        scores, ids = await asyncio.to_thread(index.search, emb, body.k)  # (Q, k), (Q, k)
+        hits = [
+            [
+                {"id": int(i), "text": index.texts[int(i)], "score": float(s)}
+                for s, i in zip(srow, irow, strict=True)
+            ]
+            for srow, irow in zip(scores, ids, strict=True)
+        ]
+        return _json(hits[0] if body.query is not None else hits)
+
+    @app.get("/metrics")
+    async def metrics() -> Response:
+        return Response(service.metrics.render(), media_type=PROMETHEUS_TEXT)
+
+    add_openai_routes(app, service)
+
+
+def add_openai_routes(app: FastAPI, service: Service) -> None:
+    """OpenAI's /v1/embeddings (text or token ids), /v1/models and /v1/models/{id}."""
+    created = int(time.time())  # the service's start: OpenAI's "created" of the served model
+
     @app.post("/v1/embeddings")
     async def openai_embeddings(body: OpenAIEmbeddingRequest) -> Response:
         """OpenAI's embeddings API; ``dimensions`` < the model's keeps the first values, re-normalised."""
@@ -138,29 +169,3 @@ def add_routes(app: FastAPI, service: Service) -> None:
         if model_id != service.info["model"]:
             return openai_error(404, f"The model '{model_id}' does not exist", "model_not_found")
         return _json(model_card(service, created))
-
-    @app.post("/search")
-    async def search(body: SearchRequest) -> Response:
-        """Top-k index entries by cosine: a list of hits for ``query``, a list of lists for ``queries``."""
-        index = service.index
-        if index is None:
-            raise ServiceError(404, "no_index", "no index is loaded: start the service with --index DIR")
-        if (body.query is None) == (body.queries is None):
-            raise ServiceError(422, "validation", 'send exactly one of "query" and "queries"')
-        if body.k > service.limits.max_k:
-            raise ServiceError(422, "validation", f"k = {body.k} is over the limit {service.limits.max_k}")
-        queries = [body.query] if body.query is not None else list(body.queries or [])
-        emb, _ = await service.embed(queries, body.truncate)  # (Q, D)
-        scores, ids = await asyncio.to_thread(index.search, emb, body.k)  # (Q, k), (Q, k)
-        hits = [
-            [
-                {"id": int(i), "text": index.texts[int(i)], "score": float(s)}
-                for s, i in zip(srow, irow, strict=True)
-            ]
-            for srow, irow in zip(scores, ids, strict=True)
-        ]
-        return _json(hits[0] if body.query is not None else hits)
-
-    @app.get("/metrics")
-    async def metrics() -> Response:
-        return Response(service.metrics.render(), media_type=PROMETHEUS_TEXT)

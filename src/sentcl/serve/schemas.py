@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 
 
 class EmbedRequest(BaseModel):
@@ -26,7 +26,8 @@ class SimilarityRequest(BaseModel):
 class OpenAIEmbeddingRequest(BaseModel):
     model_config = ConfigDict(extra="allow")  # e.g. "user": accepted and ignored
 
-    input: str | list[str] | list[int] | list[list[int]]
+    # token ids: strict, so that true/false or 1.5 are refused rather than read as ids
+    input: str | list[str] | list[StrictInt] | list[list[StrictInt]]
     model: str | None = None  # any name is accepted; the response names the served model
     encoding_format: Literal["float", "base64"] = "float"
     dimensions: int | None = Field(None, ge=1)
