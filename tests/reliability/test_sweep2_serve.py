@@ -274,11 +274,13 @@ def test_s58_key_sources(
         monkeypatch.setenv("SENTCL_API_KEY", "s3cret-key-123")
     else:
         (tmp_path / "key").write_text("s3cret-key-123\n", encoding="utf-8")
+        (tmp_path / "key").chmod(0o600)
         argv += ["--api-key-file", str(tmp_path / "key")]
     with caplog.at_level(logging.WARNING, logger="sentcl"):
         assert main(argv) == 0
-    warned = [r.getMessage() for r in caplog.records if "process list" in r.getMessage()]
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
     assert len(warned) == (1 if source == "argv" else 0), warned
+    assert all("process list" in w and "SENTCL_API_KEY" in w for w in warned)
     from fastapi.testclient import TestClient
 
     with TestClient(seen["app"], base_url="http://localhost") as c:
@@ -368,3 +370,40 @@ def test_s60_truncated_ids_equal_the_full_texts(tiny_encoder: Any) -> None:
         want = tok(text, truncation=True, max_length=limit)["input_ids"]
         got = tok(cut(text, char_budget(limit)), truncation=True, max_length=limit)["input_ids"]
         assert got == want
+
+
+@pytest.mark.parametrize(
+    ("content", "mode", "error"),
+    [
+        ("", 0o600, "is empty"),
+        ("one\ntwo\n", 0o600, "several lines"),
+        (b"\xff\xfe", 0o600, "not UTF-8"),
+        (None, 0o600, "cannot read it"),
+        ("k-1\n", 0o644, None),  # works, with a warning
+    ],
+)
+def test_s58_key_file_mistakes(
+    content: str | bytes | None, mode: int, error: str | None, tiny_bert: Path, tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch, capsys: Any, caplog: Any,
+) -> None:  # fmt: skip
+    import sentcl.cli.serve as serve_cli
+    from sentcl.cli import main
+
+    monkeypatch.setattr(serve_cli, "serve_on", lambda app, sock, config: None)
+    key = tmp_path / "key"
+    if isinstance(content, bytes):
+        key.write_bytes(content)
+    elif content is not None:
+        key.write_text(content, encoding="utf-8")
+    if content is not None:
+        key.chmod(mode)
+    with caplog.at_level(logging.WARNING, logger="sentcl"):
+        code = main(
+            ["serve", str(tiny_bert), "--port", "0", "--keep-malloc-threshold", "--api-key-file", str(key)]
+        )
+    err = capsys.readouterr().err
+    if error is None:
+        assert code == 0 and any("chmod 600" in r.getMessage() for r in caplog.records)
+    else:
+        assert code == 2 and "Traceback" not in err
+        assert err.strip().startswith(f"sentcl serve: error: --api-key-file {key}") and error in err, err

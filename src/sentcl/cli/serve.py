@@ -161,7 +161,10 @@ def api_key_from(args: argparse.Namespace) -> str | None:
             "--api-key puts the key in the process list, readable by every local user: "
             "prefer $SENTCL_API_KEY or --api-key-file"
         )
-    return resolve_api_key(args.api_key, args.api_key_file)
+    key = resolve_api_key(args.api_key, args.api_key_file)
+    if args.api_key_file is not None and args.api_key_file.stat().st_mode & 0o077:
+        logger.warning("--api-key-file %s is readable by other users: chmod 600 it", args.api_key_file)
+    return key
 
 
 def run(args: argparse.Namespace) -> int:
