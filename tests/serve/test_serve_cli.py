@@ -71,3 +71,21 @@ def test_user_errors_are_one_line(
     )
     assert "not a saved index" in capsys.readouterr().err
     assert "app" not in captured
+
+
+def test_allowed_hosts(captured: dict[str, Any], tiny_bert: Path) -> None:
+    """--allowed-hosts (repeated, comma-separated, *.suffix) reaches the Host check; bound to 0.0.0.0, any IP
+    address is answered but names are still checked."""
+    argv = ["serve", str(tiny_bert), "--port", "0", "--keep-malloc-threshold"]
+    argv += ["--allowed-hosts", "a.example,*.corp.example", "--allowed-hosts", "b.example:8443"]
+    assert main(argv) == 0
+    answered = {"a.example", "b.example", "x.corp.example", "localhost", "127.0.0.1:1234", "[::1]"}
+    refused = {"corp.example", "evil.example", "a.example.evil.example", "192.0.2.7", "[::2]"}
+    for host in answered | refused:
+        with TestClient(captured["app"], base_url=f"http://{host}") as c:
+            status = c.get("/health").status_code
+        assert status == (200 if host in answered else 400), host
+    assert main(["serve", str(tiny_bert), "--host", "0.0.0.0", "--port", "0", "--keep-malloc-threshold"]) == 0
+    for host, status in [("192.0.2.7:8080", 200), ("[2001:db8::1]", 200), ("evil.example", 400)]:
+        with TestClient(captured["app"], base_url=f"http://{host}") as c:
+            assert c.get("/health").status_code == status, host

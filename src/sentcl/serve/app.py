@@ -24,7 +24,7 @@ from sentcl.serve.hosts import HostCheck, HostPolicy
 from sentcl.serve.limits import BodySizeLimit, Limits, ServiceError
 from sentcl.serve.metrics import Metrics, MetricsMiddleware
 from sentcl.serve.routes import ROUTES, add_routes
-from sentcl.serve.text import char_budget, check_blank, check_unicode, chunks, cut
+from sentcl.serve.text import char_budget, check_blank, check_token_ids, check_unicode, chunks, cut
 
 
 def model_length_limit(encoder: Any) -> int:
@@ -112,26 +112,10 @@ class Service:
         return [tokenizer.decode(row, skip_special_tokens=True) for row in ids]
 
     async def decode(self, ids: list[list[int]], truncate: bool | None) -> list[str]:
-        """Token-id inputs as text (the model's tokenizer), after checking their length and that each id is
-        in the vocabulary (ids past the model's length, dropped when truncating, are not looked at)."""
+        """Token-id inputs as text (the model's tokenizer), after ``text.check_token_ids``."""
         self._check_ready(len(ids))
-        limit, vocab = self.max_length, len(self._count_tokenizer or self.encoder.tokenizer)
-        long = next((i for i, row in enumerate(ids) if len(row) > limit), None)
-        if long is not None and not self._truncating(truncate):
-            raise ServiceError(
-                422, "input_too_long", f"input {long} has {len(ids[long])} token ids; the model takes {limit}"
-            )
-        kept = [row[:limit] for row in ids]
-        for i, row in enumerate(kept):
-            bad = next((t for t in row if not 0 <= t < vocab), None)
-            if bad is not None:
-                raise ServiceError(
-                    400,
-                    "invalid_token_id",
-                    f"input {i} holds token id {bad}, outside the model's vocabulary of {vocab} ids: token ids "
-                    "must come from the served model's tokenizer (a client tokenising with another one, such "
-                    "as tiktoken, should send text)",
-                )
+        vocab = len(self._count_tokenizer or self.encoder.tokenizer)
+        kept = check_token_ids(ids, self.max_length, vocab, self._truncating(truncate))
         return await self._run_tokenizer(self._decode, kept)
 
     def _truncating(self, truncate: bool | None) -> bool:

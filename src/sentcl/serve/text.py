@@ -1,5 +1,6 @@
 """What the service does to a request's text before tokenising it: refuse what is not text (a lone surrogate,
-an input with nothing visible in it), and bound the characters any one input may make the tokeniser read.
+an input with nothing visible in it, token ids outside the vocabulary), and bound the characters any one
+input may make the tokeniser read.
 
 The character budget. A token is made from at least one character, but characters can make no token
 (spaces, zero-width and control characters, accents the normaliser strips) and one token can stand for many
@@ -80,6 +81,28 @@ def check_blank(texts: list[str]) -> None:
             f"input {blank[0]} is empty or holds only spaces or invisible characters"
             f" ({len(blank)} such input(s))",
         )
+
+
+def check_token_ids(ids: list[list[int]], limit: int, vocab: int, truncating: bool) -> list[list[int]]:
+    """Token-id inputs within ``limit`` ids (422 over it unless ``truncating``) whose kept ids are all in
+    ``range(vocab)`` (400 naming the input and the id); ids past the limit are dropped, not looked at."""
+    long = next((i for i, row in enumerate(ids) if len(row) > limit), None)
+    if long is not None and not truncating:
+        raise ServiceError(
+            422, "input_too_long", f"input {long} has {len(ids[long])} token ids; the model takes {limit}"
+        )
+    kept = [row[:limit] for row in ids]
+    for i, row in enumerate(kept):
+        bad = next((t for t in row if not 0 <= t < vocab), None)
+        if bad is not None:
+            raise ServiceError(
+                400,
+                "invalid_token_id",
+                f"input {i} holds token id {bad}, outside the model's vocabulary of {vocab} ids: token ids "
+                "must come from the served model's tokenizer (a client tokenising with another one, such "
+                "as tiktoken, should send text)",
+            )
+    return kept
 
 
 def cut(text: str, budget: int) -> str:
