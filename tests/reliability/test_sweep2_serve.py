@@ -201,6 +201,18 @@ def test_s50_header_trickle_is_cut_at_the_timeout(server: Server) -> None:
     assert answer.startswith(b"HTTP/1.1 408") and b'"request_timeout"' in answer
 
 
+def test_s50_header_trickle_on_a_kept_alive_connection(server: Server) -> None:
+    sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+    sock.sendall(b"GET /health HTTP/1.1\r\nHost: localhost\r\n\r\n")
+    first = b""
+    while b'"ok"}' not in first:  # the whole first answer
+        first += sock.recv(65536)
+    assert first.startswith(b"HTTP/1.1 200")
+    seconds, answer = held_seconds_on(sock, HEADERS, 0.2)  # then the next request's headers, trickled
+    assert HEADER_TIMEOUT - 0.1 < seconds < HEADER_TIMEOUT + 1.5, seconds
+    assert answer.startswith(b"HTTP/1.1 408")
+
+
 def test_s50_silent_connection_is_closed(server: Server) -> None:
     with socket.create_connection(("127.0.0.1", server.port), timeout=10) as sock:
         start = time.monotonic()

@@ -89,3 +89,24 @@ def test_allowed_hosts(captured: dict[str, Any], tiny_bert: Path) -> None:
     for host, status in [("192.0.2.7:8080", 200), ("[2001:db8::1]", 200), ("evil.example", 400)]:
         with TestClient(captured["app"], base_url=f"http://{host}") as c:
             assert c.get("/health").status_code == status, host
+
+
+def test_two_services_started_at_once_on_one_port() -> None:
+    """Both bind (SO_REUSEADDR allows it while neither listens); the second learns at listen() that the port
+    is taken, and says so as a user error, instead of uvicorn failing after the model loaded."""
+    from sentcl.cli.serve import bind, listen
+
+    first = bind("127.0.0.1", 0)
+    port = first.getsockname()[1]
+    second = bind("127.0.0.1", port)
+    try:
+        listen(first, "127.0.0.1")
+        with pytest.raises(
+            ValueError, match=f"cannot listen on 127.0.0.1:{port}: the address is already in use"
+        ):
+            listen(second, "127.0.0.1")
+        with pytest.raises(ValueError, match="already in use"):
+            bind("127.0.0.1", port)
+    finally:
+        first.close()
+        second.close()

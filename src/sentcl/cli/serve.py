@@ -120,6 +120,12 @@ def add_network_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _address_error(host: str, port: int, err: OSError) -> ValueError:
+    hint = ": another process listens there (pick another --port, or 0 for a free one)"
+    reason = "the address is already in use" + hint if err.errno == errno.EADDRINUSE else err.strerror
+    return ValueError(f"cannot listen on {host}:{port}: {reason}")
+
+
 def bind(host: str, port: int) -> socket.socket:
     """A socket bound to ``host:port`` (not yet listening: until the model is loaded, connections are
     refused, not held). A busy or unusable address is a user error, raised before anything loads."""
@@ -135,10 +141,17 @@ def bind(host: str, port: int) -> socket.socket:
         sock.bind(address)
     except OSError as err:
         sock.close()
-        hint = ": another process listens there (pick another --port, or 0 for a free one)"
-        reason = "the address is already in use" + hint if err.errno == errno.EADDRINUSE else err.strerror
-        raise ValueError(f"cannot listen on {host}:{port}: {reason}") from None
+        raise _address_error(host, port, err) from None
     return sock
+
+
+def listen(sock: socket.socket, host: str) -> None:
+    """Start listening on the bound socket. SO_REUSEADDR lets two processes bind one port while neither
+    listens, so a second service started at the same moment learns here that the port is taken."""
+    try:
+        sock.listen(2048)  # uvicorn's backlog
+    except OSError as err:
+        raise _address_error(host, sock.getsockname()[1], err) from None
 
 
 def url_of(sock: socket.socket) -> str:
@@ -233,6 +246,7 @@ def run(args: argparse.Namespace) -> int:
             "timeout_keep_alive": args.keep_alive_timeout,
             "log_level": "warning" if not args.verbose else "info",
         }
+        listen(sock, args.host)
         serve_on(app, sock, config)
     finally:
         sock.close()
