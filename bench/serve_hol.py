@@ -72,12 +72,12 @@ def measure(url: str, pid: int, size: int) -> dict[str, float | list[float]]:
             "rss_after_mb": rss_mb(pid)}  # fmt: skip
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
     parser.add_argument("--size", type=int, default=1_900_000, help="characters per big input")
     parser.add_argument("--json", type=Path)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     port = free_port()
     cmd = [sys.executable, "-m", "sentcl.cli", "serve", args.model, "--port", str(port)]
     proc = subprocess.Popen(cmd, stderr=subprocess.DEVNULL)
