@@ -263,3 +263,20 @@ def test_token_ids_over_the_length(tiny_encoder: Any) -> None:
         got = c.post("/v1/embeddings", json={"input": [*ids, 10**9]}).json()["data"][0]["embedding"]
     want = tiny_encoder.encode([tok.decode(ids[:64])], max_length=64)[0]
     np.testing.assert_allclose(got, unit(want), atol=1e-5)
+
+
+def test_a_fault_of_the_service_is_a_json_500(tiny_encoder: Any) -> None:
+    class BrokenIndex:
+        texts = ["a"]
+
+        def __len__(self) -> int:
+            return 1
+
+        def search(self, queries: np.ndarray, k: int) -> Any:
+            raise RuntimeError("disk gone")
+
+    app = create_app(tiny_encoder, index=BrokenIndex())
+    with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as c:
+        resp = c.post("/search", json={"query": "a dog", "k": 1})
+    assert_error(resp, 500, "internal")
+    assert resp.headers["content-type"] == "application/json" and "RuntimeError" in resp.json()["error"]
