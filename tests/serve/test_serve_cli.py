@@ -70,6 +70,11 @@ def test_user_errors_are_one_line(
         == 2
     )
     assert "not a saved index" in capsys.readouterr().err
+    for option, value in [("--header-timeout", "0"), ("--body-timeout", "nan"), ("--header-timeout", "inf")]:
+        assert main(["serve", str(tiny_bert), option, value, "--keep-malloc-threshold"]) == 2
+        assert capsys.readouterr().err.startswith(
+            f"sentcl serve: error: {option} must be a number of seconds"
+        )
     assert "app" not in captured
 
 

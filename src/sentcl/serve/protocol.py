@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 from typing import Any
 
 import h11
@@ -98,11 +99,11 @@ class GuardedH11Protocol(H11Protocol):
 
 def guarded_protocol(header_timeout: float, body_timeout: float, max_connections: int) -> type[Any]:
     """An h11 protocol class for ``uvicorn.Config(http=...)`` with these limits."""
-    for name, value in (("header_timeout", header_timeout), ("body_timeout", body_timeout)):
-        if not value > 0:
-            raise ValueError(f"{name} must be > 0 seconds, got {value}")
+    for name, value in (("--header-timeout", header_timeout), ("--body-timeout", body_timeout)):
+        if not (math.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a number of seconds > 0, got {value}")
     if max_connections < 1:
-        raise ValueError(f"max_connections must be >= 1, got {max_connections}")
+        raise ValueError(f"--max-connections must be >= 1, got {max_connections}")
     attrs = {
         "header_timeout": header_timeout,
         "body_timeout": body_timeout,
