@@ -37,9 +37,9 @@ def _raw_error(status: int, reason: str, error_type: str, message: str) -> bytes
 class GuardedH11Protocol(H11Protocol):
     """See the module's docstring; the limits are class attributes set by ``guarded_protocol``."""
 
-    header_timeout: float = 10.0
-    body_timeout: float = 60.0
-    max_connections: int = 1000
+    header_timeout: float  # the defaults are sentcl serve's options'
+    body_timeout: float
+    max_connections: int
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:  # type: ignore[override]
         self._deadline: asyncio.TimerHandle | None = None
