@@ -115,3 +115,25 @@ def test_two_services_started_at_once_on_one_port() -> None:
     finally:
         first.close()
         second.close()
+
+
+def test_connections_fit_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The open-file limit is faked (a process cannot raise its hard limit back after lowering it)."""
+    import resource
+
+    from sentcl.cli.serve import FD_MARGIN, fit_connections
+
+    limits = {"soft": 512, "hard": 512}
+
+    def setrlimit(kind: int, value: tuple[int, int]) -> None:
+        assert kind == resource.RLIMIT_NOFILE
+        if value[1] != limits["hard"] or value[0] > value[1]:
+            raise ValueError("not allowed")
+        limits["soft"] = value[0]
+
+    monkeypatch.setattr(resource, "getrlimit", lambda kind: (limits["soft"], limits["hard"]))
+    monkeypatch.setattr(resource, "setrlimit", setrlimit)
+    assert fit_connections(1000) == 512 - FD_MARGIN  # soft = hard: nothing to raise to
+    assert fit_connections(100) == 100
+    limits.update(soft=256, hard=4096)  # raised toward the hard limit where needed
+    assert fit_connections(300) == 300 and limits["soft"] == 300 + FD_MARGIN

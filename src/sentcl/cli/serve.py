@@ -166,6 +166,31 @@ def serve_on(app: Any, sock: socket.socket, config: dict[str, Any]) -> None:
     uvicorn.Server(uvicorn.Config(app, **config)).run(sockets=[sock])
 
 
+FD_MARGIN = 128  # open files the process needs beside its connections (model, index, libraries, the listener)
+
+
+def fit_connections(wanted: int) -> int:
+    """``wanted`` connections, raising the soft open-file limit toward the hard one where they need it; fewer
+    (with a warning) where the hard limit leaves less, so that accept() never fails for want of descriptors."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + FD_MARGIN
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return wanted
+    target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+    try:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        soft = target
+    except (ValueError, OSError):
+        pass
+    if soft >= need:
+        return wanted
+    fitted = max(1, soft - FD_MARGIN)
+    logger.warning("--max-connections %d: the open-file limit is %d, so at most %d", wanted, soft, fitted)
+    return fitted
+
+
 def api_key_from(args: argparse.Namespace) -> str | None:
     from sentcl.serve.auth import resolve_api_key
 
@@ -214,7 +239,8 @@ def run(args: argparse.Namespace) -> int:
     )
     api_key = api_key_from(args)
     hosts = HostPolicy(args.host, [h for item in args.allowed_hosts for h in item.split(",")])
-    protocol = guarded_protocol(args.header_timeout, args.body_timeout, args.max_connections)
+    connections = fit_connections(args.max_connections)
+    protocol = guarded_protocol(args.header_timeout, args.body_timeout, connections)
     sock = bind(args.host, args.port)  # before loading anything: a busy port fails at once
     try:
         logger.info("bound %s; loading %s", url_of(sock), args.model)
