@@ -20,31 +20,27 @@ import os
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
-import numpy as np
 import torch
 from torch import Tensor, nn
 
 from sentcl.atomic import atomic_write_text
-from sentcl.modeling.batching import length_sorted_batches
-from sentcl.paths import resolve_model_path
+from sentcl.modeling.onnx_encoder import (  # noqa: F401 - the reading side, re-exported for old imports
+    INPUTS,
+    ONNX_CONFIG,
+    ONNX_MODEL,
+    OUTPUT,
+    OnnxEncoder,
+    is_onnx_folder,
+)
 
 logger = logging.getLogger(__name__)
 
-ONNX_CONFIG = "sentcl_onnx.json"
-ONNX_MODEL = "model.onnx"
-INPUTS = ("input_ids", "attention_mask")
-OUTPUT = "sentence_embedding"
 OPSET = 17
 # model_type of transformers -> onnxruntime.transformers.optimizer's model_type (fusions it knows)
 _ORT_FUSION_TYPES = {"bert": "bert", "roberta": "bert", "distilbert": "bert", "xlm-roberta": "bert"}
-
-
-def is_onnx_folder(path: str | Path) -> bool:
-    return Path(path, ONNX_CONFIG).is_file()
 
 
 class _Graph(nn.Module):
@@ -105,9 +101,10 @@ def export_onnx(
     model: str | nn.Module, out: str | Path, int8: bool = False, pooler: str | None = None
 ) -> Path:
     """Write ``out/model.onnx`` (+ tokenizer + sentcl_onnx.json) for a model name/folder or a SentenceEncoder."""
-    from sentcl.modeling.dual import DualEncoder, load_encoder
+    from sentcl.modeling.dual import DualEncoder
+    from sentcl.modeling.open import open_model
 
-    encoder = load_encoder(model, pooler=pooler) if isinstance(model, str) else model
+    encoder = open_model(model, pooler=pooler, backend="torch") if isinstance(model, str) else model
     if isinstance(encoder, DualEncoder):
         raise ValueError("ONNX export of a two-encoder (Quick-Thoughts) model is not supported")
     if getattr(encoder, "prompt", None) is not None:
@@ -167,7 +164,7 @@ def export_onnx(
         "source": model if isinstance(model, str) else None,
         "pooler": encoder.pooler,
         "head": encoder.uses_head,
-        "max_length": encoder.inference_max_length,
+        "max_length": encoder.max_length,
         "dim": encoder.embedding_dim,
         "normalize": False,
         "quantization": "int8-dynamic" if int8 else None,
@@ -178,99 +175,3 @@ def export_onnx(
     }
     atomic_write_text(out / ONNX_CONFIG, json.dumps(meta, indent=2) + "\n")
     return out
-
-
-class OnnxEncoder:
-    """An exported folder run by onnxruntime, with SentenceEncoder's inference API (``encode``, ``similarity``,
-    ``tokenizer``, ``max_length``, ``embedding_dim``)."""
-
-    backend = "onnx"
-
-    def __init__(self, folder: str | Path, threads: int | None = None) -> None:
-        import onnxruntime as ort
-        from transformers import AutoTokenizer
-
-        folder = Path(resolve_model_path(str(folder)))
-        if not is_onnx_folder(folder):
-            raise FileNotFoundError(
-                f"{folder} has no {ONNX_CONFIG}: not an exported ONNX folder "
-                "(make one with: sentcl export --format onnx MODEL OUT)"
-            )
-        self.folder = folder
-        self.meta: dict[str, Any] = json.loads((folder / ONNX_CONFIG).read_text(encoding="utf-8"))
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or torch.get_num_threads()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(
-            str(folder / ONNX_MODEL), options, providers=["CPUExecutionProvider"]
-        )
-        self.pooler: str = self.meta["pooler"]
-        self.max_length: int = int(self.meta["max_length"])
-        self.inference_max_length = self.max_length
-        self.embedding_dim: int = int(self.meta["dim"])
-
-    def eval(self) -> OnnxEncoder:  # the PyTorch encoder's calls are no-ops here
-        return self
-
-    def to(self, device: Any) -> OnnxEncoder:  # noqa: ARG002
-        return self
-
-    def encode(
-        self,
-        sentences: str | Sequence[str],
-        batch_size: int = 64,
-        normalize: bool = False,
-        convert_to_numpy: bool = True,
-        show_progress: bool = False,
-        max_length: int | None = None,
-    ) -> np.ndarray | Tensor:
-        """Embed in input order; batches are sorted by token count as in ``SentenceEncoder.encode``."""
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        limit = min(max_length or self.max_length, self.max_length)
-        _, batches = length_sorted_batches(self.tokenizer, texts, limit, batch_size, "np", show_progress)
-        out = np.empty((len(texts), self.embedding_dim), dtype=np.float32)
-        for idx, batch in batches:
-            feed = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUTS}
-            out[idx] = self.session.run([OUTPUT], feed)[0]  # rows back to input order
-        if normalize:
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        result = out[0] if single else out
-        return result if convert_to_numpy else torch.from_numpy(result)
-
-    def similarity(self, a: Any, b: Any) -> np.ndarray:
-        """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
-        from sentcl.modeling.encoder import embedding_matrix
-        from sentcl.modeling.pooling import cosine_matrix
-
-        return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()  # type: ignore[arg-type]
-
-
-def load_onnx_encoder(
-    name_or_path: str, backend: str = "auto", pooler: str | None = None, int8: bool = False
-) -> OnnxEncoder | None:
-    """The OnnxEncoder for ``--backend onnx|auto``; None when ``auto`` meets a PyTorch model.
-
-    ``--backend onnx`` with a PyTorch folder is refused (no hidden export cache): export it first. The pooler
-    and the quantisation are part of the graph, so ``--pooler`` / ``--int8`` must agree with the export.
-    """
-    path = Path(resolve_model_path(name_or_path))
-    if not is_onnx_folder(path):
-        if backend == "onnx":
-            raise ValueError(
-                f"--backend onnx: {name_or_path} is not an exported ONNX folder (no {ONNX_CONFIG}); "
-                f"export it first: sentcl export --format onnx {name_or_path} OUT"
-            )
-        return None
-    encoder = OnnxEncoder(path)
-    if pooler is not None and pooler != encoder.pooler:
-        raise ValueError(
-            f"{path} was exported with pooler {encoder.pooler!r}; --pooler {pooler} needs a new export "
-            f"(sentcl export --format onnx MODEL OUT --pooler {pooler})"
-        )
-    if int8 and not encoder.meta.get("quantization"):
-        raise ValueError(f"{path} is an fp32 export; --int8 with ONNX needs `sentcl export --int8`")
-    return encoder

@@ -1,4 +1,4 @@
-"""Encoders, poolers, heads and loading.
+"""Encoders, poolers, heads and loading (``open_model``: one way to open any model).
 
 The names below are imported on first use (PEP 562), so that a light module such as ``sentcl.config``
 can import ``sentcl.modeling.pooling`` without pulling in the encoder (which itself reads the config).
@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from sentcl.modeling.encode import encode_fn
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.heads import MLPHead
+    from sentcl.modeling.open import open_model
     from sentcl.modeling.pooling import POOLERS, masked_mean, pool
 
 _EXPORTS = {
@@ -25,6 +26,7 @@ _EXPORTS = {
     "encode_fn": "sentcl.modeling.encode",
     "SentenceEncoder": "sentcl.modeling.encoder",
     "MLPHead": "sentcl.modeling.heads",
+    "open_model": "sentcl.modeling.open",
 }
 
 
@@ -42,5 +44,6 @@ __all__ = [
     "encode_fn",
     "load_encoder",
     "masked_mean",
+    "open_model",
     "pool",
 ]

@@ -13,7 +13,7 @@ def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
             cfg.name_or_path,
             pooler=cfg.pooler,
             mlp_only_train=cfg.mlp_only_train,
-            max_length=cfg.max_length,
+            train_max_length=cfg.max_length,
             dropout=cfg.dropout,
             for_training=True,
             prompt=cfg.prompt_templates,

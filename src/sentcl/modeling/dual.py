@@ -20,7 +20,6 @@ from torch import Tensor, nn
 
 from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder, embedding_matrix
 from sentcl.modeling.pooling import cosine_matrix
-from sentcl.paths import resolve_model_path
 
 logger = logging.getLogger("sentcl")
 
@@ -43,7 +42,13 @@ class DualEncoder(nn.Module):
 
     @property
     def max_length(self) -> int:
+        """Inference truncation (f's)."""
         return self.f.max_length
+
+    @property
+    def train_max_length(self) -> int:
+        """Training truncation (f's)."""
+        return self.f.train_max_length
 
     @property
     def backbone(self) -> nn.Module:
@@ -115,13 +120,9 @@ class DualEncoder(nn.Module):
 
 
 def load_encoder(name_or_path: str, **kwargs) -> SentenceEncoder | DualEncoder:  # noqa: ANN003
-    """SentenceEncoder, or DualEncoder when the folder was saved as a pair; kwargs as from_pretrained."""
-    from sentcl.modeling.loading import read_sentcl_json
+    """SentenceEncoder, or DualEncoder when the folder was saved as a pair; kwargs as from_pretrained.
+    Kept for old callers: ``sentcl.modeling.open_model`` opens every kind of folder."""
+    from sentcl.modeling.loading import LoadOptions
+    from sentcl.modeling.open import open_model
 
-    path = Path(resolve_model_path(name_or_path))
-    dual = (read_sentcl_json(path) or {}).get("dual") if path.is_dir() else None
-    f = SentenceEncoder.from_pretrained(name_or_path, **kwargs)
-    if not dual:
-        return f
-    g = SentenceEncoder.from_pretrained(str(path / dual["context_encoder"]), **kwargs)
-    return DualEncoder(f, g, dual["combine"])
+    return open_model(name_or_path, options=LoadOptions(**kwargs))  # type: ignore[return-value]
