@@ -32,7 +32,9 @@ B = len(SENTENCES)
 
 def _model(tiny_bert: Path, pooler: str, dropout: float | None) -> SentenceEncoder:
     torch.manual_seed(0)  # the MLP head's initialisation
-    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler=pooler, dropout=dropout, train_max_length=48)
+    model = SentenceEncoder.from_pretrained(
+        str(tiny_bert), pooler=pooler, dropout=dropout, train_max_length=48
+    )
     model.train()
     return model
 
