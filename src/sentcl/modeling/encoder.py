@@ -133,7 +133,9 @@ class SentenceEncoder(nn.Module):
 
     def save_pretrained(self, path: str | Path, sentence_transformers: bool = True) -> None:
         """Write a plain HF folder (backbone + tokenizer) with sentcl.json and the head beside it, and the
-        sentence-transformers files where ST can express the pooler (unless ``sentence_transformers=False``)."""
+        sentence-transformers files where ST can express the pooler (unless ``sentence_transformers=False``),
+        and a model card (README.md), as sentence-transformers' ``save`` does."""
+        from sentcl.interop.model_card import write_saved_card  # the writing side of folders lives in interop
         from sentcl.interop.sentence_transformers import remove_st_files, write_st_files
 
         path = Path(path)
@@ -166,6 +168,15 @@ class SentenceEncoder(nn.Module):
         if self.truncate_dim is not None:
             meta["truncate_dim"] = self.truncate_dim
         (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        write_saved_card(
+            path,
+            source=self.source,
+            pooler=self.pooler,
+            head=self.pooler == "cls" and self.head is not None and not self.mlp_only_train,
+            dim=self.embedding_dim,
+            max_length=self.max_length,
+            normalize=self.normalize_output,
+        )
 
     # ------------------------------------------------------------------ forward
 
