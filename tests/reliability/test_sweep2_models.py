@@ -1,4 +1,5 @@
-"""Second sweep, damaged model folders (rows M01 M04 M07 M08 M10 M11 M12 M13 X08 X09 X10), through the real CLI.
+"""Second sweep, damaged model folders (rows M01 M04 M07 M08 M10 M11 M12 M13 X08 X09 X10) and the export's
+output folder (X02, X12), through the real CLI.
 
 Every row copies a good folder (a sentcl folder, a sentence-transformers folder sentcl did not write, an ONNX
 export of the tiny random BERT, or all-MiniLM-L6-v2 itself), damages one file and runs ``sentcl encode`` on it
@@ -239,6 +240,50 @@ CASES = [
 ]  # fmt: skip
 
 
+def export_into(prepare: Callable[[Path], None]) -> Callable[[Path], list[str]]:
+    """A row: ``prepare`` the folder (OUT is ``folder/out``), then export the tiny model into OUT."""
+
+    def setup(folder: Path) -> list[str]:
+        prepare(folder)
+        return ["export", "--format", "onnx", str(ENV["st"]), str(folder / "out")]
+
+    return setup
+
+
+def killed_export_leftovers(folder: Path) -> None:
+    """What a kill -9 left: this version's temporary sibling, and an older version's OUT/tmpXXXXXXXX/raw.onnx."""
+    (folder / ".tmp-out-0123abcd").mkdir(parents=True)
+    (folder / ".tmp-out-0123abcd" / "raw.onnx").write_bytes(b"\x08\x07partial")
+    (folder / "out" / "tmp663lzpt8").mkdir(parents=True)
+    (folder / "out" / "tmp663lzpt8" / "raw.onnx").write_bytes(b"\x08\x07partial")
+
+
+def exported_and_clean(folder: Path, printed: str) -> None:
+    """The rerun succeeds: both leftovers removed (each named in a warning), OUT a complete export."""
+    assert sorted(p.name for p in folder.iterdir()) == ["out"]  # no temporary sibling left
+    assert not (folder / "out" / "tmp663lzpt8").exists()
+    meta = json.loads((folder / "out" / "sentcl_onnx.json").read_text(encoding="utf-8"))
+    assert meta["dim"] == 32 and (folder / "out" / "model.onnx").stat().st_size > 1000
+
+
+def file_intact(folder: Path, printed: str) -> None:
+    assert (folder / "out").read_text() == "my notes\n"
+
+
+EXPORT_CASES = [
+    Case("X02_out_is_a_file", export_into(lambda f: (f / "out").write_text("my notes\n")),
+         r"OUT \S+/out is a file; give a folder", check=file_intact),
+    Case("X12_rerun_after_kill", export_into(killed_export_leftovers), None, check=exported_and_clean),
+    Case("X12_out_holds_user_files", export_into(lambda f: ((f / "out").mkdir(), (f / "out" / "notes.txt").write_text("x"))),
+         r"\S+/out exists and is not an exported ONNX folder \(it holds notes\.txt\)"),
+]  # fmt: skip
+
+
+@parametrize(EXPORT_CASES)
+def test_sweep2_export_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    run_case(case, tmp_path, capsys)
+
+
 @parametrize(CASES)
 def test_sweep2_model_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
@@ -257,3 +302,18 @@ def test_good_folders_encode(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     """The undamaged copies encode (so each row fails for its damage only)."""
     for kind in ("sentcl", "st", "onnx", "mini"):
         run_case(Case(f"good_{kind}", copy_of(kind, lambda m: None), None), tmp_path / kind, capsys)
+
+
+def test_x12_leftovers_are_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The removal of each leftover is logged with its path (X12: the rerun named nothing)."""
+    from sentcl.interop.onnx import _check_out
+
+    killed_export_leftovers(tmp_path)
+    with caplog.at_level("WARNING", logger="sentcl"):
+        _check_out(tmp_path / "out")
+    for name in (".tmp-out-0123abcd", "out/tmp663lzpt8"):
+        assert any(
+            str(tmp_path / name) in r.getMessage() and "interrupted export" in r.getMessage()
+            for r in caplog.records
+        )
+    assert not (tmp_path / ".tmp-out-0123abcd").exists() and not (tmp_path / "out" / "tmp663lzpt8").exists()
