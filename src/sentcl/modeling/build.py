@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from sentcl.config import ModelConfig
+from typing import TYPE_CHECKING
+
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
+
+if TYPE_CHECKING:  # type-only: modeling does not import the config's floor
+    from sentcl.config import ModelConfig
 
 
 def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
