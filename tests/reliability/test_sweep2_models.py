@@ -155,6 +155,25 @@ def head_of_shape(n: int) -> Callable[[Path], None]:
     return change
 
 
+def sharded(drop: str | None = None, cut: str | None = None) -> Callable[[Path], None]:
+    """The backbone saved in shards (model.safetensors.index.json), one shard removed or cut in half."""
+
+    def change(model: Path) -> None:
+        from transformers import AutoModel
+
+        backbone = AutoModel.from_pretrained(str(model))
+        (model / "model.safetensors").unlink()
+        backbone.save_pretrained(model, max_shard_size="20KB")
+        shards = sorted(model.glob("model-*-of-*.safetensors"))
+        assert len(shards) > 2
+        if drop:
+            shards[1].unlink()
+        if cut:
+            cut_file(shards[1].name, 0.5)(model)
+
+    return change
+
+
 def empty_folder(model: Path) -> None:
     for item in model.iterdir():
         shutil.rmtree(item) if item.is_dir() and not item.is_symlink() else item.unlink()
@@ -177,6 +196,11 @@ CASES = [
          r"model/model\.safetensors: not a readable safetensors file .*truncated or damaged", check=no_output),
     Case("M01_truncated_safetensors_minilm", copy_of("mini", cut_file("model.safetensors", 0.5)),
          r"model/model\.safetensors: not a readable safetensors file", check=no_output),
+    Case("M01_missing_shard", copy_of("sentcl", sharded(drop="one")),
+         r"model/model-00002-of-\d+\.safetensors: missing; \S+model\.safetensors\.index\.json lists it",
+         check=no_output),
+    Case("M01_truncated_shard", copy_of("sentcl", sharded(cut="one")),
+         r"model/model-00002-of-\d+\.safetensors: not a readable safetensors file", check=no_output),
     Case("M04_empty_safetensors", copy_of("sentcl", cut_file("model.safetensors", 0.0)),
          r"model/model\.safetensors: empty \(0 bytes\)", check=no_output),
     Case("M04_empty_head_file", copy_of("sentcl", cut_file("sentcl_head.safetensors", 0.0)),
@@ -234,6 +258,9 @@ CASES = [
          r"model/model\.onnx: onnxruntime cannot load it .*truncated or damaged", check=no_output),
     Case("X08_empty_onnx", copy_of("onnx", cut_file("model.onnx", 0.0)),
          r"model/model\.onnx: onnxruntime cannot load it", check=no_output),
+    Case("X08_onnx_without_tokenizer", copy_of("onnx", lambda m: [(m / n).unlink() for n in
+                                                                  ("tokenizer.json", "vocab.txt") if (m / n).exists()]),
+         r"model: no tokenizer files \(none of tokenizer\.json", check=no_output),
     Case("X09_onnx_dim", copy_of("onnx", edit_json("sentcl_onnx.json", dim=128)),
          r"model/sentcl_onnx\.json: dim 128 does not match \S+/model\.onnx, whose output has 32 values",
          check=no_output),

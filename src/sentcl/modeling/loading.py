@@ -46,23 +46,13 @@ from sentcl.modeling.encoder import (  # noqa: F401 - position_limit re-exported
 from sentcl.modeling.heads import ACTIVATIONS, DenseLayer, MLPHead
 from sentcl.modeling.prompt import DENOISE_MODES, PROMPTBERT_BERT_TEMPLATES, check_template
 from sentcl.modeling.st_folder import check_dense_chain, is_head_like, read_dense, read_st_folder, st_pooler
-from sentcl.modeling.weights import check_weight_files, load_checked
+from sentcl.modeling.weights import check_tokenizer_files, check_weight_files, load_checked
 from sentcl.paths import ModelFolderError, model_load_error
 from sentcl.poolers import HEADLESS_POOLERS, POOLERS, pooler_info
 from sentcl.postprocess.storage import check_postprocess_meta, load_flow
 from sentcl.typed_config import ConfigError
 
 logger = logging.getLogger("sentcl")
-
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "vocab.txt",
-    "vocab.json",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "sentencepiece.model",
-    "tokenizer.model",
-)
 
 
 def _check_type(file: Path, meta: dict[str, Any], key: str, ok: bool, expected: str) -> None:
@@ -174,15 +164,6 @@ def _quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
 
 
-def _check_tokenizer_files(folder: Path) -> None:
-    has_tokenizer = any((folder / f).is_file() for f in TOKENIZER_FILES)
-    if folder.is_dir() and (folder / "config.json").is_file() and not has_tokenizer:
-        raise ModelFolderError(
-            f"{folder}: no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); copy the tokenizer "
-            "files of the model it was trained from into this folder"
-        )
-
-
 def _check_mismatched(folder: str, config: Any, mismatched: Any) -> None:
     """Weights whose shape differs from what config.json builds: an error naming both shapes."""
     if not mismatched:
@@ -198,8 +179,8 @@ def _check_mismatched(folder: str, config: Any, mismatched: Any) -> None:
 def load_backbone(path: str, name: str, dropout: float | None) -> tuple[Any, nn.Module, Any, set[str]]:
     """(config, backbone, tokenizer, missing weight names) of a folder or hub id; weights checked first."""
     folder = Path(path)
-    _check_tokenizer_files(folder)
-    if folder.is_dir():
+    if folder.is_dir() and (folder / "config.json").is_file():
+        check_tokenizer_files(folder)
         check_weight_files(folder)
     try:
         config = AutoConfig.from_pretrained(path)

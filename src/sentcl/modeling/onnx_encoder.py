@@ -19,6 +19,7 @@ from torch import Tensor
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files import read_json
 from sentcl.modeling.batching import length_sorted_batches
+from sentcl.modeling.weights import check_tokenizer_files
 from sentcl.paths import ModelFolderError
 from sentcl.poolers import POOLERS
 
@@ -71,6 +72,7 @@ class OnnxEncoder:
             )
         self.folder = folder
         self.meta: dict[str, Any] = read_onnx_meta(folder)
+        check_tokenizer_files(folder)
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
         self.session = _session(folder / ONNX_MODEL, threads)
         self.pooler: str = self.meta["pooler"]

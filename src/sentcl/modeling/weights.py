@@ -1,4 +1,5 @@
-"""Reading weight files of a model folder safely: safetensors only, damaged files named, pickles never run.
+"""Checking a model folder's files before a library reads them: safetensors only, damaged files named, pickles
+never run, the tokenizer present.
 
 A ``pytorch_model.bin`` is a Python pickle, and unpickling runs whatever code the file names; sentcl refuses it
 without opening it and says how to convert it (``safetensors.torch.save_file`` of the state dict, in a Python
@@ -16,6 +17,15 @@ from sentcl.paths import ModelFolderError
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
+TOKENIZER_FILES = (
+    "tokenizer.json",
+    "vocab.txt",
+    "vocab.json",
+    "spiece.model",
+    "sentencepiece.bpe.model",
+    "sentencepiece.model",
+    "tokenizer.model",
+)
 PICKLED = ("pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth")
 
 
@@ -46,16 +56,37 @@ def check_safetensors(file: Path) -> None:
 
 
 def check_weight_files(folder: Path) -> None:
-    """A local backbone folder's weights: safetensors checked, a pickle-only folder refused unopened."""
+    """A local backbone folder's weights: safetensors checked (every shard an index lists, present and readable),
+    a pickle-only folder refused unopened."""
+    from sentcl.files import read_json
+
     index = folder / SAFETENSORS_INDEX
-    shards = sorted(folder.glob("model-*-of-*.safetensors"))
-    files = [folder / SAFETENSORS] if (folder / SAFETENSORS).is_file() else shards
-    if not files and not index.is_file():
+    if index.is_file():
+        weight_map = read_json(index, dict, error=ModelFolderError).get("weight_map")
+        if not isinstance(weight_map, dict) or not weight_map:
+            raise ModelFolderError(f"{index}: needs a non-empty 'weight_map' (tensor name -> shard file)")
+        files = [folder / str(name) for name in sorted(set(weight_map.values()))]
+        for file in files:
+            if not file.is_file():
+                raise ModelFolderError(f"{file}: missing; {index} lists it as a shard of the weights")
+    elif (folder / SAFETENSORS).is_file():
+        files = [folder / SAFETENSORS]
+    else:
+        files = []
         pickled = [folder / name for name in PICKLED if (folder / name).is_file()]
         if pickled:
             raise pickle_refusal(pickled[0])
     for file in files:
         check_safetensors(file)
+
+
+def check_tokenizer_files(folder: Path) -> None:
+    """A local model folder holds its tokenizer (one of TOKENIZER_FILES), else an error saying what to copy."""
+    if folder.is_dir() and not any((folder / f).is_file() for f in TOKENIZER_FILES):
+        raise ModelFolderError(
+            f"{folder}: no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); copy the tokenizer "
+            "files of the model it was trained from into this folder"
+        )
 
 
 def read_weights(folder: Path, what: str) -> tuple[Path, dict[str, Tensor]]:
