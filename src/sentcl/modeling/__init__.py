@@ -10,11 +10,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sentcl.modeling.dual import DualEncoder, load_encoder
+    from sentcl.modeling.dual import DualEncoder
     from sentcl.modeling.encode import encode_fn
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.heads import MLPHead
-    from sentcl.modeling.open import open_model
+    from sentcl.modeling.open import load_encoder, open_model
     from sentcl.modeling.pooling import POOLERS, masked_mean, pool
 
 _EXPORTS = {
@@ -22,7 +22,7 @@ _EXPORTS = {
     "masked_mean": "sentcl.modeling.pooling",
     "pool": "sentcl.modeling.pooling",
     "DualEncoder": "sentcl.modeling.dual",
-    "load_encoder": "sentcl.modeling.dual",
+    "load_encoder": "sentcl.modeling.open",
     "encode_fn": "sentcl.modeling.encode",
     "SentenceEncoder": "sentcl.modeling.encoder",
     "MLPHead": "sentcl.modeling.heads",

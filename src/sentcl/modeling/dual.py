@@ -4,7 +4,7 @@ View 0 of every example goes through f (the anchor / "input" encoder), the other
 "context" encoder). At inference the embedding is f(s), or [f(s); g(s)] as in Quick-Thoughts.
 
 Saved as f's plain HF folder with g in ``context_encoder/`` beside it; f's ``sentcl.json`` says how to
-combine them, so ``load_encoder`` restores the pair while ``AutoModel`` still loads f alone.
+combine them, so ``open_model`` restores the pair while ``AutoModel`` still loads f alone.
 """
 
 from __future__ import annotations
@@ -117,12 +117,3 @@ class DualEncoder(nn.Module):
         meta = json.loads((path / SENTCL_CONFIG).read_text(encoding="utf-8"))
         meta["dual"] = {"combine": self.combine, "context_encoder": CONTEXT_DIR}
         (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-
-
-def load_encoder(name_or_path: str, **kwargs) -> SentenceEncoder | DualEncoder:  # noqa: ANN003
-    """SentenceEncoder, or DualEncoder when the folder was saved as a pair; kwargs as from_pretrained.
-    Kept for old callers: ``sentcl.modeling.open_model`` opens every kind of folder."""
-    from sentcl.modeling.loading import LoadOptions
-    from sentcl.modeling.open import open_model
-
-    return open_model(name_or_path, options=LoadOptions(**kwargs))  # type: ignore[return-value]

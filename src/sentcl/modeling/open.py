@@ -172,4 +172,10 @@ def open_model(
     return model
 
 
-__all__ = ["FOLDER_KINDS", "ModelSource", "locate", "open_model", "open_single"]
+def load_encoder(name_or_path: str, **kwargs: Any) -> Any:
+    """A SentenceEncoder, or a DualEncoder for a pair; kwargs as ``SentenceEncoder.from_pretrained``. Kept for
+    old callers: ``open_model`` opens every kind of folder."""
+    return open_model(name_or_path, options=LoadOptions(**kwargs))
+
+
+__all__ = ["FOLDER_KINDS", "ModelSource", "load_encoder", "locate", "open_model", "open_single"]
