@@ -215,7 +215,10 @@ CASES = [
          r"model/config\.json: does not match the weights: .*hidden_size=64", check=no_output),
     Case("M07_intermediate_size", copy_of("sentcl", edit_json("config.json", intermediate_size=48)),
          r"model/config\.json: does not match the weights: \S+intermediate\S+ is \(64,?\) in the weights "
-         r"file but \(48,?\)", check=no_output),
+         r"file but \(48,?\) for config\.json \(intermediate_size=48\)", check=no_output),
+    Case("M07_vocab_size", copy_of("sentcl", edit_json("config.json", vocab_size=500)),
+         r"model/config\.json: does not match the weights: \S+word_embeddings\S+ is \(\d+, 32\) .* "
+         r"\(500, 32\) for config\.json \(vocab_size=500\)", check=no_output),
     # M08 / X10: garbage in any JSON file of the folder names that file
     *[Case(f"M08_garbage_{name.replace('/', '_')}", copy_of(kind, replace_text(name, lambda t: t[: len(t) // 3])),
            rf"model/{name}: .*not valid JSON \(line \d+, column \d+", check=no_output)

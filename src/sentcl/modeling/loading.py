@@ -164,14 +164,23 @@ def _quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
 
 
+_SIZE_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "max_position_embeddings", "type_vocab_size")
+
+
 def _check_mismatched(folder: str, config: Any, mismatched: Any) -> None:
     """Weights whose shape differs from what config.json builds: an error naming both shapes."""
     if not mismatched:
         return
     key, saved, built = sorted(mismatched)[0]
+    # the config.json sizes behind the built shape that the saved shape lacks (e.g. hidden_size=768)
+    sizes = [
+        f"{attr}={value}"
+        for attr in _SIZE_KEYS
+        if isinstance(value := getattr(config, attr, None), int) and value in built and value not in saved
+    ]
     raise ModelFolderError(
         f"{Path(folder) / 'config.json'}: does not match the weights: {key} is {tuple(saved)} in the weights "
-        f"file but {tuple(built)} for config.json (hidden_size={getattr(config, 'hidden_size', '?')})"
+        f"file but {tuple(built)} for config.json ({', '.join(sizes) or 'its sizes'})"
         + (f"; {len(mismatched) - 1} more tensor(s) differ" if len(mismatched) > 1 else "")
     )
 
