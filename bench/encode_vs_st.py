@@ -82,7 +82,7 @@ class Encoders:
 
     def __init__(self, model: str, batch_size: int, max_length: int, peer_python: str | None = None) -> None:
         self.sentcl = SentenceEncoder.from_pretrained(resolve_model_path(model), pooler="avg").eval()
-        self.batch_size, self.max_length = batch_size, min(max_length, self.sentcl.inference_max_length)
+        self.batch_size, self.max_length = batch_size, min(max_length, self.sentcl.max_length)
         self.int8: SentenceEncoder | None = None
         self.st: Any = None
         self.model, self.peer_python, self.peers = model, peer_python, []

@@ -199,7 +199,7 @@ def soak(url: str, pid: int, requests: list[list[str]], args: argparse.Namespace
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     args = parse_args(argv)
     set_threads(args.threads)
-    from sentcl.modeling.dual import load_encoder
+    from sentcl.modeling.open import open_model
 
     rng = random.Random(args.seed)
     pool = read_sentences(data_file(resolve_data_dir(args.data_dir), "corpora", "wiki1m_prefix.txt"))
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         rng.sample(pool, rng.randint(args.min_sentences, args.max_sentences)) for _ in range(args.requests)
     ]
     flat = [s for r in requests for s in r]
-    encoder = load_encoder(args.model, pooler=args.pooler)
+    encoder = open_model(args.model, pooler=args.pooler)
     encoder.encode(flat[: args.batch_size], batch_size=args.batch_size, max_length=args.max_length)  # warm-up
     port = free_port()
     url = f"http://127.0.0.1:{port}"

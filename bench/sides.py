@@ -67,7 +67,7 @@ class SentclSide:
         self.length_buckets = TrainingConfig().length_buckets if length_buckets is None else length_buckets
         self.packed_tokens = TrainingConfig().packed_tokens if packed_tokens is None else packed_tokens
         self.model = SentenceEncoder.from_pretrained(
-            resolve_model_path(model), pooler="avg", max_length=max_length
+            resolve_model_path(model), pooler="avg", train_max_length=max_length
         )
         cfg = from_dict(
             TrainConfig,

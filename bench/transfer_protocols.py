@@ -95,9 +95,9 @@ class CachedEncoder:
         missing = [t for t in dict.fromkeys(texts) if t not in self.rows]
         if missing:
             if self.model is None:
-                from sentcl.modeling.dual import load_encoder
+                from sentcl.modeling.open import open_model
 
-                self.model = load_encoder(self.model_name, pooler=self.pooler)
+                self.model = open_model(self.model_name, pooler=self.pooler)
             start = time.perf_counter()
             emb = np.asarray(self.model.encode(missing, batch_size=self.batch_size), dtype=np.float32)
             self.encode_s += time.perf_counter() - start

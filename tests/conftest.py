@@ -122,7 +122,7 @@ SERVE_CORPUS = [  # the service tests' index (tests/serve/)
 
 @pytest.fixture(scope="session")
 def tiny_encoder(tiny_bert: Path) -> Any:
-    from sentcl.modeling.dual import load_encoder
+    from sentcl.modeling.open import load_encoder
 
     return load_encoder(str(tiny_bert), pooler="avg")
 

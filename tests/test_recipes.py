@@ -12,7 +12,8 @@ from sentcl.cli import main
 from sentcl.config import TrainConfig, load_config
 from sentcl.experiments import load_grid, point_configs
 from sentcl.methods import METHODS
-from sentcl.modeling.dual import DualEncoder, load_encoder
+from sentcl.modeling.dual import DualEncoder
+from sentcl.modeling.open import load_encoder
 from sentcl.validation import validate
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,6 +6,14 @@ from sentcl.modeling.encoder import SentenceEncoder
 __version__ = "0.1.0"
 
 
+def __getattr__(name: str):  # noqa: ANN202 - PEP 562: open_model imported on first use (transformers is heavy)
+    if name == "open_model":
+        from sentcl.modeling.open import open_model
+
+        return open_model
+    raise AttributeError(f"module 'sentcl' has no attribute {name!r}")
+
+
 def train(cfg: TrainConfig, resume: bool = False):  # noqa: ANN201 - lazy import keeps `import sentcl` light
     """Train as ``cfg`` says; see sentcl.training.loop.train."""
     from sentcl.training.loop import train as _train
@@ -36,4 +44,4 @@ def evaluate(
     )
 
 
-__all__ = ["SentenceEncoder", "TrainConfig", "evaluate", "load_config", "train"]
+__all__ = ["SentenceEncoder", "TrainConfig", "evaluate", "load_config", "open_model", "train"]

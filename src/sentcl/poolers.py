@@ -29,23 +29,39 @@ class PoolerInfo:
     packed: bool = False
     #: one line for model cards and help texts
     description: str = ""
+    #: how a model card computes it with plain transformers from ``out`` (``output_hidden_states=True``;
+    #: ``hidden_states[0]`` is the embeddings' output) and ``batch`` (the tokenizer's output)
+    card_snippet: str = ""
 
+
+_MASK = 'mask = batch["attention_mask"].unsqueeze(-1)  # (N, L, 1)\n'
+_CLS = "emb = out.last_hidden_state[:, 0]  # [CLS], (N, H)\n"
+_MEAN_OF = "emb = (h * mask).sum(1) / mask.sum(1)  # mean over real tokens, (N, H)\n"
 
 POOLER_TABLE: dict[str, PoolerInfo] = {
     p.name: p
     for p in (
         PoolerInfo("cls", head=True, st_pooling="cls", packed=True,
-                   description="[CLS] of the last layer, then SimCSE's MLP head"),
+                   description="[CLS] of the last layer, then SimCSE's MLP head", card_snippet=_CLS),
         PoolerInfo("cls_before_pooler", st_pooling="cls", packed=True,
-                   description="[CLS] of the last layer, no head"),
+                   description="[CLS] of the last layer, no head", card_snippet=_CLS),
         PoolerInfo("avg", st_pooling="mean", packed=True,
-                   description="mean of the last layer over real tokens"),
+                   description="mean of the last layer over real tokens",
+                   card_snippet=_MASK + "h = out.last_hidden_state  # (N, L, H)\n" + _MEAN_OF),
         PoolerInfo("avg_top2", all_layers=True,
-                   description="mean of the last two layers over real tokens"),
+                   description="mean of the last two layers over real tokens",
+                   card_snippet=_MASK + "h = (out.hidden_states[-2] + out.hidden_states[-1]) / 2  # (N, L, H)\n"
+                   + _MEAN_OF),
         PoolerInfo("avg_first_last", all_layers=True,
-                   description="mean of the first and the last layer over real tokens"),
+                   description="mean of the first and the last layer over real tokens",
+                   card_snippet=_MASK + "h = (out.hidden_states[1] + out.hidden_states[-1]) / 2  # (N, L, H)\n"
+                   + _MEAN_OF),
+        # PromptBERT / SNCSE: each sentence is first written into sentcl.json's prompt.templates[0] ([X] -> the
+        # sentence, [MASK] -> tok.mask_token); denoise "always" also subtracts the template-only state
         PoolerInfo("mask", prompt=True,
-                   description="PromptBERT: the last layer's state at the template's [MASK]"),
+                   description="PromptBERT: the last layer's state at the template's [MASK]",
+                   card_snippet="# the sentences must first be written into sentcl.json's prompt.templates[0]\n"
+                   "emb = out.last_hidden_state[batch['input_ids'] == tok.mask_token_id]  # the [MASK] rows, (N, H)\n"),
     )
 }  # fmt: skip
 

@@ -132,11 +132,9 @@ def corpus_index(
 
 def load_search_encoder(model: str, pooler: str | None, model_backend: str = "auto") -> Any:
     """The query/corpus encoder: onnxruntime for an exported folder (unless torch is asked), else torch."""
-    from sentcl.interop.onnx import load_onnx_encoder
-    from sentcl.modeling.dual import load_encoder
+    from sentcl.modeling.open import open_model
 
-    onnx = load_onnx_encoder(model, model_backend, pooler=pooler) if model_backend != "torch" else None
-    return onnx or load_encoder(model, pooler=pooler)
+    return open_model(model, pooler=pooler, backend=model_backend)
 
 
 def run_ann_search(

@@ -12,7 +12,7 @@ from test_retrieval_eval import QRELS, write_beir  # this folder is on sys.path 
 from sentcl.cli import main
 from sentcl.config import ConfigError, EvalConfig
 from sentcl.evaluation.pairs import evaluate_pairs
-from sentcl.modeling.dual import load_encoder
+from sentcl.modeling.open import load_encoder
 
 PAIRS = [
     ("a man is playing a guitar", "a man plays the guitar", 4.8),

@@ -16,7 +16,7 @@ from transformers import BertConfig, BertModel, BertTokenizerFast
 from sentcl.cli import main
 from sentcl.data.readers import DataFormatError
 from sentcl.evaluation.pairs import evaluate_pairs, read_pairs, tokenizer_report, warn_if_mangled
-from sentcl.modeling.dual import load_encoder
+from sentcl.modeling.open import load_encoder
 
 KOREAN = [
     ("남자가 기타를 치고 있다.", "한 남자가 기타를 연주하고 있다.", 4.6),

@@ -114,7 +114,7 @@ def test_encode_keeps_input_order(tiny_bert: Path) -> None:
 def test_encode_does_not_truncate_at_the_training_length(tiny_bert: Path) -> None:
     """SimCSE's evaluation encodes whole sentences; max_length only truncates training batches."""
     sentence = "the old man is reading a book near the river and the young woman plays a song on the piano"
-    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg", max_length=4)
+    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg", train_max_length=4)
     assert len(model.tokenizer(sentence)["input_ids"]) > 4
     plain = AutoModel.from_pretrained(str(tiny_bert)).eval()
     batch = model.tokenizer([sentence], return_tensors="pt")

@@ -22,7 +22,7 @@ SENTENCES = [
 
 def load(tiny_bert: Path, denoise: str = "always", max_length: int = 32) -> SentenceEncoder:
     model = SentenceEncoder.from_pretrained(
-        str(tiny_bert), pooler="mask", max_length=max_length, prompt=TEMPLATES, prompt_denoise=denoise
+        str(tiny_bert), pooler="mask", train_max_length=max_length, prompt=TEMPLATES, prompt_denoise=denoise
     )
     return model.eval()
 

@@ -50,7 +50,7 @@ def test_every_pooler_saved_by_sentcl_loads_in_sentence_transformers(
         return
     np.testing.assert_allclose(st_encode(folder, SENTENCES, normalize=True), ours, atol=1e-5)
     settings = json.loads((folder / "sentence_bert_config.json").read_text())
-    assert settings["max_seq_length"] == model.inference_max_length
+    assert settings["max_seq_length"] == model.max_length
     assert (
         json.loads((folder / "config_sentence_transformers.json").read_text())["similarity_fn_name"]
         == "cosine"
@@ -86,5 +86,5 @@ def test_st_folder_through_sentcl_and_back(
     model.save_pretrained(tmp_path / "resaved")
     np.testing.assert_allclose(st_encode(tmp_path / "resaved", SENTENCES), reference, atol=1e-5)
     again = SentenceEncoder.from_pretrained(str(tmp_path / "resaved"))
-    assert again.inference_max_length == 24 and again.pooler == model.pooler
+    assert again.max_length == 24 and again.pooler == model.pooler
     np.testing.assert_array_equal(again.encode(SENTENCES), model.encode(SENTENCES))

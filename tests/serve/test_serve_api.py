@@ -37,7 +37,7 @@ def client(tiny_encoder: Any, index: Any) -> TestClient:
 
 def reference(encoder: Any, texts: list[str], max_length: int | None = None) -> np.ndarray:
     """Each sentence encoded alone (no batching, no padding), the independent reference."""
-    limit = max_length or encoder.inference_max_length
+    limit = max_length or encoder.max_length
     return np.stack([encoder.encode([t], max_length=limit)[0] for t in texts])  # (N, D)
 
 

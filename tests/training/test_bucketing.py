@@ -37,7 +37,9 @@ B = len(SENTENCES)
 
 def _model(tiny_bert: Path, dropout: float | None, seed: int = 0) -> SentenceEncoder:
     torch.manual_seed(seed)  # the MLP head's initialisation
-    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="cls", dropout=dropout, max_length=48)
+    model = SentenceEncoder.from_pretrained(
+        str(tiny_bert), pooler="cls", dropout=dropout, train_max_length=48
+    )
     model.train()
     return model
 

@@ -32,7 +32,9 @@ B = len(SENTENCES)
 
 def _model(tiny_bert: Path, pooler: str, dropout: float | None) -> SentenceEncoder:
     torch.manual_seed(0)  # the MLP head's initialisation
-    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler=pooler, dropout=dropout, max_length=48)
+    model = SentenceEncoder.from_pretrained(
+        str(tiny_bert), pooler=pooler, dropout=dropout, train_max_length=48
+    )
     model.train()
     return model
 
@@ -128,7 +130,7 @@ def test_unsupported_architecture_falls_back_to_padded(tiny_bert: Path) -> None:
         intermediate_size=64, max_position_embeddings=80, pad_token_id=0, hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
     )  # fmt: skip
-    model = SentenceEncoder(RobertaModel(config), bert.tokenizer, pooler="avg", max_length=48)
+    model = SentenceEncoder(RobertaModel(config), bert.tokenizer, pooler="avg", train_max_length=48)
     assert not supports(model)
     calls = _BackboneCalls(model)
     method = _method()

@@ -31,11 +31,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, export_onnx
 
-    out = export_onnx(args.model, args.out, int8=args.int8, pooler=args.pooler)
+    out = export_onnx(
+        args.model, args.out, int8=args.int8, pooler=args.pooler, verbose=getattr(args, "verbose", False)
+    )
     meta = json.loads((out / ONNX_CONFIG).read_text(encoding="utf-8"))
     size_mb = (out / ONNX_MODEL).stat().st_size / 2**20
     print(
         f"wrote {out / ONNX_MODEL} ({size_mb:.1f} MiB, pooler {meta['pooler']}, dim {meta['dim']}, "
-        f"max_length {meta['max_length']}, {'int8' if args.int8 else 'fp32'})"
+        f"max_length {meta['max_length']}, head {str(meta['head']).lower()}, normalize "
+        f"{str(meta['normalize']).lower()}, {'int8' if args.int8 else 'fp32'}; -v shows onnxruntime's log)"
     )
     return 0

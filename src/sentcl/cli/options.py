@@ -109,29 +109,16 @@ def add_backend(p: argparse.ArgumentParser) -> None:
 
 
 def load_model(args: argparse.Namespace) -> Any:
-    """The encoder that ``add_model_options`` describes (a SentenceEncoder or DualEncoder)."""
-    from sentcl.modeling.dual import load_encoder
+    """The encoder that ``add_model_options`` describes (``sentcl.modeling.open_model``)."""
+    from sentcl.modeling.open import open_model
 
-    backend = getattr(args, "model_backend", "auto")
-    if backend != "torch":
-        from sentcl.interop.onnx import load_onnx_encoder
-
-        onnx = load_onnx_encoder(args.model, backend, pooler=args.pooler, int8=getattr(args, "int8", False))
-        if onnx is not None:
-            if getattr(args, "truncate_dim", None) is not None:
-                raise ValueError("--truncate-dim runs with the PyTorch backend; add --backend torch")
-            return onnx
-    model = load_encoder(args.model, pooler=args.pooler)
-    truncate_dim = getattr(args, "truncate_dim", None)
-    if truncate_dim is not None:
-        if not hasattr(model, "set_truncate_dim"):
-            raise ValueError(f"--truncate-dim needs a single encoder; {args.model} is a pair of encoders")
-        model.set_truncate_dim(truncate_dim)
-    if getattr(args, "int8", False):
-        from sentcl.modeling.quantize import quantize_int8
-
-        model = quantize_int8(model)
-    return model
+    return open_model(
+        args.model,
+        pooler=args.pooler,
+        backend=getattr(args, "model_backend", "auto"),
+        int8=getattr(args, "int8", False),
+        truncate_dim=getattr(args, "truncate_dim", None),
+    )
 
 
 def settings_from_args(cls: type[T], args: argparse.Namespace, **given: Any) -> T:

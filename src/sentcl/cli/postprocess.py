@@ -67,7 +67,7 @@ def fit_file_path(path: Path, data_dir: str | None) -> Path:
 
 def run(args: argparse.Namespace) -> int:
     from sentcl.modeling.encoder import SentenceEncoder
-    from sentcl.modeling.loading import load_pretrained
+    from sentcl.modeling.open import open_model
     from sentcl.postprocess.fit import PostprocessSettings, postprocess_model
     from sentcl.training.checkpoint import atomic_dir_write
 
@@ -93,8 +93,11 @@ def run(args: argparse.Namespace) -> int:
         max_sentences=args.max_sentences,
     )
     files = [fit_file_path(f, args.data_dir) for f in args.fit_files]
-    encoder = load_pretrained(args.model, pooler=args.pooler)
-    assert isinstance(encoder, SentenceEncoder)
+    encoder = open_model(args.model, pooler=args.pooler)
+    if not isinstance(encoder, SentenceEncoder):
+        raise ValueError(
+            f"--model {args.model}: post-processing fits one PyTorch encoder, not a {type(encoder).__name__}"
+        )
     postprocess_model(encoder, settings, files, args.batch_size)
     atomic_dir_write(args.output, encoder.save_pretrained)
     print(f"wrote {args.output} ({args.method} fitted on {encoder.postprocess['sentences']} sentences)")

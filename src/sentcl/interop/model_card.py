@@ -1,10 +1,12 @@
-"""A model card (README.md in the Hugging Face hub's format) for every model folder a training run saves.
+"""A model card (README.md in the Hugging Face hub's format) for every model folder sentcl saves.
 
-YAML front matter: library_name, base_model, pipeline_tag (sentence-similarity), tags, datasets, metrics and a
-``model-index`` with the STS results; then the method and the resolved recipe, the training data and steps,
-the dev and final results tables, and how to load the folder with sentcl, sentence-transformers and plain
-transformers. Written by the training loop into ``best/`` at each new best and again after the final
-evaluation.
+YAML front matter: library_name (``sentence-transformers`` when the folder is a sentence-transformers folder,
+else ``transformers``), base_model, pipeline_tag (sentence-similarity), tags, datasets (hub dataset ids only;
+a local training file is named in the card's text, marked as a local file), metrics and a ``model-index`` with
+the STS results; then the method and the resolved recipe, the training data and steps, the dev and final
+results tables, and how to load the folder with sentcl, sentence-transformers and plain transformers. Written
+by the training loop into ``best/`` at each new best and again after the final evaluation; every
+``SentenceEncoder.save_pretrained`` writes the shorter card of ``write_saved_card`` (no training record).
 """
 
 from __future__ import annotations
@@ -18,11 +20,20 @@ import yaml
 
 from sentcl.atomic import atomic_write_text
 from sentcl.evaluation.sts import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
+from sentcl.modeling.st_folder import is_st_folder
+from sentcl.poolers import pooler_info
 
 CARD_FILE = "README.md"
 _STS_RESULTS = ("sts", "stsb")  # final results shaped as evaluate_sts's, shown as tables
 # sentcl's short offline names -> their hub ids (the card's base_model must be a hub id)
 _HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
+# training files with a hub dataset: file (or folder) name -> dataset id
+_DATASET_IDS = {
+    "wiki1m_for_simcse.txt": "princeton-nlp/datasets-for-simcse",  # SimCSE's 10^6 Wikipedia sentences
+    "nli_for_simcse.csv": "princeton-nlp/datasets-for-simcse",  # SimCSE's SNLI + MNLI triplets
+    "sts-train.csv": "sentence-transformers/stsb",  # STS Benchmark's training split
+    "SNLI": "stanfordnlp/snli",
+}
 _PAPERS = {
     "unsup_simcse": "SimCSE (Gao et al., 2021), unsupervised: dropout noise as the positive",
     "sup_simcse": "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
@@ -36,6 +47,17 @@ _PAPERS = {
 def base_model_id(name_or_path: str) -> str:
     """The hub id of the starting model where sentcl knows it; else the name as given (a local path)."""
     return _HUB_IDS.get(name_or_path, name_or_path)
+
+
+def dataset_id(train_file: str) -> str | None:
+    """The hub dataset id of a training file where it has one (by its file name), else None (a local file)."""
+    return _DATASET_IDS.get(Path(train_file).name)
+
+
+def _data_line(train_file: str) -> str:
+    found = dataset_id(train_file)
+    where = f"hub dataset `{found}`" if found else "a local file, not a hub dataset"
+    return f"- data: `{train_file}` ({where})"
 
 
 def _model_index(name: str, results: Mapping[str, Any] | None) -> list[dict[str, Any]]:
@@ -60,40 +82,30 @@ def _model_index(name: str, results: Mapping[str, Any] | None) -> list[dict[str,
     return [{"name": name, "results": entries}] if entries else []
 
 
+def front_matter(base_model: str | None, st_folder: bool, extra_tags: Sequence[str] = ()) -> dict[str, Any]:
+    """The front matter every card shares: library_name by the folder's kind, base_model, tags."""
+    meta: dict[str, Any] = {"library_name": "sentence-transformers" if st_folder else "transformers"}
+    if base_model:
+        meta["base_model"] = base_model_id(base_model)
+    tags = ["sentence-similarity", "feature-extraction", *(["sentence-transformers"] if st_folder else [])]
+    meta.update(pipeline_tag="sentence-similarity", tags=[*tags, "sentcl", *extra_tags])
+    return meta
+
+
 def card_metadata(
-    config: Mapping[str, Any], name: str, results: Mapping[str, Any] | None = None
+    config: Mapping[str, Any], name: str, results: Mapping[str, Any] | None = None, st_folder: bool = False
 ) -> dict[str, Any]:
     """The YAML front matter as a dict."""
     objective = config["objective"]["name"]
-    meta: dict[str, Any] = {
-        "library_name": "sentcl",
-        "base_model": base_model_id(config["model"]["name_or_path"]),
-        "pipeline_tag": "sentence-similarity",
-        "tags": ["sentence-similarity", "feature-extraction", "sentence-transformers", "sentcl", objective],
-        "datasets": [Path(config["data"]["train_file"]).stem],
-        "metrics": ["spearman_cosine"],
-    }
+    meta = front_matter(config["model"]["name_or_path"], st_folder, [objective])
+    found = dataset_id(config["data"]["train_file"])
+    if found:
+        meta["datasets"] = [found]
+    meta["metrics"] = ["spearman_cosine"]
     index = _model_index(name, results)
     if index:
         meta["model-index"] = index
     return meta
-
-
-_MEAN = 'mask = batch["attention_mask"].unsqueeze(-1)  # (N, L, 1)\n'
-# pooler -> how to compute it from ``out`` (hidden_states[0] is the embeddings' output)
-_PLAIN_POOLING = {
-    "cls": "emb = out.last_hidden_state[:, 0]  # [CLS], (N, H)\n",
-    "cls_before_pooler": "emb = out.last_hidden_state[:, 0]  # [CLS], (N, H)\n",
-    "avg": _MEAN + "emb = (out.last_hidden_state * mask).sum(1) / mask.sum(1)  # mean over real tokens\n",
-    "avg_top2": _MEAN
-    + "h = (out.hidden_states[-2] + out.hidden_states[-1]) / 2  # (N, L, H)\nemb = (h * mask).sum(1) / mask.sum(1)\n",
-    "avg_first_last": _MEAN
-    + "h = (out.hidden_states[1] + out.hidden_states[-1]) / 2  # (N, L, H)\nemb = (h * mask).sum(1) / mask.sum(1)\n",
-    # PromptBERT / SNCSE: write each sentence into sentcl.json's prompt.templates[0] ([X] -> the sentence,
-    # [MASK] -> tok.mask_token) before tokenizing; denoise "always" also subtracts the template-only state
-    "mask": "# the sentences must first be written into sentcl.json's prompt.templates[0]\n"
-    "emb = out.last_hidden_state[batch['input_ids'] == tok.mask_token_id]  # the [MASK] rows, (N, H)\n",
-}
 
 
 def _dev_table(dev_history: Sequence[tuple[int, float]], dev_task: str, best_step: int | None) -> str:
@@ -115,8 +127,9 @@ def render_card(
     results: Mapping[str, Any] | None = None,
     pooler: str | None = None,
     load_path: str | None = None,
+    st_folder: bool = False,
 ) -> str:
-    meta = card_metadata(config, name, results)
+    meta = card_metadata(config, name, results, st_folder)
     model, data, objective, training = (
         config["model"],
         config["data"],
@@ -134,8 +147,8 @@ def render_card(
         f"A sentence encoder trained with sentcl from `{meta['base_model']}`: {method}. "
         f"Pooler `{pooler}`; embeddings are compared by cosine similarity.\n",
         "## Training\n",
-        f"- data: `{data['train_file']}`"
-        + (f" ({train_examples:,} examples)" if train_examples is not None else ""),
+        _data_line(data["train_file"])
+        + (f", {train_examples:,} examples" if train_examples is not None else ""),
         f"- steps: {steps} (batch {training['batch_size']}, learning rate {training['learning_rate']}, "
         f"seed {training['seed']})",
         f"- objective: `{objective['name']}`, temperature {objective.get('temperature')}",
@@ -157,27 +170,68 @@ def render_card(
             "Other final results:\n",
             "```json\n" + json.dumps(other, indent=1, default=str)[:4000] + "\n```\n",
         ]
-    parts += [
+    parts += use_section(where, pooler, head, st_folder)
+    return "\n".join(parts)
+
+
+def use_section(where: str, pooler: str, head: bool, st_folder: bool) -> list[str]:
+    """How to load the folder: sentcl, sentence-transformers (an ST folder only), plain transformers."""
+    parts = [
         "## Use\n",
         "With sentcl:\n",
-        "```python\nfrom sentcl import SentenceEncoder\n\n"
-        f'model = SentenceEncoder.from_pretrained("{where}")\n'
+        "```python\nfrom sentcl import open_model\n\n"
+        f'model = open_model("{where}")\n'
         'emb = model.encode(["A man plays guitar.", "Someone plays music."], normalize=True)\n```\n',
-        "With sentence-transformers (the folder carries `modules.json` where its poolers can express ours):\n",
-        "```python\nfrom sentence_transformers import SentenceTransformer\n\n"
-        f'model = SentenceTransformer("{where}")\n'
-        'emb = model.encode(["A man plays guitar.", "Someone plays music."], normalize_embeddings=True)\n```\n',
+    ]
+    if st_folder:
+        parts += [
+            "With sentence-transformers (`modules.json` gives the same embedding):\n",
+            "```python\nfrom sentence_transformers import SentenceTransformer\n\n"
+            f'model = SentenceTransformer("{where}")\n'
+            'emb = model.encode(["A man plays guitar.", "Someone plays music."], normalize_embeddings=True)\n```\n',
+        ]
+    parts += [
         f"With plain transformers (backbone only; apply the `{pooler}` pooler yourself, "
         "`sentcl.json` says which):\n",
         "```python\nimport torch\nfrom transformers import AutoModel, AutoTokenizer\n\n"
         f'tok = AutoTokenizer.from_pretrained("{where}")\nmodel = AutoModel.from_pretrained("{where}")\n'
         'batch = tok(["A man plays guitar."], padding=True, return_tensors="pt")\n'
         "with torch.no_grad():\n    out = model(**batch, output_hidden_states=True)\n"
-        + _PLAIN_POOLING.get(pooler, _PLAIN_POOLING["avg"])
+        + pooler_info(pooler).card_snippet
         + ("# then the MLP head: tanh(x W^T + b), W and b in sentcl_head.safetensors\n" if head else "")
         + "```\n",
     ]
-    return "\n".join(parts)
+    return parts
+
+
+def write_saved_card(
+    folder: str | Path,
+    *,
+    source: str | None,
+    pooler: str,
+    head: bool,
+    dim: int,
+    max_length: int,
+    normalize: bool,
+) -> Path:
+    """The card of a folder saved from Python (``SentenceEncoder.save_pretrained``): what the folder holds and
+    how to load it; no training record (a training run overwrites it with ``write_run_card``)."""
+    folder = Path(folder)
+    st_folder = is_st_folder(folder)
+    meta = front_matter(source if source and not Path(source).exists() else None, st_folder)
+    origin = f" from `{meta['base_model']}`" if "base_model" in meta else ""
+    text = "\n".join(
+        [
+            f"---\n{yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)}---\n",
+            f"# {folder.name}\n",
+            f"A sentence encoder saved with sentcl{origin}. Pooler `{pooler}` "
+            f"({pooler_info(pooler).description}); {dim}-dimensional embeddings"
+            + (" of unit length" if normalize else "")
+            + f", compared by cosine similarity; inputs truncated at {max_length} tokens.\n",
+            *use_section(str(folder), pooler, head, st_folder),
+        ]
+    )
+    return atomic_write_text(folder / CARD_FILE, text)
 
 
 def write_model_card(folder: str | Path, config: Mapping[str, Any], **kwargs: Any) -> Path:
@@ -189,7 +243,7 @@ def write_model_card(folder: str | Path, config: Mapping[str, Any], **kwargs: An
     # model.pooler may be null (the start model's own): the saved folder says which one it resolved to
     if kwargs.get("pooler") is None and (folder / "sentcl.json").is_file():
         kwargs["pooler"] = json.loads((folder / "sentcl.json").read_text(encoding="utf-8")).get("pooler")
-    text = render_card(config, name, **kwargs)
+    text = render_card(config, name, st_folder=is_st_folder(folder), **kwargs)
     return atomic_write_text(folder / CARD_FILE, text)
 
 

@@ -14,37 +14,35 @@ one scale per output channel; activations quantised per batch).
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import logging
-import os
+import re
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
 from sentcl.atomic import atomic_write_text
-from sentcl.modeling.batching import length_sorted_batches
-from sentcl.paths import resolve_model_path
+from sentcl.modeling.onnx_encoder import (  # noqa: F401 - the reading side, re-exported for old imports
+    INPUTS,
+    ONNX_CONFIG,
+    ONNX_MODEL,
+    OUTPUT,
+    OnnxEncoder,
+    is_onnx_folder,
+)
 
 logger = logging.getLogger(__name__)
 
-ONNX_CONFIG = "sentcl_onnx.json"
-ONNX_MODEL = "model.onnx"
-INPUTS = ("input_ids", "attention_mask")
-OUTPUT = "sentence_embedding"
 OPSET = 17
 # model_type of transformers -> onnxruntime.transformers.optimizer's model_type (fusions it knows)
 _ORT_FUSION_TYPES = {"bert": "bert", "roberta": "bert", "distilbert": "bert", "xlm-roberta": "bert"}
-
-
-def is_onnx_folder(path: str | Path) -> bool:
-    return Path(path, ONNX_CONFIG).is_file()
 
 
 class _Graph(nn.Module):
@@ -101,176 +99,204 @@ def _fuse(src: Path, dst: Path, model_type: str, heads: int, hidden: int) -> boo
     return True
 
 
-def export_onnx(
-    model: str | nn.Module, out: str | Path, int8: bool = False, pooler: str | None = None
-) -> Path:
-    """Write ``out/model.onnx`` (+ tokenizer + sentcl_onnx.json) for a model name/folder or a SentenceEncoder."""
-    from sentcl.modeling.dual import DualEncoder, load_encoder
+_PROBE = ["a b c d", "a", "the cat sat on the mat", "b c"]
 
-    encoder = load_encoder(model, pooler=pooler) if isinstance(model, str) else model
-    if isinstance(encoder, DualEncoder):
-        raise ValueError("ONNX export of a two-encoder (Quick-Thoughts) model is not supported")
-    if getattr(encoder, "prompt", None) is not None:
-        raise ValueError(
-            "ONNX export of a prompt model (pooler mask: PromptBERT / SNCSE) is not supported: the graph would "
-            "not apply its template; use the PyTorch model"
-        )
-    out = Path(out)
-    if out.exists() and any(out.iterdir()) and not is_onnx_folder(out):
-        raise ValueError(f"{out} exists and is not an exported ONNX folder; choose an empty or new folder")
-    encoder = encoder.cpu().eval()
-    config = encoder.backbone.config
+
+def _graph_facts(graph: Path, encoder: nn.Module) -> dict[str, bool]:
+    """What the written graph computes, measured on probe sentences: ``normalize`` (every row has unit length)
+    and ``head`` (its rows equal the encoder's with the MLP head, not without it)."""
+    import onnxruntime as ort
+
+    batch = encoder.tokenizer(_PROBE, padding=True, return_tensors="pt")
+    feed = {name: batch[name].numpy().astype(np.int64) for name in INPUTS}
+    session = ort.InferenceSession(str(graph), providers=["CPUExecutionProvider"])
+    rows = session.run([OUTPUT], feed)[0]  # (N, D)
+    normalize = bool(np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-4))
+    head = False
+    if encoder.head is not None:
+        inference_setting = encoder.mlp_only_train
+        encoder.mlp_only_train = False  # finish() then applies the head, as a graph with the head does
+        try:
+            with torch.no_grad():
+                with_head = encoder.finish(_pooled(encoder, batch)).numpy()  # (N, D)
+        finally:
+            encoder.mlp_only_train = inference_setting
+        head = bool(np.allclose(rows, with_head, atol=1e-4))
+    return {"head": head, "normalize": normalize}
+
+
+def _pooled(encoder: nn.Module, batch: dict[str, Tensor]) -> Tensor:
+    """The pooled vectors (N, H) before head and Dense layers, as the encoder's forward computes them."""
+    from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, pool
+
+    all_layers = encoder.pooler in NEEDS_ALL_LAYERS
+    out = encoder.backbone(
+        input_ids=batch["input_ids"], attention_mask=batch["attention_mask"], output_hidden_states=all_layers
+    )
+    states = out.hidden_states if all_layers else (out.last_hidden_state,)
+    return pool(encoder.pooler, states, batch["attention_mask"])  # (N, H)
+
+
+@contextlib.contextmanager
+def _quiet(verbose: bool) -> Iterator[None]:
+    """onnxruntime's and the exporter's log lines (fusion counts, quantisation notes) only with ``-v``."""
+    if verbose:
+        yield
+        return
+    import onnxruntime as ort
+
+    root = logging.getLogger()
+    level = root.level
+    root.setLevel(
+        logging.WARNING
+    )  # ort's optimizer and quantizer log at INFO on the root and their own loggers
+    named = [logging.getLogger(n) for n in ("onnxruntime", "fusion_base", "onnx_model", "onnx_model_bert")]
+    levels = [n.level for n in named]
+    for one in named:
+        one.setLevel(logging.WARNING)
+    ort.set_default_logger_severity(3)
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):  # torch.onnx and ort print some notes to stdout
+            yield
+    finally:
+        root.setLevel(level)
+        for one, before in zip(named, levels, strict=True):
+            one.setLevel(before)
+        ort.set_default_logger_severity(2)
+
+
+def _trace(encoder: nn.Module, raw: Path) -> None:
     ids = encoder.tokenizer(["a b c d", "a"], padding=True, return_tensors="pt")
-    out.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory(dir=out) as tmp:
-        raw = Path(tmp, "raw.onnx")
-        axes = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
-        with warnings.catch_warnings(), torch.no_grad(), _eager_attention(encoder.backbone):
-            warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
-            torch.onnx.export(
-                _Graph(encoder),
-                (ids["input_ids"], ids["attention_mask"]),
-                str(raw),
-                input_names=list(INPUTS),
-                output_names=[OUTPUT],
-                dynamic_axes={**axes, OUTPUT: {0: "batch"}},
-                opset_version=OPSET,
-                dynamo=False,
-            )
-        fused = Path(tmp, "fused.onnx")
-        did_fuse = _fuse(raw, fused, config.model_type, config.num_attention_heads, config.hidden_size)
-        final = Path(tmp, ONNX_MODEL)
-        if int8:
-            from onnx import TensorProto
-            from onnxruntime.quantization import QuantType, quantize_dynamic
+    axes = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
+    with warnings.catch_warnings(), torch.no_grad(), _eager_attention(encoder.backbone):
+        warnings.simplefilter("ignore")  # the TorchScript exporter's deprecation and tracer warnings
+        torch.onnx.export(
+            _Graph(encoder).eval(),  # a new module trains by default; export would restore that mode
+            (ids["input_ids"], ids["attention_mask"]),
+            str(raw),
+            input_names=list(INPUTS),
+            output_names=[OUTPUT],
+            dynamic_axes={**axes, OUTPUT: {0: "batch"}},
+            opset_version=OPSET,
+            dynamo=False,
+        )
 
-            hint = _DropHint("pre-processing before quantization")  # advice for static quantisation
-            logging.getLogger().addFilter(hint)
-            try:
-                quantize_dynamic(
-                    str(fused),
-                    str(final),
-                    per_channel=True,
-                    weight_type=QuantType.QInt8,
-                    extra_options={
-                        "DefaultTensorType": TensorProto.FLOAT
-                    },  # fused ops defeat shape inference
-                )
-            finally:
-                logging.getLogger().removeFilter(hint)
-        else:
-            shutil.copyfile(fused, final)
-        os.replace(final, out / ONNX_MODEL)
-    encoder.tokenizer.save_pretrained(out)
+
+def _quantize(src: Path, dst: Path) -> None:
+    from onnx import TensorProto
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    hint = _DropHint("pre-processing before quantization")  # advice for static quantisation
+    logging.getLogger().addFilter(hint)
+    try:
+        quantize_dynamic(
+            str(src),
+            str(dst),
+            per_channel=True,
+            weight_type=QuantType.QInt8,
+            extra_options={"DefaultTensorType": TensorProto.FLOAT},  # fused ops defeat shape inference
+        )
+    finally:
+        logging.getLogger().removeFilter(hint)
+
+
+def _write_export(encoder: nn.Module, folder: Path, int8: bool, source: str | None, work: Path) -> None:
+    """The whole export into ``folder`` (a fresh temporary folder); ``work`` holds the intermediate graphs."""
+    config = encoder.backbone.config
+    raw, fused = work / "raw.onnx", work / "fused.onnx"
+    _trace(encoder, raw)
+    did_fuse = _fuse(raw, fused, config.model_type, config.num_attention_heads, config.hidden_size)
+    facts = _graph_facts(fused, encoder)  # measured on the fp32 graph, which int8 approximates
+    if int8:
+        _quantize(fused, folder / ONNX_MODEL)
+    else:
+        shutil.copyfile(fused, folder / ONNX_MODEL)
+    encoder.tokenizer.save_pretrained(folder)
     meta = {
         "format": "sentcl-onnx",
-        "source": model if isinstance(model, str) else None,
+        "source": source,
         "pooler": encoder.pooler,
-        "head": encoder.uses_head,
-        "max_length": encoder.inference_max_length,
+        "head": facts["head"],
+        "max_length": encoder.max_length,  # the inference truncation (Encoder.max_length)
         "dim": encoder.embedding_dim,
-        "normalize": False,
+        "normalize": facts["normalize"],
         "quantization": "int8-dynamic" if int8 else None,
         "inputs": list(INPUTS),
         "output": OUTPUT,
         "opset": OPSET,
         "ort_fusions": did_fuse,
     }
-    atomic_write_text(out / ONNX_CONFIG, json.dumps(meta, indent=2) + "\n")
-    return out
+    atomic_write_text(folder / ONNX_CONFIG, json.dumps(meta, indent=2) + "\n")
 
 
-class OnnxEncoder:
-    """An exported folder run by onnxruntime, with SentenceEncoder's inference API (``encode``, ``similarity``,
-    ``tokenizer``, ``max_length``, ``embedding_dim``)."""
-
-    backend = "onnx"
-
-    def __init__(self, folder: str | Path, threads: int | None = None) -> None:
-        import onnxruntime as ort
-        from transformers import AutoTokenizer
-
-        folder = Path(resolve_model_path(str(folder)))
-        if not is_onnx_folder(folder):
-            raise FileNotFoundError(
-                f"{folder} has no {ONNX_CONFIG}: not an exported ONNX folder "
-                "(make one with: sentcl export --format onnx MODEL OUT)"
-            )
-        self.folder = folder
-        self.meta: dict[str, Any] = json.loads((folder / ONNX_CONFIG).read_text(encoding="utf-8"))
-        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        options = ort.SessionOptions()
-        options.intra_op_num_threads = threads or torch.get_num_threads()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        self.session = ort.InferenceSession(
-            str(folder / ONNX_MODEL), options, providers=["CPUExecutionProvider"]
-        )
-        self.pooler: str = self.meta["pooler"]
-        self.max_length: int = int(self.meta["max_length"])
-        self.inference_max_length = self.max_length
-        self.embedding_dim: int = int(self.meta["dim"])
-
-    def eval(self) -> OnnxEncoder:  # the PyTorch encoder's calls are no-ops here
-        return self
-
-    def to(self, device: Any) -> OnnxEncoder:  # noqa: ARG002
-        return self
-
-    def encode(
-        self,
-        sentences: str | Sequence[str],
-        batch_size: int = 64,
-        normalize: bool = False,
-        convert_to_numpy: bool = True,
-        show_progress: bool = False,
-        max_length: int | None = None,
-    ) -> np.ndarray | Tensor:
-        """Embed in input order; batches are sorted by token count as in ``SentenceEncoder.encode``."""
-        if batch_size <= 0:
-            raise ValueError(f"batch_size must be positive, got {batch_size}")
-        single = isinstance(sentences, str)
-        texts = [sentences] if single else list(sentences)
-        limit = min(max_length or self.max_length, self.max_length)
-        _, batches = length_sorted_batches(self.tokenizer, texts, limit, batch_size, "np", show_progress)
-        out = np.empty((len(texts), self.embedding_dim), dtype=np.float32)
-        for idx, batch in batches:
-            feed = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUTS}
-            out[idx] = self.session.run([OUTPUT], feed)[0]  # rows back to input order
-        if normalize:
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
-        result = out[0] if single else out
-        return result if convert_to_numpy else torch.from_numpy(result)
-
-    def similarity(self, a: Any, b: Any) -> np.ndarray:
-        """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
-        from sentcl.modeling.encoder import embedding_matrix
-        from sentcl.modeling.pooling import cosine_matrix
-
-        return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()  # type: ignore[arg-type]
+_OLD_LEFTOVER = re.compile(r"tmp[a-z0-9_]{8}")  # tempfile's names: an older export wrote inside OUT
 
 
-def load_onnx_encoder(
-    name_or_path: str, backend: str = "auto", pooler: str | None = None, int8: bool = False
-) -> OnnxEncoder | None:
-    """The OnnxEncoder for ``--backend onnx|auto``; None when ``auto`` meets a PyTorch model.
-
-    ``--backend onnx`` with a PyTorch folder is refused (no hidden export cache): export it first. The pooler
-    and the quantisation are part of the graph, so ``--pooler`` / ``--int8`` must agree with the export.
-    """
-    path = Path(resolve_model_path(name_or_path))
-    if not is_onnx_folder(path):
-        if backend == "onnx":
-            raise ValueError(
-                f"--backend onnx: {name_or_path} is not an exported ONNX folder (no {ONNX_CONFIG}); "
-                f"export it first: sentcl export --format onnx {name_or_path} OUT"
-            )
-        return None
-    encoder = OnnxEncoder(path)
-    if pooler is not None and pooler != encoder.pooler:
+def _check_out(out: Path) -> None:
+    """OUT must be new, empty or a previous export; leftovers of a killed export are removed, and named."""
+    if out.exists() and not out.is_dir():
         raise ValueError(
-            f"{path} was exported with pooler {encoder.pooler!r}; --pooler {pooler} needs a new export "
-            f"(sentcl export --format onnx MODEL OUT --pooler {pooler})"
+            f"OUT {out} is a file; give a folder (new, empty, or a previous export) to write into"
         )
-    if int8 and not encoder.meta.get("quantization"):
-        raise ValueError(f"{path} is an fp32 export; --int8 with ONNX needs `sentcl export --int8`")
-    return encoder
+    for stale in sorted(out.parent.glob(f".tmp-{out.name}-*")):  # a killed export's temporary sibling
+        logger.warning("removing %s, the leftover of an interrupted export", stale)
+        shutil.rmtree(stale, ignore_errors=True)
+    if not out.is_dir() or is_onnx_folder(out):
+        return
+    entries = sorted(out.iterdir())
+    leftovers = [e for e in entries if e.is_dir() and _OLD_LEFTOVER.fullmatch(e.name)]
+    if (
+        leftovers
+        and len(leftovers) == len(entries)
+        and all(f.suffix == ".onnx" for d in leftovers for f in d.iterdir())
+    ):
+        for stale in leftovers:
+            logger.warning("removing %s, the leftover of an interrupted export", stale)
+            shutil.rmtree(stale)
+        entries = []
+    if entries:
+        shown = ", ".join(e.name for e in entries[:5]) + (", ..." if len(entries) > 5 else "")
+        raise ValueError(
+            f"{out} exists and is not an exported ONNX folder (it holds {shown}); choose an empty or new folder"
+        )
+
+
+def export_onnx(
+    model: str | nn.Module,
+    out: str | Path,
+    int8: bool = False,
+    pooler: str | None = None,
+    verbose: bool = False,
+) -> Path:
+    """Write ``out/model.onnx`` (+ tokenizer + sentcl_onnx.json) for a model name/folder or a SentenceEncoder.
+
+    The folder is written whole into a temporary sibling and swapped in (a killed export leaves no partial
+    OUT, and its temporary is removed by the next export). ``verbose``: onnxruntime's own log lines too.
+    """
+    from sentcl.modeling.dual import DualEncoder
+    from sentcl.modeling.open import open_model
+    from sentcl.training.checkpoint import atomic_dir_write
+
+    out = Path(out)
+    _check_out(out)
+    encoder = open_model(model, pooler=pooler, backend="torch") if isinstance(model, str) else model
+    if isinstance(encoder, DualEncoder):
+        raise ValueError("ONNX export of a two-encoder (Quick-Thoughts) model is not supported")
+    if encoder.prompt is not None:
+        raise ValueError(
+            "ONNX export of a prompt model (pooler mask: PromptBERT / SNCSE) is not supported: the graph would "
+            "not apply its template; use the PyTorch model"
+        )
+    encoder = encoder.cpu().eval()
+    source = model if isinstance(model, str) else None
+
+    def write(folder: Path) -> None:
+        folder.mkdir(parents=True)
+        with (
+            _quiet(verbose),
+            tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".tmp-{out.name}-work") as work,
+        ):
+            _write_export(encoder, folder, int8, source, Path(work))
+
+    atomic_dir_write(out, write)
+    return out

@@ -1,4 +1,4 @@
-"""Encoders, poolers, heads and loading.
+"""Encoders, poolers, heads and loading (``open_model``: one way to open any model).
 
 The names below are imported on first use (PEP 562), so that a light module such as ``sentcl.config``
 can import ``sentcl.modeling.pooling`` without pulling in the encoder (which itself reads the config).
@@ -10,10 +10,11 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from sentcl.modeling.dual import DualEncoder, load_encoder
+    from sentcl.modeling.dual import DualEncoder
     from sentcl.modeling.encode import encode_fn
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.heads import MLPHead
+    from sentcl.modeling.open import load_encoder, open_model
     from sentcl.modeling.pooling import POOLERS, masked_mean, pool
 
 _EXPORTS = {
@@ -21,10 +22,11 @@ _EXPORTS = {
     "masked_mean": "sentcl.modeling.pooling",
     "pool": "sentcl.modeling.pooling",
     "DualEncoder": "sentcl.modeling.dual",
-    "load_encoder": "sentcl.modeling.dual",
+    "load_encoder": "sentcl.modeling.open",
     "encode_fn": "sentcl.modeling.encode",
     "SentenceEncoder": "sentcl.modeling.encoder",
     "MLPHead": "sentcl.modeling.heads",
+    "open_model": "sentcl.modeling.open",
 }
 
 
@@ -42,5 +44,6 @@ __all__ = [
     "encode_fn",
     "load_encoder",
     "masked_mean",
+    "open_model",
     "pool",
 ]

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from sentcl.config import ModelConfig
+from typing import TYPE_CHECKING
+
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
+
+if TYPE_CHECKING:  # type-only: modeling does not import the config's floor
+    from sentcl.config import ModelConfig
 
 
 def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
@@ -13,7 +17,7 @@ def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
             cfg.name_or_path,
             pooler=cfg.pooler,
             mlp_only_train=cfg.mlp_only_train,
-            max_length=cfg.max_length,
+            train_max_length=cfg.max_length,
             dropout=cfg.dropout,
             for_training=True,
             prompt=cfg.prompt_templates,

@@ -4,7 +4,7 @@ View 0 of every example goes through f (the anchor / "input" encoder), the other
 "context" encoder). At inference the embedding is f(s), or [f(s); g(s)] as in Quick-Thoughts.
 
 Saved as f's plain HF folder with g in ``context_encoder/`` beside it; f's ``sentcl.json`` says how to
-combine them, so ``load_encoder`` restores the pair while ``AutoModel`` still loads f alone.
+combine them, so ``open_model`` restores the pair while ``AutoModel`` still loads f alone.
 """
 
 from __future__ import annotations
@@ -20,7 +20,6 @@ from torch import Tensor, nn
 
 from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder, embedding_matrix
 from sentcl.modeling.pooling import cosine_matrix
-from sentcl.paths import resolve_model_path
 
 logger = logging.getLogger("sentcl")
 
@@ -43,7 +42,13 @@ class DualEncoder(nn.Module):
 
     @property
     def max_length(self) -> int:
+        """Inference truncation (f's)."""
         return self.f.max_length
+
+    @property
+    def train_max_length(self) -> int:
+        """Training truncation (f's)."""
+        return self.f.train_max_length
 
     @property
     def backbone(self) -> nn.Module:
@@ -112,16 +117,3 @@ class DualEncoder(nn.Module):
         meta = json.loads((path / SENTCL_CONFIG).read_text(encoding="utf-8"))
         meta["dual"] = {"combine": self.combine, "context_encoder": CONTEXT_DIR}
         (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-
-
-def load_encoder(name_or_path: str, **kwargs) -> SentenceEncoder | DualEncoder:  # noqa: ANN003
-    """SentenceEncoder, or DualEncoder when the folder was saved as a pair; kwargs as from_pretrained."""
-    from sentcl.modeling.loading import read_sentcl_json
-
-    path = Path(resolve_model_path(name_or_path))
-    dual = (read_sentcl_json(path) or {}).get("dual") if path.is_dir() else None
-    f = SentenceEncoder.from_pretrained(name_or_path, **kwargs)
-    if not dual:
-        return f
-    g = SentenceEncoder.from_pretrained(str(path / dual["context_encoder"]), **kwargs)
-    return DualEncoder(f, g, dual["combine"])

@@ -20,14 +20,28 @@ from safetensors.torch import save_file
 from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
+from sentcl.defaults import ENCODE_BATCH_SIZE, INFERENCE_MAX_LENGTH_CAP, POOLER, TRAIN_MAX_LENGTH
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.heads import DenseLayer, MLPHead
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, cosine_matrix, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
+from sentcl.types import Encoder
 
 SENTCL_CONFIG = "sentcl.json"
 HEAD_WEIGHTS = "sentcl_head.safetensors"
 DROPOUT_ATTRS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
+# model types whose position ids start after the padding index (RoBERTa's offset of pad_token_id + 1)
+_PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
+
+
+def position_limit(config: Any) -> int | None:
+    """The most tokens the backbone can take: max_position_embeddings, less RoBERTa's padding offset."""
+    positions = getattr(config, "max_position_embeddings", None)
+    if not isinstance(positions, int) or positions <= 0:
+        return None
+    if getattr(config, "model_type", "") in _PADDING_OFFSET_TYPES:
+        positions -= (getattr(config, "pad_token_id", None) or 0) + 1
+    return positions
 
 
 def set_dropout(config: Any, rate: float) -> None:
@@ -48,9 +62,9 @@ class SentenceEncoder(nn.Module):
         self,
         backbone: PreTrainedModel,
         tokenizer: PreTrainedTokenizerBase,
-        pooler: str = "cls",
+        pooler: str = POOLER,
         mlp_only_train: bool = False,
-        max_length: int = 32,
+        train_max_length: int = TRAIN_MAX_LENGTH,
         head: MLPHead | None = None,
         dense: Sequence[DenseLayer] = (),
         normalize_output: bool = False,
@@ -65,7 +79,9 @@ class SentenceEncoder(nn.Module):
         self.tokenizer = tokenizer
         self.pooler = pooler
         self.mlp_only_train = mlp_only_train
-        self.max_length = max_length
+        self.train_max_length = (
+            train_max_length  # training truncation (``tokenize``); max_length is inference
+        )
         hidden = backbone.config.hidden_size
         self.head = head if head is not None else (MLPHead(hidden) if POOLER_SPECS[pooler].head else None)
         self.dense = nn.ModuleList(dense)  # sentence-transformers Dense modules after pooler and head
@@ -94,7 +110,7 @@ class SentenceEncoder(nn.Module):
         name_or_path: str,
         pooler: str | None = None,
         mlp_only_train: bool | None = None,
-        max_length: int | None = None,
+        train_max_length: int | None = None,
         dropout: float | None = None,
         for_training: bool = False,
         prompt: list[str] | None = None,
@@ -103,17 +119,23 @@ class SentenceEncoder(nn.Module):
         """Load a hub id, local folder or offline short name; arguments override a saved sentcl.json.
 
         Never an untrained part at inference (loading.py); ``for_training`` lets a missing MLP head be new.
-        ``prompt``: PromptBERT templates for pooler ``mask`` (default: the folder's, else the paper's).
+        ``train_max_length``: the training truncation (``tokenize``). ``prompt``: PromptBERT templates for
+        pooler ``mask`` (default: the folder's, else the paper's). One encoder: a sentcl folder saved as a
+        pair gives its f; ``sentcl.modeling.open_model`` opens every kind of folder.
         """
-        from sentcl.modeling.loading import load_pretrained
+        from sentcl.modeling.loading import LoadOptions
+        from sentcl.modeling.open import open_single
 
-        return load_pretrained(
-            name_or_path, pooler, mlp_only_train, max_length, dropout, for_training, prompt, prompt_denoise
+        options = LoadOptions(
+            pooler, mlp_only_train, train_max_length, dropout, for_training, prompt, prompt_denoise
         )
+        return open_single(name_or_path, options)
 
     def save_pretrained(self, path: str | Path, sentence_transformers: bool = True) -> None:
         """Write a plain HF folder (backbone + tokenizer) with sentcl.json and the head beside it, and the
-        sentence-transformers files where ST can express the pooler (unless ``sentence_transformers=False``)."""
+        sentence-transformers files where ST can express the pooler (unless ``sentence_transformers=False``),
+        and a model card (README.md), as sentence-transformers' ``save`` does."""
+        from sentcl.interop.model_card import write_saved_card  # the writing side of folders lives in interop
         from sentcl.interop.sentence_transformers import remove_st_files, write_st_files
 
         path = Path(path)
@@ -123,7 +145,7 @@ class SentenceEncoder(nn.Module):
         meta: dict[str, Any] = {
             "pooler": self.pooler,
             "mlp_only_train": self.mlp_only_train,
-            "max_length": self.max_length,
+            "train_max_length": self.train_max_length,
         }
         if self.head is not None:
             meta["head_activation"] = self.head.activation
@@ -142,10 +164,19 @@ class SentenceEncoder(nn.Module):
         if self.prompt is not None:
             meta["prompt"] = self.prompt.to_json()
         if self.seq_limit is not None:
-            meta["inference_max_length"] = self.seq_limit
+            meta["max_length"] = self.seq_limit  # the inference truncation the folder sets
         if self.truncate_dim is not None:
             meta["truncate_dim"] = self.truncate_dim
         (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        write_saved_card(
+            path,
+            source=self.source,
+            pooler=self.pooler,
+            head=self.pooler == "cls" and self.head is not None and not self.mlp_only_train,
+            dim=self.embedding_dim,
+            max_length=self.max_length,
+            normalize=self.normalize_output,
+        )
 
     # ------------------------------------------------------------------ forward
 
@@ -159,14 +190,13 @@ class SentenceEncoder(nn.Module):
         return self.head is not None and (self.training or not self.mlp_only_train)
 
     @property
-    def inference_max_length(self) -> int:
-        """Truncation for ``encode``: the model's own limit (at most 512), as SimCSE's evaluation, which
-        does not truncate; ``max_length`` is the training truncation."""
+    def max_length(self) -> int:
+        """Inference truncation of ``encode``: the folder's own setting, else the model's own limit (at most
+        512), as SimCSE's evaluation, which does not truncate; ``train_max_length`` is the training one."""
         if self.seq_limit is not None:
             return self.seq_limit  # the folder's own setting (sentence-transformers' max_seq_length)
-        from sentcl.modeling.loading import position_limit
-
-        limits = [512, position_limit(self.backbone.config) or 512]
+        cap = INFERENCE_MAX_LENGTH_CAP
+        limits = [cap, position_limit(self.backbone.config) or cap]
         model_max = getattr(self.tokenizer, "model_max_length", None)
         if isinstance(model_max, int) and model_max > 0:
             limits.append(model_max)
@@ -203,7 +233,7 @@ class SentenceEncoder(nn.Module):
                 list(sentences),
                 padding=padding,
                 truncation=True,
-                max_length=self.max_length,
+                max_length=self.train_max_length,
                 return_tensors="pt",
             )
         )
@@ -268,7 +298,7 @@ class SentenceEncoder(nn.Module):
     def encode(
         self,
         sentences: str | Sequence[str],
-        batch_size: int = 64,
+        batch_size: int = ENCODE_BATCH_SIZE,
         normalize: bool = False,
         convert_to_numpy: bool = True,
         show_progress: bool = False,
@@ -276,12 +306,10 @@ class SentenceEncoder(nn.Module):
     ) -> np.ndarray | Tensor:
         """Embed sentences in input order (batches are sorted by token length internally).
 
-        ``max_length`` truncates; default ``inference_max_length`` (no truncation short of the model's limit).
+        ``max_length`` truncates; default ``self.max_length`` (no truncation short of the model's limit).
         """
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
-        from sentcl.modeling.loading import position_limit
-
         limit = position_limit(self.backbone.config)
         if max_length is not None and (max_length <= 0 or (limit is not None and max_length > limit)):
             raise ValueError(
@@ -292,7 +320,7 @@ class SentenceEncoder(nn.Module):
         was_training = self.training
         self.eval()
         try:
-            truncate_at = max_length or self.inference_max_length
+            truncate_at = max_length or self.max_length
             inputs = self.prompt.fill(texts, truncate_at) if self.prompt is not None else texts
             order, batches = length_sorted_batches(
                 self.tokenizer, inputs, truncate_at, batch_size, "pt", show_progress
@@ -333,7 +361,7 @@ class SentenceEncoder(nn.Module):
         return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
 
 
-def embedding_matrix(encoder: nn.Module, x: str | Sequence[str] | np.ndarray | Tensor) -> Tensor:
+def embedding_matrix(encoder: Encoder, x: str | Sequence[str] | np.ndarray | Tensor) -> Tensor:
     """Sentences (encoded with ``encoder.encode``) or ready embeddings -> a float tensor (N, D)."""
     if isinstance(x, str):
         x = [x]

@@ -64,6 +64,7 @@ class DenseLayer(nn.Module):
         self.linear = nn.Linear(in_features, out_features, bias=bias)
         self.activation = activation
         self.act = getattr(nn, DENSE_ACTIVATIONS[activation])()
+        self.source: str | None = None  # the file it was read from (named in errors)
 
     def forward(self, x: Tensor) -> Tensor:
         return self.act(self.linear(x))  # (N, out_features)

@@ -1,17 +1,21 @@
-"""Loading a SentenceEncoder from any kind of folder, never with an untrained part at inference.
+"""The loaders of one SentenceEncoder, one per folder kind, never with an untrained part at inference.
 
-- A sentcl folder (``sentcl.json``): its pooler, MLP head (``sentcl_head.safetensors``), Dense layers and
-  normalisation; a missing or malformed part is an error naming the file.
-- A sentence-transformers folder (``modules.json``): its Pooling, Dense and Normalize modules and its
-  ``max_seq_length`` (interop/sentence_transformers.py), so that embeddings equal ``SentenceTransformer``'s.
-- A plain Hugging Face folder: pooler ``cls`` at inference uses the backbone's own pooler (BERT's
+``open_model`` (open.py) works out the kind once and calls one of these:
+
+- ``load_sentcl``, a sentcl folder (``sentcl.json``): its pooler, MLP head (``sentcl_head.safetensors``), Dense
+  layers and normalisation; a missing or malformed part is an error naming the file.
+- ``load_st``, a sentence-transformers folder (``modules.json``): its Pooling, Dense and Normalize modules and
+  its ``max_seq_length`` (st_folder.py), so that embeddings equal ``SentenceTransformer``'s.
+- ``load_plain``, a plain Hugging Face folder or hub id: pooler ``cls`` at inference uses the backbone's own pooler (BERT's
   ``pooler.dense`` + tanh, where the official SimCSE checkpoints keep their trained MLP), as SimCSE's
   ``evaluation.py --pooler cls`` does; without trained pooler weights it is an error naming the poolers that
   need no head.
 
 For training (``for_training=True``) a missing head is new, initialised as the SimCSE reference does:
 normal(0, ``initializer_range``), bias 0. At inference the weights must be finite, and the backbone must
-have every weight (a missing one would be random).
+have every weight (a missing one would be random). Every part's shape is checked against the backbone at
+load: weights against config.json (``hidden_size``), the head against the hidden size, each Dense module
+against the width it receives; a mismatch names the file and both shapes.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import contextlib
 import itertools
 import logging
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,36 +34,25 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
-from sentcl.config import ConfigError
+from sentcl.defaults import POOLER, TRAIN_MAX_LENGTH
 from sentcl.files import read_json
-from sentcl.interop.sentence_transformers import (
-    STLayout,
-    is_head_like,
-    is_st_folder,
-    read_dense,
-    read_st_folder,
-    st_pooler,
+from sentcl.modeling.encoder import (  # noqa: F401 - position_limit re-exported for old imports
+    HEAD_WEIGHTS,
+    SENTCL_CONFIG,
+    SentenceEncoder,
+    position_limit,
+    set_dropout,
 )
-from sentcl.modeling.encoder import HEAD_WEIGHTS, SENTCL_CONFIG, SentenceEncoder, set_dropout
 from sentcl.modeling.heads import ACTIVATIONS, DenseLayer, MLPHead
-from sentcl.modeling.pooling import HEADLESS_POOLERS, POOLERS, pooler_spec
 from sentcl.modeling.prompt import DENOISE_MODES, PROMPTBERT_BERT_TEMPLATES, check_template
-from sentcl.paths import ModelFolderError, model_load_error, resolve_model_path
+from sentcl.modeling.st_folder import check_dense_chain, is_head_like, read_dense, read_st_folder, st_pooler
+from sentcl.modeling.weights import check_tokenizer_files, check_weight_files, load_checked
+from sentcl.paths import ModelFolderError, model_load_error
+from sentcl.poolers import HEADLESS_POOLERS, POOLERS, pooler_info
 from sentcl.postprocess.storage import check_postprocess_meta, load_flow
+from sentcl.typed_config import ConfigError
 
 logger = logging.getLogger("sentcl")
-
-TOKENIZER_FILES = (
-    "tokenizer.json",
-    "vocab.txt",
-    "vocab.json",
-    "spiece.model",
-    "sentencepiece.bpe.model",
-    "sentencepiece.model",
-    "tokenizer.model",
-)
-# model types whose position ids start after the padding index (RoBERTa's offset of pad_token_id + 1)
-_PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
 
 
 def _check_type(file: Path, meta: dict[str, Any], key: str, ok: bool, expected: str) -> None:
@@ -79,14 +73,8 @@ def read_sentcl_json(folder: Path) -> dict[str, Any] | None:
 
     _check_type(file, meta, "pooler", get("pooler") in POOLERS, f"one of {', '.join(POOLERS)}")
     _check_type(file, meta, "mlp_only_train", isinstance(get("mlp_only_train"), bool), "true or false")
-    _check_type(file, meta, "max_length", positive_int(get("max_length")), "a positive whole number")
-    _check_type(
-        file,
-        meta,
-        "inference_max_length",
-        positive_int(get("inference_max_length")),
-        "a positive whole number",
-    )
+    for key in ("max_length", "train_max_length", "inference_max_length"):
+        _check_type(file, meta, key, positive_int(get(key)), "a positive whole number")
     _check_type(file, meta, "normalize", isinstance(get("normalize"), bool), "true or false")
     _check_type(file, meta, "truncate_dim", positive_int(get("truncate_dim")), "a positive whole number")
     _check_type(
@@ -130,6 +118,41 @@ def read_sentcl_json(folder: Path) -> dict[str, Any] | None:
     return meta
 
 
+def saved_lengths(meta: dict[str, Any]) -> tuple[int | None, int | None]:
+    """(training, inference) truncation of a sentcl.json. Files written since the rename say
+    ``train_max_length`` and ``max_length`` (inference); older ones said ``max_length`` (training) and
+    ``inference_max_length``."""
+    if "train_max_length" in meta:
+        return meta["train_max_length"], meta.get("max_length")
+    return meta.get("max_length"), meta.get("inference_max_length")
+
+
+@dataclass(frozen=True)
+class LoadOptions:
+    """What the caller asks of a loader; None: what the folder says."""
+
+    pooler: str | None = None
+    mlp_only_train: bool | None = None
+    train_max_length: int | None = None  # the training truncation (SentenceEncoder.train_max_length)
+    dropout: float | None = None
+    for_training: bool = False  # a missing MLP head may be new
+    prompt: list[str] | None = None
+    prompt_denoise: str | None = None
+
+
+@dataclass
+class Parts:
+    """What a loader found beside the backbone, before the encoder is assembled."""
+
+    pooler: str
+    head: MLPHead | None = None
+    dense: list[DenseLayer] = field(default_factory=list)
+    normalize: bool = False
+    seq_limit: int | None = None  # the folder's inference truncation
+    train_max_length: int | None = None
+    mlp_only_train: bool = False
+
+
 @contextlib.contextmanager
 def _quiet_transformers() -> Iterator[None]:
     """transformers' own loading report lists weights it initialised; sentcl checks those itself."""
@@ -141,24 +164,45 @@ def _quiet_transformers() -> Iterator[None]:
         hf_logging.set_verbosity(level)
 
 
+_SIZE_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "max_position_embeddings", "type_vocab_size")
+
+
+def _check_mismatched(folder: str, config: Any, mismatched: Any) -> None:
+    """Weights whose shape differs from what config.json builds: an error naming both shapes."""
+    if not mismatched:
+        return
+    key, saved, built = sorted(mismatched)[0]
+    # the config.json sizes behind the built shape that the saved shape lacks (e.g. hidden_size=768)
+    sizes = [
+        f"{attr}={value}"
+        for attr in _SIZE_KEYS
+        if isinstance(value := getattr(config, attr, None), int) and value in built and value not in saved
+    ]
+    raise ModelFolderError(
+        f"{Path(folder) / 'config.json'}: does not match the weights: {key} is {tuple(saved)} in the weights "
+        f"file but {tuple(built)} for config.json ({', '.join(sizes) or 'its sizes'})"
+        + (f"; {len(mismatched) - 1} more tensor(s) differ" if len(mismatched) > 1 else "")
+    )
+
+
 def load_backbone(path: str, name: str, dropout: float | None) -> tuple[Any, nn.Module, Any, set[str]]:
-    """(config, backbone, tokenizer, missing weight names) of a folder or hub id."""
+    """(config, backbone, tokenizer, missing weight names) of a folder or hub id; weights checked first."""
     folder = Path(path)
-    has_tokenizer = any((folder / f).is_file() for f in TOKENIZER_FILES)
-    if folder.is_dir() and (folder / "config.json").is_file() and not has_tokenizer:
-        raise ModelFolderError(
-            f"{folder}: no tokenizer files (none of {', '.join(TOKENIZER_FILES)}); copy the tokenizer "
-            "files of the model it was trained from into this folder"
-        )
+    if folder.is_dir() and (folder / "config.json").is_file():
+        check_tokenizer_files(folder)
+        check_weight_files(folder)
     try:
         config = AutoConfig.from_pretrained(path)
         if dropout is not None:
             set_dropout(config, dropout)
         with _quiet_transformers():
-            backbone, info = AutoModel.from_pretrained(path, config=config, output_loading_info=True)
+            backbone, info = AutoModel.from_pretrained(
+                path, config=config, output_loading_info=True, ignore_mismatched_sizes=True
+            )
         tokenizer = AutoTokenizer.from_pretrained(path)
     except OSError as err:
         raise model_load_error(name, err) from err
+    _check_mismatched(path, config, info.get("mismatched_keys"))
     vocab = getattr(config, "vocab_size", None)
     if isinstance(vocab, int) and len(tokenizer) < min(vocab, 20):
         raise ModelFolderError(
@@ -168,14 +212,16 @@ def load_backbone(path: str, name: str, dropout: float | None) -> tuple[Any, nn.
     return config, backbone, tokenizer, set(info.get("missing_keys", ()))
 
 
-def position_limit(config: Any) -> int | None:
-    """The most tokens the backbone can take: max_position_embeddings, less RoBERTa's padding offset."""
-    positions = getattr(config, "max_position_embeddings", None)
-    if not isinstance(positions, int) or positions <= 0:
-        return None
-    if getattr(config, "model_type", "") in _PADDING_OFFSET_TYPES:
-        positions -= (getattr(config, "pad_token_id", None) or 0) + 1
-    return positions
+def _backbone(path: str, name: str, options: LoadOptions) -> tuple[Any, nn.Module, Any, set[str]]:
+    """load_backbone, and at inference no weight missing (it would be random)."""
+    config, backbone, tokenizer, missing = load_backbone(path, name, options.dropout)
+    lost = sorted(k for k in missing if not k.startswith("pooler."))
+    if lost and not options.for_training:
+        raise ModelFolderError(
+            f"{path}: weights missing from the folder, which would be random: {', '.join(lost[:5])}"
+            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        )
+    return config, backbone, tokenizer, missing
 
 
 def check_finite(parts: dict[str, nn.Module | None], where: str) -> None:
@@ -218,6 +264,32 @@ def backbone_pooler_head(backbone: nn.Module, missing: set[str], where: str) -> 
     )
 
 
+def _new_head(config: Any, where: str, over: str) -> MLPHead:
+    std = float(getattr(config, "initializer_range", 0.02))
+    logger.info("%s: new MLP head over %s, normal(0, %g), bias 0", where, over, std)
+    return MLPHead(config.hidden_size, init_std=std)
+
+
+def _saved_head(folder: Path, saved: dict[str, Any], hidden: int) -> MLPHead:
+    """sentcl_head.safetensors, its shapes checked against the backbone's hidden size."""
+    from sentcl.modeling.weights import check_safetensors
+
+    file = folder / HEAD_WEIGHTS
+    check_safetensors(file)
+    head = MLPHead(hidden, activation=saved.get("head_activation", "tanh"))
+    load_checked(head, file, load_file(str(file)), f"the backbone's hidden_size {hidden}")
+    return head
+
+
+def _cls_head_without_file(
+    config: Any, backbone: nn.Module, missing: set[str], options: LoadOptions, where: str
+) -> MLPHead:
+    """Pooler cls with no head in the folder: new for training, else the backbone's own pooler."""
+    if options.for_training:
+        return _new_head(config, where, "[CLS]")
+    return backbone_pooler_head(backbone, missing, where)
+
+
 def _head_from_dense(layer: DenseLayer) -> MLPHead:
     head = MLPHead(layer.linear.in_features, activation=layer.activation)
     head.dense.load_state_dict(layer.linear.state_dict())
@@ -231,136 +303,143 @@ def _prompt_head(
     folder's, new for training, else none (inference on the [MASK] state itself)."""
     head_file = folder / HEAD_WEIGHTS
     if saved is not None and head_file.is_file():
-        head = MLPHead(config.hidden_size, activation=saved.get("head_activation", "tanh"))
-        head.load_state_dict(load_file(str(head_file)))
-        return head
+        return _saved_head(folder, saved, config.hidden_size)
     if saved is not None and "head_activation" in saved:
         raise ModelFolderError(f"{head_file}: missing; {folder / SENTCL_CONFIG} names a trained MLP head")
     if for_training:
-        std = float(getattr(config, "initializer_range", 0.02))
-        logger.info("%s: new MLP head over [MASK], normal(0, %g), bias 0", where, std)
-        return MLPHead(config.hidden_size, init_std=std)
+        return _new_head(config, where, "[MASK]")
     return None
 
 
-def _prompt_settings(
-    pooler: str, saved: dict[str, Any] | None, prompt: list[str] | None, denoise: str | None
-) -> dict[str, Any]:
+def _prompt_settings(pooler: str, saved: dict[str, Any] | None, options: LoadOptions) -> dict[str, Any]:
     """PromptBERT's templates: the arguments', else the folder's (sentcl.json "prompt"); none unless the
     pooler reads a template."""
-    if not pooler_spec(pooler).prompt:
+    if not pooler_info(pooler).prompt:
         return {}
     stored = (saved or {}).get("prompt") or {}
-    templates = prompt or stored.get("templates") or list(PROMPTBERT_BERT_TEMPLATES)
+    templates = options.prompt or stored.get("templates") or list(PROMPTBERT_BERT_TEMPLATES)
+    denoise = options.prompt_denoise
     return {
         "prompt": templates,
         "prompt_denoise": stored.get("denoise", "train") if denoise is None else denoise,
     }
 
 
-def load_pretrained(
-    name_or_path: str,
-    pooler: str | None = None,
-    mlp_only_train: bool | None = None,
-    max_length: int | None = None,
-    dropout: float | None = None,
-    for_training: bool = False,
-    prompt: list[str] | None = None,
-    prompt_denoise: str | None = None,
-) -> SentenceEncoder:
-    """See the module docstring; arguments override what the folder says."""
-    path = resolve_model_path(name_or_path)
-    folder = Path(path)
-    saved = read_sentcl_json(folder) if folder.is_dir() else None
-    st_folder = saved is None and folder.is_dir() and is_st_folder(folder)
-    layout: STLayout | None = read_st_folder(folder) if st_folder else None
-    backbone_path = str(folder / layout.transformer_path) if layout and layout.transformer_path else path
-    config, backbone, tokenizer, missing = load_backbone(backbone_path, name_or_path, dropout)
-    hidden = config.hidden_size
-    if layout is not None:
-        layout.pooler = st_pooler(layout, hidden)
-    lost = sorted(k for k in missing if not k.startswith("pooler."))
-    if lost and not for_training:
-        raise ModelFolderError(
-            f"{path}: weights missing from the folder, which would be random: {', '.join(lost[:5])}"
-            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
-        )
-
-    if pooler is None:
-        pooler = saved.get("pooler", "cls") if saved else (layout.pooler if layout else "cls")
-        if layout is not None:
-            logger.info(
-                "%s: sentence-transformers folder: pooler %r (its Pooling mode %r%s)",
-                path,
-                pooler,
-                layout.pooling_mode,
-                " + Dense head" if pooler == "cls" else "",
-            )
-    if saved is not None:
-        dense = [read_dense(folder / d) for d in saved.get("dense", [])]
-        normalize, seq_limit = saved.get("normalize", False), saved.get("inference_max_length")
-    elif layout is not None:
-        dense, normalize, seq_limit = list(layout.dense), layout.normalize, layout.max_seq_length
-    else:
-        dense, normalize, seq_limit = [], False, None
-
-    head = None
-    if pooler == "cls":
-        head_file = folder / HEAD_WEIGHTS
-        if layout is not None and layout.pooler == "cls" and dense and is_head_like(dense[0], hidden):
-            head = _head_from_dense(dense.pop(0))
-        elif saved is not None and head_file.is_file():
-            head = MLPHead(hidden, activation=saved.get("head_activation", "tanh"))
-            head.load_state_dict(load_file(str(head_file)))
-        elif saved is not None and saved.get("pooler", "cls") == "cls":
-            raise ModelFolderError(
-                f"{head_file}: missing; {folder / SENTCL_CONFIG} says pooler 'cls', whose trained MLP head "
-                f"is stored in that file (copy it back, or load with a pooler that needs no head: "
-                f"{', '.join(HEADLESS_POOLERS)})"
-            )
-        elif for_training:
-            std = float(getattr(config, "initializer_range", 0.02))
-            head = MLPHead(hidden, init_std=std)
-            logger.info("%s: new MLP head over [CLS], normal(0, %g), bias 0", path, std)
-        else:
-            head = backbone_pooler_head(backbone, missing, path)
-    elif pooler_spec(pooler).prompt:
-        head = _prompt_head(folder, saved, config, for_training, path)
-
+def _assemble(
+    name: str, path: str, loaded: tuple[Any, nn.Module, Any, set[str]], parts: Parts, options: LoadOptions,
+    saved: dict[str, Any] | None = None,
+) -> SentenceEncoder:  # fmt: skip
+    """The encoder of a backbone and its parts: lengths and shapes checked against the backbone."""
+    config, backbone, tokenizer, _ = loaded
     limit = position_limit(config)
-    max_length = max_length or (saved or {}).get("max_length", 32)
-    for value, source in ((max_length, "max_length"), (seq_limit, "inference max_seq_length")):
+    train_max_length = options.train_max_length or parts.train_max_length or TRAIN_MAX_LENGTH
+    lengths = ((train_max_length, "training truncation model.max_length"), (parts.seq_limit, "max_length"))
+    for value, source in lengths:
         if limit is not None and value is not None and value > limit:
             raise ConfigError(
-                f"{source}={value} is above the position limit of model {name_or_path} ({limit} tokens, from "
+                f"{source}={value} is above the position limit of model {name} ({limit} tokens, from "
                 f"its config.json max_position_embeddings={config.max_position_embeddings}); "
                 f"use at most {limit}"
             )
+    check_dense_chain(config.hidden_size, parts.dense, f"the backbone's hidden_size in {path}")
     encoder = SentenceEncoder(
         backbone,
         tokenizer,
-        pooler=pooler,
-        mlp_only_train=(saved or {}).get("mlp_only_train", False)
-        if mlp_only_train is None
-        else mlp_only_train,
-        max_length=max_length,
-        head=head,
-        dense=dense,
-        normalize_output=normalize,
-        seq_limit=seq_limit,
-        **_prompt_settings(pooler, saved, prompt, prompt_denoise),
+        pooler=parts.pooler,
+        mlp_only_train=parts.mlp_only_train if options.mlp_only_train is None else options.mlp_only_train,
+        train_max_length=train_max_length,
+        head=parts.head,
+        dense=parts.dense,
+        normalize_output=parts.normalize,
+        seq_limit=parts.seq_limit,
+        **_prompt_settings(parts.pooler, saved, options),
     )
     encoder.source = path
-    if saved is not None:  # whitening is one of the Dense layers; a flow and the fit record are loaded here
-        encoder.flow, encoder.postprocess = load_flow(folder, saved), saved.get("postprocess")
-    if saved is not None and saved.get("truncate_dim") is not None and not for_training:
+    return encoder
+
+
+def _finish_inference(encoder: SentenceEncoder, path: str, options: LoadOptions) -> SentenceEncoder:
+    if not options.for_training:
+        parts = {"": encoder.backbone, "head.": encoder.head, "dense.": encoder.dense, "flow.": encoder.flow}
+        check_finite(parts, path)
+        encoder.check_outputs = True
+    return encoder
+
+
+def load_sentcl(name: str, folder: Path, saved: dict[str, Any], options: LoadOptions) -> SentenceEncoder:
+    """A folder sentcl saved (sentcl.json read by the caller, once)."""
+    path = str(folder)
+    loaded = _backbone(path, name, options)
+    config, backbone, _, missing = loaded
+    pooler = options.pooler or saved.get("pooler", POOLER)
+    train_len, seq_limit = saved_lengths(saved)
+    parts = Parts(
+        pooler,
+        dense=[read_dense(folder / d) for d in saved.get("dense", [])],
+        normalize=saved.get("normalize", False),
+        seq_limit=seq_limit,
+        train_max_length=train_len,
+        mlp_only_train=saved.get("mlp_only_train", False),
+    )
+    if pooler == "cls":
+        if (folder / HEAD_WEIGHTS).is_file():
+            parts.head = _saved_head(folder, saved, config.hidden_size)
+        elif saved.get("pooler", "cls") == "cls":
+            raise ModelFolderError(
+                f"{folder / HEAD_WEIGHTS}: missing; {folder / SENTCL_CONFIG} says pooler 'cls', whose trained MLP "
+                f"head is stored in that file (copy it back, or load with a pooler that needs no head: "
+                f"{', '.join(HEADLESS_POOLERS)})"
+            )
+        else:
+            parts.head = _cls_head_without_file(config, backbone, missing, options, path)
+    elif pooler_info(pooler).prompt:
+        parts.head = _prompt_head(folder, saved, config, options.for_training, path)
+    encoder = _assemble(name, path, loaded, parts, options, saved)
+    # whitening is one of the Dense layers; a flow and the fit record are loaded here
+    encoder.flow, encoder.postprocess = load_flow(folder, saved), saved.get("postprocess")
+    if saved.get("truncate_dim") is not None and not options.for_training:
         try:  # a Matryoshka prefix (sentcl.json "truncate_dim"); training always sees the full vector
             encoder.set_truncate_dim(saved["truncate_dim"])
         except ValueError as err:
             raise ModelFolderError(f"{folder / SENTCL_CONFIG}: {err}") from None
-    if not for_training:
-        check_finite(
-            {"": backbone, "head.": head, "dense.": nn.ModuleList(dense), "flow.": encoder.flow}, path
-        )
-        encoder.check_outputs = True
-    return encoder
+    return _finish_inference(encoder, path, options)
+
+
+def load_st(name: str, folder: Path, options: LoadOptions) -> SentenceEncoder:
+    """A sentence-transformers folder (modules.json) that sentcl did not save."""
+    path = str(folder)
+    layout = read_st_folder(folder)
+    backbone_path = str(folder / layout.transformer_path) if layout.transformer_path else path
+    loaded = _backbone(backbone_path, name, options)
+    config, backbone, _, missing = loaded
+    layout.pooler = st_pooler(layout, config.hidden_size)
+    pooler = options.pooler or layout.pooler
+    if options.pooler is None:
+        head_note = " + Dense head" if pooler == "cls" else ""
+        logger.info(
+            "%s: sentence-transformers folder: pooler %r (its Pooling mode %r%s)",
+            path, pooler, layout.pooling_mode, head_note,
+        )  # fmt: skip
+    parts = Parts(
+        pooler, dense=list(layout.dense), normalize=layout.normalize, seq_limit=layout.max_seq_length
+    )
+    if pooler == "cls":
+        if layout.pooler == "cls" and parts.dense and is_head_like(parts.dense[0], config.hidden_size):
+            parts.head = _head_from_dense(parts.dense.pop(0))
+        else:
+            parts.head = _cls_head_without_file(config, backbone, missing, options, path)
+    elif pooler_info(pooler).prompt:
+        parts.head = _prompt_head(folder, None, config, options.for_training, path)
+    return _finish_inference(_assemble(name, path, loaded, parts, options), path, options)
+
+
+def load_plain(name: str, path: str, options: LoadOptions) -> SentenceEncoder:
+    """A plain Hugging Face folder or hub id (no sentcl.json, no modules.json)."""
+    loaded = _backbone(path, name, options)
+    config, backbone, _, missing = loaded
+    parts = Parts(options.pooler or POOLER)
+    if parts.pooler == "cls":
+        parts.head = _cls_head_without_file(config, backbone, missing, options, path)
+    elif pooler_info(parts.pooler).prompt:
+        parts.head = _prompt_head(Path(path), None, config, options.for_training, path)
+    return _finish_inference(_assemble(name, path, loaded, parts, options), path, options)

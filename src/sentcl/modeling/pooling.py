@@ -5,8 +5,8 @@ on top); ``avg`` averages the last layer over real tokens; ``avg_top2`` the last
 ``avg_first_last`` the first transformer layer (``hidden_states[1]``, as in the SimCSE code after its fix)
 and the last; ``mask`` is PromptBERT's [MASK] state of a template (modeling/prompt.py).
 
-Every pooler is declared once, in ``POOLER_SPECS``; config validation, the CLI's ``--pooler`` choices,
-the encoder and the model loader all read that table (``POOLERS`` is its names in declaration order).
+Every pooler is declared once, in the torch-free table of ``sentcl/poolers.py`` (``POOLERS``,
+``HEADLESS_POOLERS`` are its names); ``POOLER_SPECS`` adds each one's function here.
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import torch
 from torch import Tensor
+
+from sentcl.poolers import HEADLESS_POOLERS, POOLER_TABLE, POOLERS  # noqa: F401 - re-exported
 
 Pooler = Callable[[Sequence[Tensor], Tensor], Tensor]
 
@@ -59,19 +61,19 @@ def pool_mask(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor
     raise ValueError("pooler 'mask' needs the input ids and a prompt template: use SentenceEncoder")
 
 
-POOLER_SPECS: dict[str, PoolerSpec] = {
-    "cls": PoolerSpec(pool_cls, head=True),
-    "cls_before_pooler": PoolerSpec(pool_cls),
-    "avg": PoolerSpec(pool_avg),
-    "avg_top2": PoolerSpec(pool_avg_top2, all_layers=True),
-    "avg_first_last": PoolerSpec(pool_avg_first_last, all_layers=True),
-    "mask": PoolerSpec(pool_mask, prompt=True),
+_FUNCTIONS: dict[str, Pooler] = {
+    "cls": pool_cls,
+    "cls_before_pooler": pool_cls,
+    "avg": pool_avg,
+    "avg_top2": pool_avg_top2,
+    "avg_first_last": pool_avg_first_last,
+    "mask": pool_mask,
 }
-POOLERS: tuple[str, ...] = tuple(POOLER_SPECS)
-# Poolers with no MLP head of their own: what a folder without a trained head can be loaded with.
-HEADLESS_POOLERS: tuple[str, ...] = tuple(
-    name for name, spec in POOLER_SPECS.items() if not spec.head and not spec.prompt
-)
+# the function of each pooler of the one table (sentcl/poolers.py), with that table's facts
+POOLER_SPECS: dict[str, PoolerSpec] = {
+    name: PoolerSpec(_FUNCTIONS[name], head=info.head, all_layers=info.all_layers, prompt=info.prompt)
+    for name, info in POOLER_TABLE.items()
+}
 # Poolers that read more than the last layer need output_hidden_states=True.
 NEEDS_ALL_LAYERS = frozenset(name for name, spec in POOLER_SPECS.items() if spec.all_layers)
 

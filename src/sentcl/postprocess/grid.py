@@ -124,7 +124,7 @@ def run_postprocess_point(
             source,
             pooler=cfg.model.pooler,
             mlp_only_train=cfg.model.mlp_only_train,
-            max_length=cfg.model.max_length,
+            train_max_length=cfg.model.max_length,
         )
     else:
         source = str(source_dir / "best")
@@ -132,7 +132,7 @@ def run_postprocess_point(
     device = "cuda" if torch.cuda.is_available() else "cpu"
     encoder = encoder.to(device)
     settings = point.settings(cfg.training.seed)
-    key = (source, encoder.pooler, encoder.max_length, tuple(map(str, files)), settings.max_sentences)
+    key = (source, encoder.pooler, encoder.train_max_length, tuple(map(str, files)), settings.max_sentences)
     if key not in _VECTORS:
         sentences = read_fit_sentences(files, settings.max_sentences)
         _VECTORS[key] = raw_vectors(encoder, sentences, cfg.eval.batch_size)

@@ -28,8 +28,8 @@ from sentcl.serve.text import char_budget, check_blank, check_token_ids, check_u
 
 
 def model_length_limit(encoder: Any) -> int:
-    """Tokens the model takes: ``inference_max_length`` where the encoder has one, else ``max_length``."""
-    return int(getattr(encoder, "inference_max_length", None) or encoder.max_length)
+    """Tokens the model takes: its ``max_length`` (the inference truncation, one meaning for every Encoder)."""
+    return int(encoder.max_length)
 
 
 def backend_name(encoder: Any) -> str:

@@ -39,7 +39,7 @@ class BatchSource:
     def __init__(self, corpus: Corpus, method: Method, model: Encoder, device: torch.device) -> None:
         self.method, self.model, self.device = method, model, device
         self.cache = (
-            corpus.token_cache(model.tokenizer, model.max_length) if method.views_are_copies else None
+            corpus.token_cache(model.tokenizer, model.train_max_length) if method.views_are_copies else None
         )
 
     def __call__(self, indices: Sequence[int]) -> StepBatch:

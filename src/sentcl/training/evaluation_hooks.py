@@ -17,8 +17,8 @@ from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.runner import dev_score, evaluate
 from sentcl.files import read_json, write_json_strict
 from sentcl.interop.model_card import write_run_card
-from sentcl.modeling.dual import load_encoder
 from sentcl.modeling.encode import encode_fn
+from sentcl.modeling.open import open_model
 from sentcl.training.checkpoint import atomic_dir_write
 from sentcl.training.rng import preserved_rng
 from sentcl.training.run import Run, RunState
@@ -126,7 +126,7 @@ class Evaluations:
                 f"no evaluation gave a finite {cfg.eval.dev_task} score, so there is no best model; the "
                 f"checkpoints in {out} are kept"
             )
-        best = load_encoder(str(out / "best")).to(self.run.device)
+        best = open_model(str(out / "best")).to(self.run.device)
         logger.info(
             "evaluating the best model (step %s) on %s", state.best_step, ", ".join(cfg.eval.final_tasks)
         )

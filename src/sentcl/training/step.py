@@ -28,7 +28,7 @@ Encoder = SentenceEncoder | DualEncoder
 def make_batch(examples: Sequence[Example], method: Method, model: Encoder) -> dict[str, Tensor]:
     """Tokenize every view of every example: input_ids (B·V, L), example-major."""
     views = [method.views(example) for example in examples]
-    return collate(views, model.tokenizer, model.max_length)
+    return collate(views, model.tokenizer, model.train_max_length)
 
 
 def _per_view(tensor: Tensor, num_examples: int, num_views: int) -> Tensor:

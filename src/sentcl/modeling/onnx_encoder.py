@@ -1,0 +1,150 @@
+"""An exported ONNX folder (``sentcl export --format onnx``) run by onnxruntime, with the ``Encoder`` API.
+
+The folder holds ``model.onnx`` (``input_ids`` + ``attention_mask`` -> ``sentence_embedding`` (batch, dim)), the
+tokenizer files and ``sentcl_onnx.json``: pooler, ``max_length`` (the inference truncation), ``dim``,
+``normalize`` (whether the graph's rows have unit length), ``head`` and the quantisation. A damaged graph, or
+metadata that disagrees with it, is an error naming the file. Writing one is interop/onnx.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import Tensor
+
+from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files import read_json
+from sentcl.modeling.batching import length_sorted_batches
+from sentcl.modeling.weights import check_tokenizer_files
+from sentcl.paths import ModelFolderError
+from sentcl.poolers import POOLERS
+
+ONNX_CONFIG = "sentcl_onnx.json"
+ONNX_MODEL = "model.onnx"
+INPUTS = ("input_ids", "attention_mask")
+OUTPUT = "sentence_embedding"
+
+
+def is_onnx_folder(path: str | Path) -> bool:
+    return Path(path, ONNX_CONFIG).is_file()
+
+
+def _positive_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value > 0
+
+
+def read_onnx_meta(folder: Path) -> dict[str, Any]:
+    """sentcl_onnx.json, checked key by key (a missing or wrong one names the file)."""
+    file = folder / ONNX_CONFIG
+    meta = read_json(file, dict, error=ModelFolderError)
+    checks = {
+        "pooler": (meta.get("pooler") in POOLERS, f"one of {', '.join(POOLERS)}"),
+        "max_length": (_positive_int(meta.get("max_length")), "a positive whole number"),
+        "dim": (_positive_int(meta.get("dim")), "a positive whole number"),
+        "normalize": (isinstance(meta.get("normalize", False), bool), "true or false"),
+    }
+    for key, (ok, expected) in checks.items():
+        if not ok:
+            raise ModelFolderError(f"{file}: {key!r} must be {expected}, got {meta.get(key)!r}")
+    return meta
+
+
+class OnnxEncoder:
+    """An exported folder run by onnxruntime: ``encode``, ``similarity``, ``tokenizer``, ``max_length`` (the
+    inference truncation), ``embedding_dim``."""
+
+    backend = "onnx"
+
+    def __init__(self, folder: str | Path, threads: int | None = None) -> None:
+        from transformers import AutoTokenizer
+
+        from sentcl.paths import resolve_model_path
+
+        folder = Path(resolve_model_path(str(folder)))
+        if not is_onnx_folder(folder):
+            raise FileNotFoundError(
+                f"{folder} has no {ONNX_CONFIG}: not an exported ONNX folder "
+                "(make one with: sentcl export --format onnx MODEL OUT)"
+            )
+        self.folder = folder
+        self.meta: dict[str, Any] = read_onnx_meta(folder)
+        check_tokenizer_files(folder)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        self.session = _session(folder / ONNX_MODEL, threads)
+        self.pooler: str = self.meta["pooler"]
+        self.max_length: int = int(self.meta["max_length"])
+        self.embedding_dim: int = int(self.meta["dim"])
+        self._check_dim()
+
+    def _check_dim(self) -> None:
+        """The graph's output width equals sentcl_onnx.json's dim (read from the graph, else from one probe)."""
+        width = self.session.get_outputs()[0].shape[-1]
+        if not isinstance(width, int):
+            feed = {name: np.ones((1, 2), dtype=np.int64) for name in INPUTS}
+            width = int(self.session.run([OUTPUT], feed)[0].shape[-1])
+        if width != self.embedding_dim:
+            raise ModelFolderError(
+                f"{self.folder / ONNX_CONFIG}: dim {self.embedding_dim} does not match "
+                f"{self.folder / ONNX_MODEL}, whose output has {width} values per sentence"
+            )
+
+    def eval(self) -> OnnxEncoder:  # the PyTorch encoder's calls are no-ops here
+        return self
+
+    def to(self, device: Any) -> OnnxEncoder:  # noqa: ARG002
+        return self
+
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        batch_size: int = ENCODE_BATCH_SIZE,
+        normalize: bool = False,
+        convert_to_numpy: bool = True,
+        show_progress: bool = False,
+        max_length: int | None = None,
+    ) -> np.ndarray | Tensor:
+        """Embed in input order; batches are sorted by token count as in ``SentenceEncoder.encode``."""
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else list(sentences)
+        limit = min(max_length or self.max_length, self.max_length)
+        _, batches = length_sorted_batches(self.tokenizer, texts, limit, batch_size, "np", show_progress)
+        out = np.empty((len(texts), self.embedding_dim), dtype=np.float32)
+        for idx, batch in batches:
+            feed = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUTS}
+            out[idx] = self.session.run([OUTPUT], feed)[0]  # rows back to input order
+        if normalize:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        result = out[0] if single else out
+        return result if convert_to_numpy else torch.from_numpy(result)
+
+    def similarity(self, a: Any, b: Any) -> np.ndarray:
+        """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
+        from sentcl.modeling.encoder import embedding_matrix
+        from sentcl.modeling.pooling import cosine_matrix
+
+        return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
+
+
+def _session(file: Path, threads: int | None) -> Any:
+    """onnxruntime's session of ``file``; a missing, truncated or damaged graph is an error naming it."""
+    import onnxruntime as ort
+
+    if not file.is_file():
+        raise ModelFolderError(f"{file}: missing (the exported graph); export the model again")
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or torch.get_num_threads()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
+    except Exception as err:  # noqa: BLE001 - onnxruntime's errors (InvalidProtobuf, Fail, ...) share no base
+        first = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise ModelFolderError(
+            f"{file}: onnxruntime cannot load it ({type(err).__name__}: {first}); it is truncated or damaged, "
+            "export the model again (sentcl export --format onnx MODEL OUT)"
+        ) from None
