@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from sentcl.cli.options import add_model_options, load_model, positive_int
+from sentcl.install import missing_extra_message
 
 logger = logging.getLogger("sentcl")
 
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
         from sentcl.serve.index import load_search_index
         from sentcl.serve.limits import Limits
     except ImportError as err:
-        raise ValueError(f"{err.name} is not installed: pip install 'sentcl[serve]'") from err
+        raise ValueError(missing_extra_message(err.name or "fastapi") or str(err)) from err
     if args.model_path and args.model and args.model_path != args.model:
         raise ValueError(f"two models given: {args.model_path} and --model {args.model}")
     args.model = args.model or args.model_path
