@@ -1,6 +1,6 @@
 """mkdocs hook (mkdocs.yml ``hooks:``): generates the configuration and CLI reference pages at build time.
 
-``reference/configuration.md`` walks the config dataclasses (``sentcl.config.TrainConfig``, each section and,
+``reference/poolers.md`` is the torch-free pooler table (``sentcl.poolers``). ``reference/configuration.md`` walks the config dataclasses (``sentcl.config.TrainConfig``, each section and,
 for ``objective:``, the base options and then every registered method's own options): key, type, default and
 the field's help line. ``reference/cli.md`` is the ``--help`` of ``sentcl`` and of every sub-command, nested
 ones included, taken from the argparse parser of ``sentcl.cli``. Both are written into the build only, never
@@ -11,7 +11,9 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import html
 import os
+import re
 import sys
 import types
 import typing
@@ -24,6 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # document
 
 CONFIG_PAGE = "reference/configuration.md"
 CLI_PAGE = "reference/cli.md"
+POOLERS_PAGE = "reference/poolers.md"
 HELP_WIDTH = "100"  # argparse wraps at $COLUMNS: a fixed width gives the same page on every machine
 
 
@@ -34,7 +37,15 @@ def _type_name(annotation: Any) -> str:
 
 
 def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
+    """Help text as a table cell: pipes escaped, ``<`` ``>`` ``&`` as entities outside code spans (so that
+    ``<TAB>`` is shown, not taken for a tag)."""
+    parts = re.split(r"(`[^`]*`)", text.replace("\n", " "))
+    return "".join(p if p.startswith("`") else html.escape(p, quote=False) for p in parts).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """A table cell in code type; a pipe inside Markdown's backticks would show its escape, so HTML."""
+    return "<code>" + html.escape(text).replace("|", "&#124;").replace("\n", " ") + "</code>"
 
 
 def _rows(cls: type[Any], prefix: str, skip: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
@@ -50,7 +61,9 @@ def _rows(cls: type[Any], prefix: str, skip: set[str] = frozenset()) -> list[str
             continue  # a section: listed under its own heading
         default = repr(getattr(defaults, f.name))
         help_ = f.metadata.get("help", "")
-        rows.append(f"| `{prefix}{f.name}` | `{_cell(_type_name(annotation))}` | `{_cell(default)}` | {_cell(help_)} |")
+        rows.append(
+            f"| `{prefix}{f.name}` | {_code(_type_name(annotation))} | {_code(default)} | {_cell(help_)} |"
+        )
     return rows
 
 
@@ -116,13 +129,53 @@ def cli_reference() -> str:
             os.environ.pop("COLUMNS", None)
         else:
             os.environ["COLUMNS"] = old
-    parts = ["# CLI reference", "", "Generated from the `sentcl` command's argparse parser when the site is built."]
+    parts = [
+        "# CLI reference",
+        "",
+        "Generated from the `sentcl` command's argparse parser when the site is built.",
+    ]
     for name, text in pages:
         parts += ["", f"## `{name}`", "", "```text", text.rstrip(), "```"]
     return "\n".join(parts) + "\n"
 
 
+def poolers_reference() -> str:
+    from sentcl.poolers import POOLER_TABLE
+
+    yes = {True: "yes", False: "no"}
+    rows = [
+        f"| `{p.name}` | {p.description} | {yes[p.head]} | "
+        f"{f'`{p.st_pooling}`' if p.st_pooling else 'no'} | {yes[p.all_layers]} |"
+        for p in POOLER_TABLE.values()
+    ]
+    return (
+        "\n".join(
+            [
+                "# Poolers",
+                "",
+                "Generated from `sentcl.poolers.POOLER_TABLE` when the site is built. `model.pooler` (and `--pooler`) "
+                "takes one of these names.",
+                "",
+                "| pooler | sentence vector | MLP head | sentence-transformers pooling | needs all layers |",
+                "|---|---|---|---|---|",
+                *rows,
+                "",
+                "`cls` trains SimCSE's MLP head (Linear + Tanh) over [CLS]; `model.mlp_only_train: true` drops it at "
+                "inference. `mask` is PromptBERT's: the sentence is placed in a template (`model.prompt_templates`) "
+                "and the vector is the state at its [MASK] ([PromptBERT](../methods/promptbert.md)). Poolers without "
+                "a sentence-transformers pooling are saved for sentcl only ([model folders](../guides/model-folders.md)).",
+            ]
+        )
+        + "\n"
+    )
+
+
 def on_files(files: Files, config: Any) -> Files:
-    for uri, content in ((CONFIG_PAGE, config_reference()), (CLI_PAGE, cli_reference())):
+    pages = (
+        (CONFIG_PAGE, config_reference()),
+        (CLI_PAGE, cli_reference()),
+        (POOLERS_PAGE, poolers_reference()),
+    )
+    for uri, content in pages:
         files.append(File.generated(config, uri, content=content))
     return files
