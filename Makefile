@@ -42,11 +42,11 @@ test: install-dev
 	$(BIN)/python -m pytest
 
 # The documentation site (mkdocs.yml; docs/ plus the references generated from the code) into site/.
-docs: install-dev
+docs: $(VENV)/.installed-dev
 	$(BIN)/mkdocs build --strict --site-dir site
 
 # The wheel (recipes and the service page inside): dist/sentcl-<version>-py3-none-any.whl.
-wheel: install-dev
+wheel: $(VENV)/.installed-dev
 	$(BIN)/python -m build --wheel --outdir dist .
 
 lint: install-dev
