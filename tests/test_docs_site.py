@@ -111,3 +111,13 @@ def test_docs_name_only_recipes_that_ship() -> None:
             r"(?:--config|recipes show) ([a-z_0-9]+)\b(?!\.|/)", page.read_text(encoding="utf-8")
         ):
             assert name in names, f"{page.relative_to(ROOT)}: {name}"
+
+
+def test_readme_is_short_and_its_links_reach_files() -> None:
+    readme = ROOT / "README.md"
+    assert readme.stat().st_size < 10_000
+    links = re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", readme.read_text(encoding="utf-8"))
+    assert len(links) >= 20  # the site's pages, as files that also work on GitHub
+    for link in links:
+        assert not link.startswith("http"), link
+        assert (ROOT / link).is_file(), link
