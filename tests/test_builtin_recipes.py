@@ -41,6 +41,13 @@ def test_a_path_wins_over_a_name(tmp_path: Path, monkeypatch) -> None:
     assert resolve_recipe("demo") == RECIPES_DIR / "demo.yaml"  # no file called "demo": the name
 
 
+def test_a_folder_is_not_a_recipe(tmp_path: Path, monkeypatch, capsys) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "demo").mkdir()
+    assert main(["train", "--config", "demo"]) == 2
+    assert capsys.readouterr().err.strip() == "sentcl train: error: demo: is a folder, not a YAML recipe file"
+
+
 def test_names_never_leave_the_recipes_folder() -> None:
     assert builtin_path("../install") is None and builtin_path("/etc/passwd") is None
     assert builtin_path("experiments/../demo") is None and builtin_path("") is None

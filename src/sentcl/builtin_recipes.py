@@ -42,6 +42,8 @@ def resolve_recipe(value: str | Path, grids: bool = False) -> Path:
     and the error for an unknown name lists the grids instead of the training recipes.
     """
     path = Path(value)
+    if path.is_dir():
+        raise ValueError(f"{value}: is a folder, not a YAML recipe file")
     if path.exists():
         return path
     names_to_try = [str(value)] + ([f"{GRIDS_SUBDIR}/{value}"] if grids else [])
