@@ -45,9 +45,10 @@ test: install-dev
 docs: $(VENV)/.installed-dev
 	$(BIN)/mkdocs build --strict --site-dir site
 
-# The wheel (recipes and the service page inside): dist/sentcl-<version>-py3-none-any.whl.
+# The wheel (recipes and the service page inside): dist/sentcl-<version>-py3-none-any.whl, built from the
+# sdist in a clean folder (a --wheel build would reuse ./build and ship files deleted since).
 wheel: $(VENV)/.installed-dev
-	$(BIN)/python -m build --wheel --outdir dist .
+	$(BIN)/python -m build --outdir dist .
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench
