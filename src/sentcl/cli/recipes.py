@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 
 from sentcl.builtin_recipes import GRIDS_SUBDIR, RECIPES_DIR, builtin_path, grid_names, recipe_names
+
+LINE_WIDTH = 110
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -29,8 +32,10 @@ def _summary(name: str) -> str:
 
 
 def _table(names: list[str]) -> str:
+    """One line per recipe: its name and what it is, cut to ``LINE_WIDTH`` characters."""
     width = max(len(name) for name in names)
-    return "\n".join(f"  {name:<{width}}  {_summary(name)}" for name in names)
+    room = max(LINE_WIDTH - width - 4, 20)
+    return "\n".join(f"  {name:<{width}}  {textwrap.shorten(_summary(name), room)}" for name in names)
 
 
 def run(args: argparse.Namespace) -> int:
