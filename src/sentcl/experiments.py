@@ -36,6 +36,7 @@ from typing import Any
 
 import yaml
 
+from sentcl.builtin_recipes import builtin_path
 from sentcl.config import ConfigError, TrainConfig, changed_settings, load_config
 from sentcl.evaluation.runner import TASKS, expand, headline
 from sentcl.files import read_yaml
@@ -133,8 +134,12 @@ def _resolve_base(base: str, grid: Path) -> Path:
     for path in candidates:
         if path.is_file():
             return path
+    builtin = builtin_path(base)  # an installed wheel: configs/NAME.yaml is the packaged recipe NAME
+    if builtin is not None:
+        return builtin
     raise ConfigError(
-        f"{grid}: base recipe {base!r} not found (looked in the working directory and above {grid})"
+        f"{grid}: base recipe {base!r} not found (looked in the working directory, above {grid} and in "
+        "the built-in recipes)"
     )
 
 

@@ -20,12 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.install import extra_hint
 from sentcl.types import EncodeFn
 
 BACKENDS = ("auto", "exact", "faiss")
 AUTO_FAISS_MIN = 50_000
 FAISS_HELP = (
-    "faiss is not installed: pip install faiss-cpu (or pip install 'sentcl[faiss]'), or use backend='exact'"
+    f"faiss is not installed: pip install faiss-cpu, or {extra_hint('faiss')}; or use backend='exact'"
 )
 
 

@@ -16,7 +16,7 @@ from sentcl.methods import build_method
 from sentcl.training.optim import build_optimizer
 
 ROOT = Path(__file__).resolve().parents[2]
-RECIPE = ROOT / "configs" / "quick_thoughts_seed002.yaml"
+RECIPE = ROOT / "configs" / "quick_thoughts_kl.yaml"
 
 
 def test_recipe_has_the_seeds_settings() -> None:

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 
 from sentcl.cli.options import USER_ERRORS, user_error_message
+from sentcl.install import missing_extra_message
 
 # (command, module in this package), in the order ``sentcl --help`` lists them
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -26,6 +27,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("download", "download"),
     ("report", "report"),
     ("experiment", "experiment"),
+    ("recipes", "recipes"),
     ("export", "export"),
     ("postprocess", "postprocess"),
     ("serve", "serve"),
@@ -56,3 +58,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     except USER_ERRORS as err:
         print(f"sentcl {args.command}: error: {user_error_message(err)}", file=sys.stderr)
         return 2
+    except ImportError as err:  # an optional extra that is not installed: the command that installs it
+        message = _missing_extra(err)
+        if message is None:
+            raise
+        print(f"sentcl {args.command}: error: {message}", file=sys.stderr)
+        return 2
+
+
+def _missing_extra(err: ImportError) -> str | None:
+    """The install advice for a missing extra's module, or None for any other import failure."""
+    if isinstance(err.__cause__, ImportError) and "not installed" in str(err):
+        return str(err)  # already worded by the code that imported it (faiss, mteb)
+    return missing_extra_message(err.name) if err.name else None

@@ -6,12 +6,17 @@ import argparse
 import dataclasses
 from pathlib import Path
 
+from sentcl.builtin_recipes import resolve_recipe
 from sentcl.cli.options import add_overrides
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="Run a grid of training runs and write the paper-style table.")
-    p.add_argument("grid", type=Path, help="Grid file, e.g. configs/experiments/dropout.yaml.")
+    p.add_argument(
+        "grid",
+        help="Grid file (e.g. configs/experiments/dropout.yaml), or a built-in grid's name (dropout, "
+        "experiments/dropout; sentcl recipes lists them; a path wins when both exist).",
+    )
     p.add_argument("--variant", default="cpu", help="Variant of the grid (cpu or full; default cpu).")
     p.add_argument(
         "--output", type=Path, default=Path("docs/results"), help="Folder for NAME-VARIANT.md/.png."
@@ -44,7 +49,7 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.report.grid import write_grid_report
 
     overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
-    spec = load_grid(args.grid)
+    spec = load_grid(resolve_recipe(args.grid, grids=True))
     if args.metric:
         spec = dataclasses.replace(spec, metric=args.metric)
     if args.only:

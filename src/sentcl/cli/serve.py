@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.cli.options import add_model_options, load_model, positive_int
+from sentcl.install import missing_extra_message
 
 logger = logging.getLogger("sentcl")
 
@@ -215,10 +216,7 @@ def run(args: argparse.Namespace) -> int:
         from sentcl.serve.limits import Limits
         from sentcl.serve.protocol import guarded_protocol
     except ImportError as err:
-        raise ValueError(
-            f"{err.name} is not installed: the serve extra (pip install -e '.[serve]' in a checkout, or the"
-            " wheel's file name followed by [serve])"
-        ) from err
+        raise ValueError(missing_extra_message(err.name or "fastapi") or str(err)) from err
     if args.model_path and args.model and args.model_path != args.model:
         raise ValueError(f"two models given: {args.model_path} and --model {args.model}")
     args.model = args.model or args.model_path

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
+from sentcl.builtin_recipes import resolve_recipe
 from sentcl.cli.options import add_overrides
 from sentcl.config import TrainConfig, describe, load_config
 
@@ -24,7 +24,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         epilog=_config_keys_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--config", type=Path, help="YAML recipe (see configs/); omitted: all defaults.")
+    p.add_argument(
+        "--config",
+        help="YAML recipe: a path, or a built-in recipe's name (sentcl recipes lists them; a path wins when "
+        "both exist); omitted: all defaults.",
+    )
     add_overrides(p, "Override one config key, e.g. training.batch_size=32 (repeatable).")
     p.add_argument(
         "--data-dir", help="Data folder (sets data.data_dir; default $SENTCL_DATA or ../shared/data)."
@@ -53,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
         overrides.append(f"data.data_dir={args.data_dir}")
     if args.output_dir:
         overrides.append(f"training.output_dir={args.output_dir}")
-    cfg = load_config(TrainConfig, args.config, overrides)
+    recipe = resolve_recipe(args.config) if args.config is not None else None
+    cfg = load_config(TrainConfig, recipe, overrides)
     try:
         result = train(cfg, resume=args.resume)
     except (TrainingDiverged, CheckpointError) as err:

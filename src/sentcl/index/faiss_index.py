@@ -34,6 +34,7 @@ import numpy as np
 from sentcl import __version__
 from sentcl.files import read_json
 from sentcl.index.shards import ShardSet
+from sentcl.install import extra_hint
 
 logger = logging.getLogger(__name__)
 TYPES = ("flat", "ivf", "hnsw", "ivfpq")
@@ -43,7 +44,7 @@ MMAP_TYPES = ("flat", "ivf", "ivfpq")
 INDEX_FILE = "index.faiss"
 META_FILE = "faiss.json"
 FORMAT = "sentcl-faiss-index"
-FAISS_HELP = "faiss is not installed: pip install faiss-cpu (or pip install 'sentcl[faiss]')"
+FAISS_HELP = f"faiss is not installed: pip install faiss-cpu, or {extra_hint('faiss')}"
 
 
 def import_faiss() -> ModuleType:

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.evaluation.senteval_readers import load_sts_task
+from sentcl.install import extra_hint
 from sentcl.paths import DataNotFoundError
 from sentcl.types import EncodeFn
 
@@ -36,7 +37,7 @@ def _mteb() -> Any:
     try:
         import mteb
     except ImportError as err:
-        raise ImportError("MTEB evaluation needs the mteb package: pip install 'sentcl[mteb]'") from err
+        raise ImportError(f"the mteb package is not installed: {extra_hint('mteb')}") from err
     return mteb
 
 

@@ -21,7 +21,7 @@ class QuickThoughtsOptions(ObjectiveConfig):
     quick_thoughts_reduction: str = opt(
         "pairs",
         "'pairs' (one cross-entropy per (sentence, neighbour), the paper), 'rows' (unit target mass spread "
-        "over a row's neighbours, the authors' code) or 'kl' (KL(targets || softmax), seed 002).",
+        "over a row's neighbours, the authors' code) or 'kl' (KL(targets || softmax), the KL form of Quick-Thoughts).",
     )
     quick_thoughts_diagonal: str = opt(
         "mask", "The source sentence's own score: 'mask' (-inf) or 'zero' (0, in the softmax)."

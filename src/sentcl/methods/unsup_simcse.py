@@ -23,7 +23,7 @@ from sentcl.objectives.infonce import InfoNCE
 class UnsupSimCSEOptions(InfoNCEOptions):
     symmetric: bool = opt(
         False,
-        "Seed 004's symmetric loss (views interleaved, 2N x 2N cosine matrix with the diagonal masked, "
+        "A symmetric loss (views interleaved, 2N x 2N cosine matrix with the diagonal masked, "
         "cross-entropy for every row); not the paper's eq. 1.",
     )
 

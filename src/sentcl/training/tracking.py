@@ -13,13 +13,14 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.config import ConfigError, flatten
+from sentcl.install import extra_hint
 
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow")
-# report_to -> (module that must be importable, pip extra or package that provides it)
+# report_to -> (module that must be importable, the command that installs it)
 _REQUIRES = {
-    "tensorboard": ("tensorboard", "sentcl[tensorboard]"),
-    "wandb": ("wandb", "wandb"),
-    "mlflow": ("mlflow", "mlflow"),
+    "tensorboard": ("tensorboard", extra_hint("tensorboard")),
+    "wandb": ("wandb", "pip install wandb"),
+    "mlflow": ("mlflow", "pip install mlflow"),
 }
 TENSORBOARD_DIR = "tensorboard"
 
@@ -33,7 +34,7 @@ def check_report_to(report_to: str) -> None:
         if importlib.util.find_spec(module) is None:
             raise ConfigError(
                 f"training.report_to={report_to} needs the {module!r} package, which is not installed: "
-                f"pip install {package}"
+                f"{package}"
             )
 
 

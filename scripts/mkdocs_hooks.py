@@ -1,0 +1,181 @@
+"""mkdocs hook (mkdocs.yml ``hooks:``): generates the configuration and CLI reference pages at build time.
+
+``reference/poolers.md`` is the torch-free pooler table (``sentcl.poolers``). ``reference/configuration.md`` walks the config dataclasses (``sentcl.config.TrainConfig``, each section and,
+for ``objective:``, the base options and then every registered method's own options): key, type, default and
+the field's help line. ``reference/cli.md`` is the ``--help`` of ``sentcl`` and of every sub-command, nested
+ones included, taken from the argparse parser of ``sentcl.cli``. Both are written into the build only, never
+into docs/, so they cannot go stale.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import html
+import os
+import re
+import sys
+import types
+import typing
+from pathlib import Path
+from typing import Any
+
+from mkdocs.structure.files import File, Files
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # document the checkout being built
+
+CONFIG_PAGE = "reference/configuration.md"
+CLI_PAGE = "reference/cli.md"
+POOLERS_PAGE = "reference/poolers.md"
+HELP_WIDTH = "100"  # argparse wraps at $COLUMNS: a fixed width gives the same page on every machine
+
+
+def _type_name(annotation: Any) -> str:
+    if isinstance(annotation, types.GenericAlias | types.UnionType) or typing.get_origin(annotation):
+        return str(annotation).replace("typing.", "")
+    return getattr(annotation, "__name__", str(annotation))
+
+
+def _cell(text: str) -> str:
+    """Help text as a table cell: pipes escaped, ``<`` ``>`` ``&`` as entities outside code spans (so that
+    ``<TAB>`` is shown, not taken for a tag)."""
+    parts = re.split(r"(`[^`]*`)", text.replace("\n", " "))
+    return "".join(p if p.startswith("`") else html.escape(p, quote=False) for p in parts).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """A table cell in code type; a pipe inside Markdown's backticks would show its escape, so HTML."""
+    return "<code>" + html.escape(text).replace("|", "&#124;").replace("\n", " ") + "</code>"
+
+
+def _rows(cls: type[Any], prefix: str, skip: set[str] = frozenset()) -> list[str]:  # type: ignore[assignment]
+    """One table row per leaf field of dataclass ``cls`` (nested dataclass sections are walked)."""
+    hints = typing.get_type_hints(cls)
+    defaults = cls()
+    rows: list[str] = []
+    for f in dataclasses.fields(cls):
+        if f.name in skip:
+            continue
+        annotation = hints[f.name]
+        if dataclasses.is_dataclass(annotation):
+            continue  # a section: listed under its own heading
+        default = repr(getattr(defaults, f.name))
+        help_ = f.metadata.get("help", "")
+        rows.append(
+            f"| `{prefix}{f.name}` | {_code(_type_name(annotation))} | {_code(default)} | {_cell(help_)} |"
+        )
+    return rows
+
+
+def _table(rows: list[str]) -> str:
+    return "\n".join(["| key | type | default | what |", "|---|---|---|---|", *rows])
+
+
+def config_reference() -> str:
+    from sentcl.config import TrainConfig
+    from sentcl.objective_config import ObjectiveConfig, objective_option_classes
+
+    hints = typing.get_type_hints(TrainConfig)
+    parts = [
+        "# Configuration reference",
+        "",
+        "Generated from the config dataclasses when the site is built. A recipe is a YAML file with these "
+        "sections; on the command line any key is `--set section.key=value` (`sentcl train --help` prints "
+        "the same list).",
+    ]
+    for f in dataclasses.fields(TrainConfig):
+        section = hints[f.name]
+        if not dataclasses.is_dataclass(section):
+            continue
+        parts += ["", f"## `{f.name}:`", ""]
+        if f.name == "objective":
+            parts += [
+                "Options every method accepts (`objective.name` picks the method):",
+                "",
+                _table(_rows(ObjectiveConfig, "objective.")),
+            ]
+            base = {g.name for g in dataclasses.fields(ObjectiveConfig)}
+            for method, options in objective_option_classes().items():
+                rows = _rows(options, "objective.", skip=base)
+                parts += ["", f"### `{method}`", ""]
+                parts += [_table(rows) if rows else "No options of its own."]
+        else:
+            doc = (section.__doc__ or "").strip()
+            if doc and not doc.startswith(section.__name__ + "("):  # dataclasses invent a signature doc
+                parts += [doc, ""]
+            parts += [_table(_rows(section, f"{f.name}."))]
+    return "\n".join(parts) + "\n"
+
+
+def _parsers(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argparse.ArgumentParser]]:
+    """``parser`` and every sub-parser below it, depth first, with their command lines."""
+    found = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub_name, sub in action.choices.items():
+                found += _parsers(sub, f"{name} {sub_name}")
+    return found
+
+
+def cli_reference() -> str:
+    from sentcl.cli import build_parser
+
+    old = os.environ.get("COLUMNS")
+    os.environ["COLUMNS"] = HELP_WIDTH
+    try:
+        pages = [(name, sub.format_help()) for name, sub in _parsers(build_parser(), "sentcl")]
+    finally:
+        if old is None:
+            os.environ.pop("COLUMNS", None)
+        else:
+            os.environ["COLUMNS"] = old
+    parts = [
+        "# CLI reference",
+        "",
+        "Generated from the `sentcl` command's argparse parser when the site is built.",
+    ]
+    for name, text in pages:
+        parts += ["", f"## `{name}`", "", "```text", text.rstrip(), "```"]
+    return "\n".join(parts) + "\n"
+
+
+def poolers_reference() -> str:
+    from sentcl.poolers import POOLER_TABLE
+
+    yes = {True: "yes", False: "no"}
+    rows = [
+        f"| `{p.name}` | {p.description} | {yes[p.head]} | "
+        f"{f'`{p.st_pooling}`' if p.st_pooling else 'no'} | {yes[p.all_layers]} |"
+        for p in POOLER_TABLE.values()
+    ]
+    return (
+        "\n".join(
+            [
+                "# Poolers",
+                "",
+                "Generated from `sentcl.poolers.POOLER_TABLE` when the site is built. `model.pooler` (and `--pooler`) "
+                "takes one of these names.",
+                "",
+                "| pooler | sentence vector | MLP head | sentence-transformers pooling | needs all layers |",
+                "|---|---|---|---|---|",
+                *rows,
+                "",
+                "`cls` trains SimCSE's MLP head (Linear + Tanh) over [CLS]; `model.mlp_only_train: true` drops it at "
+                "inference. `mask` is PromptBERT's: the sentence is placed in a template (`model.prompt_templates`) "
+                "and the vector is the state at its [MASK] ([PromptBERT](../methods/promptbert.md)). Poolers without "
+                "a sentence-transformers pooling are saved for sentcl only ([model folders](../guides/model-folders.md)).",
+            ]
+        )
+        + "\n"
+    )
+
+
+def on_files(files: Files, config: Any) -> Files:
+    pages = (
+        (CONFIG_PAGE, config_reference()),
+        (CLI_PAGE, cli_reference()),
+        (POOLERS_PAGE, poolers_reference()),
+    )
+    for uri, content in pages:
+        files.append(File.generated(config, uri, content=content))
+    return files

@@ -1,0 +1,57 @@
+"""The recipes that ship inside the package (``sentcl/recipes/``; ``configs/`` in a checkout links to it).
+
+``resolve_recipe`` turns what a user passes to ``--config`` (or to ``sentcl experiment``) into a file: an
+existing path wins; otherwise a built-in recipe's name (``demo``, ``demo.yaml``, ``configs/demo.yaml``, or
+``experiments/dropout`` for a grid). An unknown name is an error that lists the recipes. Torch-free, reads
+no file: the bottom floor.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+GRIDS_SUBDIR = "experiments"
+_CHECKOUT_PREFIX = "configs/"  # how a checkout's paths (docs, tests) name the same files
+
+
+def recipe_names() -> list[str]:
+    """Training recipes by name (file stem), sorted."""
+    return sorted(p.stem for p in RECIPES_DIR.glob("*.yaml"))
+
+
+def grid_names() -> list[str]:
+    """Experiment grids by name (``experiments/STEM``), sorted."""
+    return sorted(f"{GRIDS_SUBDIR}/{p.stem}" for p in (RECIPES_DIR / GRIDS_SUBDIR).glob("*.yaml"))
+
+
+def builtin_path(name: str) -> Path | None:
+    """The built-in file a name means (``demo``, ``demo.yaml``, ``configs/experiments/x.yaml``), or None."""
+    key = name[len(_CHECKOUT_PREFIX) :] if name.startswith(_CHECKOUT_PREFIX) else name
+    key = key.removesuffix(".yaml")
+    if not key or key.startswith(("/", ".")) or ".." in Path(key).parts:
+        return None
+    path = RECIPES_DIR / f"{key}.yaml"
+    return path if path.is_file() else None
+
+
+def resolve_recipe(value: str | Path, grids: bool = False) -> Path:
+    """The file for ``--config VALUE``: an existing path as given, else the built-in recipe of that name.
+
+    With ``grids`` (``sentcl experiment``) a bare grid name (``dropout``) is looked up in ``experiments/`` too,
+    and the error for an unknown name lists the grids instead of the training recipes.
+    """
+    path = Path(value)
+    if path.is_dir():
+        raise ValueError(f"{value}: is a folder, not a YAML recipe file")
+    if path.exists():
+        return path
+    names_to_try = [str(value)] + ([f"{GRIDS_SUBDIR}/{value}"] if grids else [])
+    for name in names_to_try:
+        found = builtin_path(name)
+        if found is not None:
+            return found
+    kind, names = ("experiment grid", grid_names()) if grids else ("recipe", recipe_names())
+    raise FileNotFoundError(
+        f"{value}: no such file, and no built-in {kind} of that name; built-in {kind}s: {', '.join(names)}"
+    )

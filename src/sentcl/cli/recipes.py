@@ -1,0 +1,53 @@
+"""``sentcl recipes``: list the built-in recipes, or print one (``sentcl recipes show NAME``)."""
+
+from __future__ import annotations
+
+import argparse
+import textwrap
+
+from sentcl.builtin_recipes import GRIDS_SUBDIR, RECIPES_DIR, builtin_path, grid_names, recipe_names
+
+LINE_WIDTH = 110
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "recipes",
+        help="List the built-in recipes (sentcl recipes show NAME prints one).",
+        description="The recipes that ship with sentcl. Any of them is a --config NAME of sentcl train "
+        "(an experiment grid: sentcl experiment NAME); copy one with sentcl recipes show NAME > mine.yaml.",
+    )
+    actions = p.add_subparsers(dest="action", metavar="ACTION")
+    show = actions.add_parser("show", help="Print one recipe's YAML.")
+    show.add_argument("name", help="Recipe name, e.g. demo or experiments/dropout.")
+    p.set_defaults(func=run)
+
+
+def _summary(name: str) -> str:
+    """The first comment line of a recipe file: what it is."""
+    for line in (RECIPES_DIR / f"{name}.yaml").read_text(encoding="utf-8").splitlines():
+        if line.startswith("#"):
+            return line.lstrip("# ").strip()
+    return ""
+
+
+def _table(names: list[str]) -> str:
+    """One line per recipe: its name and what it is, cut to ``LINE_WIDTH`` characters."""
+    width = max(len(name) for name in names)
+    room = max(LINE_WIDTH - width - 4, 20)
+    return "\n".join(f"  {name:<{width}}  {textwrap.shorten(_summary(name), room)}" for name in names)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "show":
+        path = builtin_path(args.name) or builtin_path(f"{GRIDS_SUBDIR}/{args.name}")
+        if path is None:  # a name only: a file of the working folder is not a built-in recipe
+            names = ", ".join(recipe_names() + grid_names())
+            raise FileNotFoundError(f"no built-in recipe named {args.name!r}; built-in recipes: {names}")
+        print(path.read_text(encoding="utf-8"), end="")
+        return 0
+    print(f"training recipes (sentcl train --config NAME), in {RECIPES_DIR}:")
+    print(_table(recipe_names()))
+    print("\nexperiment grids (sentcl experiment NAME):")
+    print(_table(grid_names()))
+    return 0
