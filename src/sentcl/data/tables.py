@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentcl.data.readers import DataFormatError, decode_line
+from sentcl.data.readers import DataFormatError, decode_line, require_file
 from sentcl.files import parse_json_line
 
 FORMATS = ("tsv", "csv", "jsonl")
@@ -38,7 +38,9 @@ class Table:
 
 
 def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text with its line ending) of a UTF-8 file (a BOM dropped); bad bytes name the line."""
+    """(line number, text with its line ending) of a UTF-8 file (a BOM dropped); bad bytes name the line.
+    The path is checked first (``require_file``): a FIFO or a link loop is an error, never a hang."""
+    require_file(Path(path), "file")
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             text = decode_line(raw, path, lineno)
@@ -141,8 +143,7 @@ def read_table(
 ) -> Table:
     """Read a TSV/CSV/JSONL file. ``header``: True/False, or None to detect it (``has_header(rows, known)``)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
+    require_file(path, "file")
     fmt = detect_format(path, fmt)
     skipped = {"blank_lines": 0}
     if fmt == "jsonl":
