@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.data.readers import DataFormatError
-from sentcl.data.tables import Table, _is_number, cell, column_index, read_table
+from sentcl.data.tables import Table, _is_number, cell, check_width, column_index, read_table
 from sentcl.evaluation.senteval_readers import Pair, _norm
 from sentcl.evaluation.sts import _correlations, _score_task
 from sentcl.types import EncodeFn
@@ -102,9 +102,13 @@ def read_pairs(
     columns: Sequence[str | int] | None = None,
     score_range: tuple[float, float] | None = None,
     fmt: str | None = None,
+    extra_fields: bool = False,
 ) -> PairsFile:
-    """Read (sentence 1, sentence 2, score) pairs; every malformed row is an error naming file:line."""
-    table = read_table(path, fmt=fmt, known={n for names in NAMES.values() for n in names})
+    """Read (sentence 1, sentence 2, score) pairs; every malformed row is an error naming file:line, a row
+    with more or fewer fields than the header (or the first row) included, unless ``extra_fields`` (a layout
+    with trailing notes past the columns used, as STS-B's)."""
+    known = {n for names in NAMES.values() for n in names}
+    table = read_table(path, fmt=fmt, known=known, extra_fields=extra_fields)
     if columns is not None:
         if len(columns) != 3:
             raise ValueError(f"columns must be (sentence 1, sentence 2, score), got {list(columns)}")
@@ -114,6 +118,7 @@ def read_pairs(
     pairs: list[Pair] = []
     for lineno, fields in table.rows:
         s1, s2, raw = (cell(table, lineno, fields, i, role) for i, role in zip(index, ROLES, strict=True))
+        check_width(table, lineno, fields)  # after cell(): a used column's own "missing column" comes first
         for role, value in (("sentence 1", s1), ("sentence 2", s2)):
             if not isinstance(value, str) or not value.strip():
                 raise DataFormatError(f"{table.path}:{lineno}: {role} is empty or not text ({value!r})")

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from sentcl.data.readers import DataFormatError
+from sentcl.data.readers import DataFormatError, require_file
 from sentcl.data.tables import iter_records
 
 logger = logging.getLogger(__name__)
@@ -87,10 +87,7 @@ def read_pairs(
 ) -> list[tuple[int, str, str]]:
     """(line number, anchor, positive) per pair, in file order; DataFormatError naming file:line if bad."""
     path = Path(path)
-    if path.is_dir():
-        raise DataFormatError(f"pairs file {path} is a directory, not a file")
-    if not path.is_file():
-        raise FileNotFoundError(f"pairs file {path} does not exist")
+    require_file(path, "pairs file")  # missing, a directory, a FIFO, a link loop, unreadable: said as such
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise DataFormatError(f"{path}: unknown pairs format {suffix!r}; use .csv, .tsv or .jsonl")
