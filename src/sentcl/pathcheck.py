@@ -103,8 +103,8 @@ def check_input_dir(
     found = _stat_problem(path)
     if found is None and not path.is_dir():
         mode = os.stat(path).st_mode
-        kind = "a regular file" if stat.S_ISREG(mode) else next(p for t, p in _KINDS if t(mode)).split(",")[0]
-        found = (f"is not a folder ({kind.removeprefix('is ')})", False)
+        kind = "is a file" if stat.S_ISREG(mode) else next(p for t, p in _KINDS if t(mode)).split(",")[0]
+        found = (f"{kind}, not a folder", False)
     if found is None and not os.access(path, os.R_OK | os.X_OK):
         found = ("cannot be read: permission denied", False)
     if found is not None:
