@@ -101,24 +101,36 @@ def _error(command: str, message: str, code: int) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)
+    command = "sentcl"
+    try:
+        args = build_parser().parse_args(argv)  # --help's text goes to stdout too: guarded as well
+        command = args.command
+        return _run(args)
+    except StdoutError as err:
+        _silence_stdout(stdout)
+        if err.errno == errno.EPIPE:
+            return SIGPIPE_EXIT
+        return _error(command, f"cannot write to standard output: {err.strerror}", 1)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command; user errors exit 2, the OS's refusals 1 (one line each, see the module doc)."""
     import transformers
 
     transformers.utils.logging.disable_progress_bar()  # per-file load/save bars drown the training bar
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
-    stdout = sys.stdout
-    sys.stdout = _GuardedStdout(stdout)
     try:
         code = int(args.func(args))
         sys.stdout.flush()
         return code
-    except StdoutError as err:
-        _silence_stdout(stdout)
-        if err.errno == errno.EPIPE:
-            return SIGPIPE_EXIT
-        return _error(args.command, f"cannot write to standard output: {err.strerror}", 1)
+    except StdoutError:
+        raise
     except USER_ERRORS as err:
         os_reported = isinstance(err, OSError) and err.filename is not None and err.strerror
         return _error(args.command, os_error_message(err) if os_reported else user_error_message(err), 2)
@@ -131,5 +143,3 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         logger.debug("the OS refused an operation", exc_info=True)
         return _error(args.command, os_error_message(cause), 1)
-    finally:
-        sys.stdout = stdout
