@@ -126,13 +126,14 @@ def _probe(folder: Path, user_path: Path, what: str) -> None:
         ) from None
 
 
-def _existing_parent(path: Path, what: str) -> Path:
-    """The nearest folder at or above ``path`` that exists (the one ``mkdir -p`` would create below)."""
-    for folder in (path, *path.parents):
+def _existing_parent(start: Path, user: Path, what: str) -> Path:
+    """The nearest folder at or above ``start`` that exists (the one ``mkdir -p`` would create below); a
+    file in the way is the user's mistake, naming ``user`` (their path)."""
+    for folder in (start, *start.parents):
         if folder.is_dir():
             return folder
         if os.path.lexists(folder):
-            raise OutputPathError(errno.ENOTDIR, f"cannot write {what} {path}: {folder} is not a folder")
+            raise InputPathError(f"cannot write {what} {user}: {folder} is not a folder")
     return Path(".")
 
 
@@ -143,8 +144,8 @@ def check_output_file(path: str | os.PathLike[str], what: str = "output") -> Pat
     if os.path.lexists(path) and not path.is_file():
         found = _stat_problem(path) or next(((p, False) for t, p in _KINDS if t(os.stat(path).st_mode)), None)
         problem = found[0] if found else "is not a regular file"
-        raise OutputPathError(errno.EEXIST, f"{what} {path} {problem}")
-    _probe(_existing_parent(path.parent, what), path, what)
+        raise InputPathError(f"{what} {path} {problem}")  # the user's mistake (exit 2), not the OS's refusal
+    _probe(_existing_parent(path.parent, path, what), path, what)
     return path
 
 
@@ -154,8 +155,8 @@ def check_output_dir(path: str | os.PathLike[str], what: str = "output folder", 
     path = Path(path)
     if os.path.lexists(path) and not path.is_dir():
         found = _stat_problem(path)
-        raise OutputPathError(errno.ENOTDIR, f"{what} {path} {found[0] if found else 'is not a folder'}")
-    _probe(_existing_parent(path.parent if whole else path, what), path, what)
+        raise InputPathError(f"{what} {path} {found[0] if found else 'is a file, not a folder'}")
+    _probe(_existing_parent(path.parent if whole else path, path, what), path, what)
     return path
 
 
