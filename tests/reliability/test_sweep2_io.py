@@ -794,3 +794,16 @@ def test_korean_advice_when_the_model_cannot_read_it(caplog: pytest.LogCaptureFi
     english_only = AutoTokenizer.from_pretrained(str(ENV["model"]))  # the tiny BERT: English word pieces
     assert unk_share(english_only, KOREAN) > 0.75
     assert "this model cannot read the language" in advice(english_only, caplog)
+
+
+def test_download_into_a_full_disk_names_the_file(
+    mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A write refused while downloading is the disk's fault, not a broken transfer: no "resume" advice."""
+    mirror.files["wiki1m_for_simcse.txt"] = WIKI
+    with file_size_limit(4096):
+        code = main(["download", "wiki1m", "--data-dir", str(tmp_path), "--mirror", mirror.base])
+    line = one_error(capsys.readouterr().err)
+    part = tmp_path / ".downloads" / "wiki1m_for_simcse.txt.part"
+    assert code == 1 and line == f"sentcl download: error: {part}: File too large"
+    assert pins(tmp_path) == "" and not (tmp_path / "corpora").exists()

@@ -36,6 +36,7 @@ evaluation files already tokenised by SentEval's get_transfer_data.bash, the fil
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import logging
@@ -56,6 +57,7 @@ MIRROR_ENV = "SENTCL_DOWNLOAD_MIRROR"
 DOWNLOADS = ".downloads"  # below the data folder: .part files, fetched archives, SHA256SUMS
 PINS_FILE = "SHA256SUMS"  # trust-on-first-use sums, ``<sha256>  <file name>`` a line (sha256sum's format)
 CHUNK = 1 << 20
+_DISK_ERRORS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 TIMEOUT_S = 60.0
 _HF = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main"
 
@@ -199,7 +201,11 @@ def fetch(url: str, part: Path, name: str) -> bool:
             (span[1] is not None and span[1] <= have) or response.headers["Content-Length"] == "0"
         ):
             response.close()
-            why = f"the remote file has {span[1] if span[1] is not None else 'no'} bytes past the .part's {have}"
+            why = (
+                f"the remote file has {span[1]} bytes, the .part already {have}"
+                if span[1] is not None and span[1] <= have
+                else f"the server sent an empty part at byte {have}"
+            )
             return _restart(url, part, name, why)
         append = bool(have) and status == 206
         if have and not append:
@@ -226,6 +232,11 @@ def fetch(url: str, part: Path, name: str) -> bool:
                 out.flush()
                 os.fsync(out.fileno())
         except (OSError, http.client.HTTPException) as err:
+            if (
+                isinstance(err, OSError) and err.errno in _DISK_ERRORS
+            ):  # writing here failed, not the transfer
+                err.filename = err.filename or str(part)
+                raise
             raise DownloadError(
                 f"transfer of {url} broke off after {part.stat().st_size} bytes ({type(err).__name__}: {err}); "
                 f"run the command again to resume from {part}"
