@@ -32,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, export_onnx
 
-    check_output_dir(args.out, "OUT", whole=True)  # before the export's work
+    check_output_dir(args.out, "OUT")  # before the export's work (it writes inside OUT)
     out = export_onnx(args.model, args.out, int8=args.int8, pooler=args.pooler)
     meta = json.loads((out / ONNX_CONFIG).read_text(encoding="utf-8"))
     size_mb = (out / ONNX_MODEL).stat().st_size / 2**20
