@@ -286,6 +286,17 @@ TABLE_CASES = [
         r"p\.tsv:1: the header names column 'sentence1' twice",
     ),
     Case(
+        "P03-mine-pairs",
+        lambda f: [
+            *model("mine"),
+            "--pairs",
+            str(write(f, "p.csv", "anchor,positive,Anchor\na,b,c\n")),
+            "--output",
+            str(f / "o.csv"),
+        ],
+        r"p\.csv:1: the header names column 'Anchor' twice",
+    ),
+    Case(
         "P01-qrels",
         eval_beir("q1\td1\t1\textra\n"),
         r"qrels/test\.tsv:2: the row has 4 fields, the header has 3",

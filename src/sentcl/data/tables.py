@@ -203,14 +203,15 @@ def read_table(
     width = len(names) if names is not None else len(rows[0][1])
     table = Table(path, fmt, names, rows, skipped, width, extra_fields)
     if names is not None:
-        _refuse_repeated_names(path, names)
+        refuse_repeated_names(path, names)
     for lineno, fields in rows:
         if len(fields) > table.width:
             check_width(table, lineno, fields)
     return table
 
 
-def _refuse_repeated_names(path: Path, names: list[str]) -> None:
+def refuse_repeated_names(path: Path, names: Sequence[str]) -> None:
+    """A header naming a column twice (any case) is an error naming it: which one is meant cannot be told."""
     first: dict[str, int] = {}
     for i, name in enumerate(names):
         if name and name.lower() in first:

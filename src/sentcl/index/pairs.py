@@ -17,7 +17,7 @@ import logging
 from pathlib import Path
 
 from sentcl.data.readers import DataFormatError, require_file
-from sentcl.data.tables import iter_records
+from sentcl.data.tables import iter_records, refuse_repeated_names
 
 logger = logging.getLogger(__name__)
 ANCHOR_NAMES = ("anchor", "sent0", "query")
@@ -48,6 +48,7 @@ def _read_delimited(
     for lineno, row in iter_records(path, fmt):
         if header is None:
             header = [name.strip() for name in row]
+            refuse_repeated_names(path, header)
             a_name = _pick(path, header, anchor, ANCHOR_NAMES, "anchor")
             p_name = _pick(path, header, positive, POSITIVE_NAMES, "positive")
             a_col, p_col = header.index(a_name), header.index(p_name)
