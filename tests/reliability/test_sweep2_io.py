@@ -183,6 +183,11 @@ INPUT_CASES = [
         lambda f: ["build-nli", "--senteval-snli", str(fifo(f, "snli")), "--output", str(f / "o.csv")],
         r"SentEval SNLI folder .*snli is a FIFO",
     ),
+    Case(
+        "F08-report-source",
+        lambda f: ["report", str(fifo(f, "run")), "--output", str(f / "rep")],
+        r"run or model folder .*run is a FIFO \(named pipe\), not a folder",
+    ),
     Case("T11", train_on(fifo), r"training file .*t_fifo is a FIFO"),
     Case("T11-link-loop", train_on(loop), r"training file .*t_fifo is a symbolic link loop"),
     Case(
