@@ -57,8 +57,10 @@ def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
             handle.flush()
             os.fsync(handle.fileno())
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         tmp.unlink(missing_ok=True)
+        if isinstance(err, OSError) and err.filename is None:
+            err.filename = str(path)  # a failed write() names no file: name the target, not the temporary
         raise
     fsync_dir(path.parent)
     return path
@@ -75,5 +77,13 @@ def atomic_write_json(path: Path, payload: Any, **dumps: Any) -> Path:
     return atomic_write_text(path, json.dumps(payload, **{"indent": 2, "ensure_ascii": False} | dumps) + "\n")
 
 
+class _PlainWriter:
+    """A file seen by numpy as a plain writer: it then writes through ``handle.write`` (in chunks), whose
+    failure is an OSError with the OS's errno (EFBIG, ENOSPC), not C stdio's "N requested and M written"."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self.write = handle.write
+
+
 def atomic_save_npy(path: Path, array: np.ndarray) -> Path:
-    return atomic_write(path, lambda handle: np.save(handle, array))
+    return atomic_write(path, lambda handle: np.save(_PlainWriter(handle), array))  # type: ignore[arg-type]

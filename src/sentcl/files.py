@@ -22,6 +22,7 @@ import yaml
 
 from sentcl.atomic import atomic_write_json
 from sentcl.data.readers import iter_text_lines
+from sentcl.pathcheck import check_input_file
 
 _KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string"}
 
@@ -35,8 +36,7 @@ def read_json(
     that is there but unusable (e.g. ``ModelFolderError`` for a model folder); a missing one is FileNotFoundError.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what + ' ' if what else ''}{path} does not exist")
+    check_input_file(path, what, error)  # missing: FileNotFoundError; a FIFO, a directory, a link loop: error
     subject = f"{what} is " if what else ""
     try:
         text = path.read_text(encoding="utf-8")
@@ -84,8 +84,10 @@ def read_yaml(path: str | Path, what: str, error: type[ValueError] = ValueError)
     """The YAML value of ``path`` (an empty file: {}); a missing file or invalid YAML is an error naming it as
     ``what`` (e.g. "config file"). The caller checks the top level's shape (its message knows the keys)."""
     path = Path(path)
-    if not path.is_file():
-        raise error(f"{what} {path} does not exist")
+    try:
+        check_input_file(path, what, error)  # never opens a FIFO; says what a path that exists is
+    except FileNotFoundError as err:
+        raise error(str(err)) from None
     try:
         return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:

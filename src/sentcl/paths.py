@@ -50,7 +50,7 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
 def data_file(data_dir: Path, *parts: str) -> Path:
     """A file below the data directory; a clear error if it is missing."""
     path = data_dir.joinpath(*parts)
-    if not path.exists():
+    if not os.path.lexists(path):  # a link loop or a dangling link exists: its reader says what it is
         raise DataNotFoundError(f"missing data file {path}. {DATA_HELP}")
     return path
 

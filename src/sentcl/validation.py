@@ -8,6 +8,7 @@ corpus or took a step. A method's own cross-section rules live with its options 
 from __future__ import annotations
 
 import dataclasses
+import os
 from pathlib import Path
 from typing import Any
 
@@ -91,7 +92,7 @@ def check_files(cfg: TrainConfig) -> None:
     data_dir = resolve_data_dir(cfg.data.data_dir)
     if not Path(cfg.data.train_file).is_absolute():
         data_file(data_dir, cfg.data.train_file)
-    elif not Path(cfg.data.train_file).exists():
+    elif not os.path.lexists(cfg.data.train_file):  # a FIFO or a link loop exists: the reader says what
         raise FileNotFoundError(f"data.train_file {cfg.data.train_file} does not exist")
     check_dev_task(cfg.eval.dev_task, data_dir)  # pairs:FILE / retrieval:DIR: read once, errors name the file
 

@@ -2,18 +2,33 @@
 
 A command module defines ``add_parser(sub)``, which registers its sub-parser and sets ``func`` to the function
 that runs it (``run(args) -> int``). A new command is a new module named in ``COMMANDS``.
+
+``main`` turns what goes wrong into one line ``sentcl CMD: error: ...`` and an exit status, never a
+traceback: a user's mistake (``options.USER_ERRORS``) exits 2; an OS error (a write the OS refused: a
+read-only folder, a full disk, a file-size limit) exits 1, naming the user's path and the OS's reason
+(``sentcl.pathcheck.os_error_message``). Standard output closed early (``sentcl ... | head -1``) ends
+quietly with 141, as a process killed by SIGPIPE; standard output full or failing (``> /dev/full``) is one
+error line and exit 1. In both cases standard output is then pointed at /dev/null, so the interpreter's own
+flush at exit prints nothing more.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import logging
+import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from sentcl.cli.options import USER_ERRORS, user_error_message
 from sentcl.install import missing_extra_message
+from sentcl.pathcheck import os_error_message
+
+SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+logger = logging.getLogger("sentcl")
 
 # (command, module in this package), in the order ``sentcl --help`` lists them
 COMMANDS: tuple[tuple[str, str], ...] = (
@@ -45,8 +60,67 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class StdoutError(OSError):
+    """Writing to standard output failed (closed pipe, full device, I/O error)."""
+
+
+class _GuardedStdout:
+    """Standard output whose write/flush failures are ``StdoutError``: told apart from a file's OSError."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except OSError as err:
+            raise StdoutError(err.errno, err.strerror) from err
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except OSError as err:
+            raise StdoutError(err.errno, err.strerror) from err
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _silence_stdout(stream: Any) -> None:
+    """Point standard output's file descriptor at /dev/null: the exit-time flush then cannot fail."""
+    try:
+        fd = stream.fileno()
+    except (OSError, ValueError, AttributeError):
+        return  # not a real file (a test's capture): nothing is flushed at exit
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
+
+
+def _error(command: str, message: str, code: int) -> int:
+    print(f"sentcl {command}: error: {message}", file=sys.stderr)
+    return code
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    stdout = sys.stdout
+    sys.stdout = _GuardedStdout(stdout)
+    command = "sentcl"
+    try:
+        args = build_parser().parse_args(argv)  # --help's text goes to stdout too: guarded as well
+        command = args.command
+        return _run(args)
+    except StdoutError as err:
+        _silence_stdout(stdout)
+        if err.errno == errno.EPIPE:
+            return SIGPIPE_EXIT
+        return _error(command, f"cannot write to standard output: {err.strerror}", 1)
+    finally:
+        sys.stdout = stdout
+
+
+def _run(args: argparse.Namespace) -> int:
+    """Run the command; user errors exit 2, the OS's refusals 1 (one line each, see the module doc)."""
     import transformers
 
     transformers.utils.logging.disable_progress_bar()  # per-file load/save bars drown the training bar
@@ -54,16 +128,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
-        return int(args.func(args))
+        code = int(args.func(args))
+        sys.stdout.flush()
+        return code
+    except StdoutError:
+        raise
     except USER_ERRORS as err:
-        print(f"sentcl {args.command}: error: {user_error_message(err)}", file=sys.stderr)
-        return 2
+        os_reported = isinstance(err, OSError) and err.filename is not None and err.strerror
+        return _error(args.command, os_error_message(err) if os_reported else user_error_message(err), 2)
     except ImportError as err:  # an optional extra that is not installed: the command that installs it
         message = _missing_extra(err)
         if message is None:
             raise
-        print(f"sentcl {args.command}: error: {message}", file=sys.stderr)
-        return 2
+        return _error(args.command, message, 2)
+    except OSError as err:
+        logger.debug("the OS refused an operation", exc_info=True)
+        return _error(args.command, os_error_message(err), 1)
+    except Exception as err:
+        cause = err.__cause__  # a library's wrapper of the OS's refusal (e.g. a folder write's error type)
+        if not (isinstance(cause, OSError) and cause.errno is not None):
+            raise
+        logger.debug("the OS refused an operation", exc_info=True)
+        return _error(args.command, os_error_message(cause), 1)
 
 
 def _missing_extra(err: ImportError) -> str | None:

@@ -28,7 +28,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=os.environ.get(MIRROR_ENV),
         help=f"Fetch each file from MIRROR/<file name> instead (default ${MIRROR_ENV}).",
     )
-    p.add_argument("--force", action="store_true", help="Download again even when the data is already there.")
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="Download again even when the data is already there (the cached archive and .part are discarded; "
+        "a sum recorded by an earlier download is still checked).",
+    )
+    p.add_argument(
+        "--forget-sum",
+        action="store_true",
+        help="Discard the sha256 that an earlier download recorded (trust on first use) with the cached files, "
+        "and download again: when that first download was bad or the file has legitimately changed.",
+    )
     p.set_defaults(func=run)
 
 
@@ -49,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
 
     try:
         data_dir = _data_dir(args.data_dir)
-        paths = download(args.names, data_dir, with_mirror(SOURCES, args.mirror), force=args.force)
+        sources = with_mirror(SOURCES, args.mirror)
+        paths = download(args.names, data_dir, sources, force=args.force, forget_sum=args.forget_sum)
     except DownloadError:
         raise
     except (PermissionError, IsADirectoryError, NotADirectoryError, FileExistsError) as err:

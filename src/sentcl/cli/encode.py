@@ -10,7 +10,8 @@ import numpy as np
 
 from sentcl.atomic import atomic_save_npy
 from sentcl.cli.options import add_model_options, load_model, positive_int
-from sentcl.data.readers import iter_text_lines
+from sentcl.data.readers import iter_text_lines, require_file
+from sentcl.pathcheck import check_output_dir, check_output_file
 
 logger = logging.getLogger("sentcl")
 
@@ -42,10 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    if args.input.is_dir():
-        raise ValueError(f"input {args.input} is a directory; give a text file, one sentence a line")
-    if not args.input.is_file():
-        raise FileNotFoundError(f"input file {args.input} does not exist")
+    # the input, then the output: both checked before the model loads and the corpus is encoded
+    require_file(args.input, "input")
     if args.shard_size:
         return run_sharded(args)
     if args.output.suffix != ".npy":
@@ -55,8 +54,9 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output.is_dir():
         raise ValueError(f"--output {args.output} is a directory; give a .npy file path")
+    check_output_file(args.output, "--output")
     # row i of the output is line i, empty or not
-    sentences = [text for _, text in iter_text_lines(args.input)]
+    sentences = [text for _, text in iter_text_lines(args.input, "input")]
     if not sentences:
         raise ValueError(f"input file {args.input} is empty: nothing to encode")
     empty = sum(1 for s in sentences if not s.strip())
@@ -86,6 +86,7 @@ def run_sharded(args: argparse.Namespace) -> int:
 
     if args.output.exists() and not args.output.is_dir():
         raise ValueError(f"--output {args.output} is a file; with --shard-size it must be a folder")
+    check_output_dir(args.output, "--output")
     joined = distributed.init_from_env()
     try:
         model = load_model(args)

@@ -6,8 +6,10 @@ import argparse
 import json
 from pathlib import Path
 
+from sentcl.atomic import atomic_write_text
 from sentcl.cli.eval_user_data import add_user_data_options, evaluate_user_data, read_user_data
 from sentcl.cli.options import add_data_dir, add_model_options, encode_fn, load_model
+from sentcl.pathcheck import check_output_file
 from sentcl.paths import resolve_data_dir
 from sentcl.report.dimensions import parse_dims, plot_sweep, truncation_sweep
 from sentcl.types import EncodeFn
@@ -67,6 +69,9 @@ def run(args: argparse.Namespace) -> int:
     data_dir = resolve_data_dir(args.data_dir) if args.tasks else None
     if args.plot is not None and not args.truncate_dims:
         raise ValueError("--plot draws a --truncate-dims sweep: add --truncate-dims K,K,...")
+    for path, flag in ((args.output, "--output"), (args.plot, "--plot")):
+        if path is not None:
+            check_output_file(path, flag)  # a refused output fails now, not after the evaluation
     model = load_model(args)
 
     def evaluate_all(encode: EncodeFn) -> dict:
@@ -91,5 +96,5 @@ def run(args: argparse.Namespace) -> int:
         print(format_results({args.model: results}))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+        atomic_write_text(args.output, json.dumps(results, indent=2) + "\n")  # whole or not at all
     return 0

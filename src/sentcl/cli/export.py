@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from sentcl.cli.options import add_pooler
+from sentcl.pathcheck import check_output_dir
 
 FORMATS = ("onnx",)
 
@@ -31,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, export_onnx
 
+    check_output_dir(args.out, "OUT")  # before the export's work (it writes inside OUT)
     out = export_onnx(
         args.model, args.out, int8=args.int8, pooler=args.pooler, verbose=getattr(args, "verbose", False)
     )

@@ -8,6 +8,7 @@ import logging
 from pathlib import Path
 
 from sentcl.cli.options import positive_int, settings_from_args
+from sentcl.pathcheck import check_input_dir, check_output_dir
 
 logger = logging.getLogger("sentcl")
 
@@ -63,7 +64,9 @@ def run_build(args: argparse.Namespace) -> int:
     from sentcl.index.faiss_index import IndexParams, build_from_shards
 
     params = settings_from_args(IndexParams, args)  # --nlist, --nprobe, --hnsw-m, ..., --train-size
+    check_input_dir(args.embeddings, "--embeddings")
     output = args.output or args.embeddings / f"index-{args.type}"
+    check_output_dir(output, "--output", whole=True)  # before the build, not after it
     build_from_shards(args.embeddings, output, args.type, params, seed=args.seed)
     meta = json.loads((output / "faiss.json").read_text(encoding="utf-8"))
     print(
@@ -75,6 +78,6 @@ def run_build(args: argparse.Namespace) -> int:
 def run_info(args: argparse.Namespace) -> int:
     from sentcl.index.faiss_index import open_index
 
-    index = open_index(args.folder)
+    index = open_index(check_input_dir(args.folder, "index folder"))
     print(json.dumps(index.meta, indent=2))
     return 0

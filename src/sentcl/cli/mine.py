@@ -7,6 +7,7 @@ import logging
 from pathlib import Path
 
 from sentcl.cli.options import add_model_options, load_model, positive_int, settings_from_args
+from sentcl.pathcheck import check_output_file
 
 logger = logging.getLogger("sentcl")
 
@@ -57,6 +58,7 @@ def run(args: argparse.Namespace) -> int:
     settings.window(1)  # validate the options before loading anything
     if args.output.is_dir():
         raise ValueError(f"--output {args.output} is a directory; give a .csv file path")
+    check_output_file(args.output, "--output")  # before the corpus is encoded
     pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
     extra = read_corpus_file(args.corpus) if args.corpus else None
     model = load_model(args)

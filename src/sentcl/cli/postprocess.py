@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler, positive_int
+from sentcl.pathcheck import check_output_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -75,6 +76,7 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--output {args.output} already exists; give a new folder (a model is never overwritten)"
         )
+    check_output_dir(args.output, "--output", whole=True)  # before the fit
     if args.method == "whitening" and args.steps is not None:
         raise ValueError("--steps applies to flow, not whitening")
     if args.method == "flow" and args.dim is not None:

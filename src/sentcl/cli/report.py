@@ -6,6 +6,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler
+from sentcl.pathcheck import check_output_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,6 +37,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from sentcl.report import DEFAULT_TASKS, make_report
 
+    check_output_dir(args.output, "--output")  # before the runs are evaluated
     report = make_report(
         args.runs, args.output, args.eval_tasks or DEFAULT_TASKS, args.data_dir, args.batch_size, args.pooler
     )

@@ -4,6 +4,10 @@ Every member is checked before anything is written; one bad member refuses the w
 an absolute path or drive, a ``..`` component, a symlink or hardlink whose target resolves outside the
 folder, a device or fifo. The archive is unpacked into a temporary folder beside the target, its root found
 by a marker file (archives wrap their files in zero, one or two folders), and renamed into place.
+
+A cut archive is refused too: gzip and zip carry their own ends (a trailer, a central directory), and a plain
+tar must end with its two zero blocks after the last member (a tar cut at a member boundary otherwise reads
+as a smaller, valid archive).
 """
 
 from __future__ import annotations
@@ -56,6 +60,18 @@ def check_tar(archive: tarfile.TarFile, where: Path) -> None:
             raise UnsafeArchiveError(f"{where}: refusing the archive: {err}") from None
 
 
+def check_tar_end(archive: tarfile.TarFile, file: Path) -> None:
+    """After ``getmembers()``: the end-of-archive marker (1024 zero bytes) follows the last member."""
+    with open(file, "rb") as handle:
+        handle.seek(archive.offset)
+        end = handle.read(2 * tarfile.BLOCKSIZE)
+    if len(end) < 2 * tarfile.BLOCKSIZE or end.strip(b"\0"):
+        raise UnsafeArchiveError(
+            f"{file}: the tar archive is cut short (no end-of-archive blocks after its last member, at byte "
+            f"{archive.offset}): an incomplete download"
+        )
+
+
 def check_zip(archive: zipfile.ZipFile, where: Path) -> None:
     for info in archive.infolist():
         try:
@@ -78,6 +94,8 @@ def unpack(file: Path, folder: Path, kind: str) -> None:
         else:
             with tarfile.open(file, "r:gz" if kind == "tar.gz" else "r:") as archive:
                 check_tar(archive, file)
+                if kind == "tar":
+                    check_tar_end(archive, file)
                 archive.extractall(folder, filter="data")  # our checks first; the stdlib's as a second guard
     except (tarfile.TarError, zipfile.BadZipFile, EOFError) as err:
         raise UnsafeArchiveError(f"{file}: not a readable {kind} archive ({err})") from None

@@ -8,10 +8,24 @@ evaluation files already tokenised by SentEval's get_transfer_data.bash, the fil
 - **Checksums.** A source whose ``sha256`` is pinned in the table is checked against it. We could not compute
   the sums of the real files when writing this table (no network), so they are ``None``: the first download
   records the file's SHA-256 in ``<data>/.downloads/SHA256SUMS`` (trust on first use, logged) and every later
-  download of that file is checked against the recorded sum. A mismatch removes the bad file and is an error.
+  download of that file is checked against the recorded sum. A mismatch removes the bad file and is an error
+  that says how to recover: ``--forget-sum`` discards the recorded sum and the cached files (``--force``
+  alone downloads again but still checks the recorded sum, so a file changed upstream is caught).
+- **Only a whole, valid file is pinned.** A sum is recorded only after the file validates: the transfer is
+  known complete (its length matched ``Content-Length`` or ``Content-Range``'s total), and an archive was
+  readable to its end (a plain tar needs its end-of-archive blocks; gzip and zip carry their own ends), held
+  its marker file and was unpacked. A transfer without a length cannot show that it is whole, so the table's
+  knowledge decides: an expected ``size``, else for a text file a final newline and the expected ``lines``
+  (wiki1m: 1,000,000); a file that fails is cut short, an error (the ``.part`` is kept to resume). A text
+  file with neither known (nli) is installed with a warning that its completeness cannot be verified, and
+  its sum is NOT pinned. A refused or cut archive is deleted, never pinned and never reused.
 - **Resume.** Bytes go to ``<data>/.downloads/<file>.part``; a rerun after a kill asks for the rest with an
-  HTTP ``Range`` header and appends only when the server answers ``206`` with a matching ``Content-Range``
-  (otherwise it starts again from byte 0).
+  HTTP ``Range`` header and appends only when the server answers ``206`` with a ``Content-Range`` starting
+  at the ``.part``'s size and a total larger than it. Otherwise (a ``200``, a ``416``, a ``206`` starting
+  elsewhere, a total no larger than the ``.part``: the ``.part`` is as long as or longer than the remote
+  file) the ``.part`` is discarded and the file fetched again from byte 0; a ``206`` body is never written
+  as the start of a file.
+- ``--force`` discards the cached archive and the ``.part`` and installs again.
 - **Archives** are checked member by member before anything is written: a member with an absolute path, a
   ``..`` component, a link pointing outside the target folder, or a device file refuses the whole archive.
 - **Placement is atomic**: a file is renamed into place after its checksum; an archive is unpacked into a
@@ -22,6 +36,7 @@ evaluation files already tokenised by SentEval's get_transfer_data.bash, the fil
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import logging
@@ -42,6 +57,7 @@ MIRROR_ENV = "SENTCL_DOWNLOAD_MIRROR"
 DOWNLOADS = ".downloads"  # below the data folder: .part files, fetched archives, SHA256SUMS
 PINS_FILE = "SHA256SUMS"  # trust-on-first-use sums, ``<sha256>  <file name>`` a line (sha256sum's format)
 CHUNK = 1 << 20
+_DISK_ERRORS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
 TIMEOUT_S = 60.0
 _HF = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main"
 
@@ -59,6 +75,8 @@ class Source:
     archive: str | None = None  # None (a plain file) or one of sentcl.data.archives.ARCHIVE_KINDS
     marker: str = ""  # archives: a file below ``target`` that every complete unpack has
     about: str = ""
+    size: int | None = None  # bytes of the whole file, where known: tells a cut transfer without a length
+    lines: int | None = None  # text files: lines of the whole file, where known (same use)
 
     @property
     def filename(self) -> str:
@@ -72,6 +90,7 @@ SOURCES: dict[str, Source] = {
         None,
         "corpora/wiki1m_for_simcse.txt",
         about="1M English Wikipedia sentences (unsupervised SimCSE)",
+        lines=1_000_000,  # SimCSE's file: one sentence a line (the data folder's README)
     ),
     "nli": Source(
         "nli",
@@ -139,18 +158,26 @@ class _Progress:
             self.bar.close()
 
 
-def _content_range_start(header: str | None) -> int | None:
-    """``bytes START-END/TOTAL`` -> START; None when absent or malformed."""
+def _content_range(header: str | None) -> tuple[int, int | None] | None:
+    """``bytes START-END/TOTAL`` -> (START, TOTAL or None for ``*``); None when absent or malformed."""
     if not header or not header.startswith("bytes "):
         return None
+    span, _, total = header[6:].partition("/")
     try:
-        return int(header[6:].split("-", 1)[0])
+        return int(span.split("-", 1)[0]), None if total.strip() in ("", "*") else int(total)
     except ValueError:
         return None
 
 
-def fetch(url: str, part: Path, name: str) -> None:
-    """Download ``url`` into ``part``, resuming from its current size when the server honours Range."""
+def _restart(url: str, part: Path, name: str, why: str) -> bool:
+    logger.info("%s: %s; discarding %s and starting again from byte 0", name, why, part)
+    part.unlink(missing_ok=True)
+    return fetch(url, part, name)
+
+
+def fetch(url: str, part: Path, name: str) -> bool:
+    """Download ``url`` into ``part``, resuming from its current size when the server honours Range (see the
+    module doc). Returns whether the transfer is known whole (its length matched the server's)."""
     have = part.stat().st_size if part.exists() else 0
     request = urllib.request.Request(url, headers={"User-Agent": "sentcl-download"})
     if have:
@@ -158,16 +185,29 @@ def fetch(url: str, part: Path, name: str) -> None:
     try:
         response = urllib.request.urlopen(request, timeout=TIMEOUT_S)  # noqa: S310 - pinned https URLs
     except urllib.error.HTTPError as err:
-        if err.code == 416 and have:  # our .part is as long as (or longer than) the file: start again
-            logger.info("%s: server refused the resume range (416); starting again", name)
-            part.unlink()
-            return fetch(url, part, name)
+        if err.code == 416 and have:  # our .part is as long as (or longer than) the file
+            return _restart(url, part, name, "the server refused the resume range (HTTP 416)")
         raise
     with response:
-        status = response.status
-        append = (
-            bool(have) and status == 206 and _content_range_start(response.headers["Content-Range"]) == have
-        )
+        status, span = response.status, _content_range(response.headers["Content-Range"])
+        if status == 206 and not have:
+            raise DownloadError(
+                f"{url}: HTTP 206 (a part) to a request for the whole file; try another mirror"
+            )
+        if status == 206 and (span is None or span[0] != have):
+            response.close()
+            return _restart(url, part, name, f"the server answered the resume at byte {have} elsewhere")
+        if status == 206 and (
+            (span[1] is not None and span[1] <= have) or response.headers["Content-Length"] == "0"
+        ):
+            response.close()
+            why = (
+                f"the remote file has {span[1]} bytes, the .part already {have}"
+                if span[1] is not None and span[1] <= have
+                else f"the server sent an empty part at byte {have}"
+            )
+            return _restart(url, part, name, why)
+        append = bool(have) and status == 206
         if have and not append:
             logger.info("%s: server did not resume at byte %d (HTTP %d); starting again", name, have, status)
             have = 0
@@ -175,9 +215,13 @@ def fetch(url: str, part: Path, name: str) -> None:
             logger.info("%s: resuming at byte %d", name, have)
         length = response.headers["Content-Length"]
         total = have + int(length) if length and length.isdigit() else None
+        if append and span is not None and span[1] is not None:
+            total = span[1]  # the whole file's length, which Content-Range states
         if total is None:
             logger.warning(
-                "%s: the server sends no Content-Length; only the checksum can tell a whole file", name
+                "%s: the server sends no Content-Length; whether the file is whole is judged from what "
+                "sentcl's table knows of it",
+                name,
             )
         progress = _Progress(name, have, total)
         try:
@@ -188,6 +232,11 @@ def fetch(url: str, part: Path, name: str) -> None:
                 out.flush()
                 os.fsync(out.fileno())
         except (OSError, http.client.HTTPException) as err:
+            if (
+                isinstance(err, OSError) and err.errno in _DISK_ERRORS
+            ):  # writing here failed, not the transfer
+                err.filename = err.filename or str(part)
+                raise
             raise DownloadError(
                 f"transfer of {url} broke off after {part.stat().st_size} bytes ({type(err).__name__}: {err}); "
                 f"run the command again to resume from {part}"
@@ -199,6 +248,7 @@ def fetch(url: str, part: Path, name: str) -> None:
         raise DownloadError(
             f"transfer of {url} ended at {size} of {total} bytes; run the command again to resume from {part}"
         )
+    return total is not None
 
 
 def sha256_of(path: Path) -> str:
@@ -219,32 +269,97 @@ def _read_pins(path: Path) -> dict[str, str]:
     return pins
 
 
-def verify(source: Source, file: Path, downloads: Path) -> None:
-    """Check ``file`` against the table's sum, else against (or into) the trust-on-first-use pins."""
+def _write_pins(path: Path, pins: dict[str, str]) -> None:
+    from sentcl.atomic import atomic_write_text
+
+    atomic_write_text(path, "".join(f"{digest}  {name}\n" for name, digest in pins.items()))
+
+
+def pin(source: Source, digest: str, downloads: Path) -> None:
+    """Record ``digest`` as the trusted sum of ``source``'s file: call only once the file has validated."""
+    pins_path = downloads / PINS_FILE
+    _write_pins(pins_path, _read_pins(pins_path) | {source.filename: digest})
+    logger.warning(
+        "%s: sentcl's table pins no SHA-256 for %s; recorded sha256 %s in %s (trust on first use: later "
+        "downloads of this file are checked against it)",
+        source.name,
+        source.filename,
+        digest,
+        pins_path,
+    )
+
+
+def forget(source: Source, data_dir: Path, forget_sum: bool) -> None:
+    """Discard the cached download and the ``.part`` of ``source`` (and its recorded sum if ``forget_sum``)."""
+    downloads = data_dir / DOWNLOADS
+    for stale in (downloads / source.filename, downloads / f"{source.filename}.part"):
+        if stale.is_file():
+            logger.info("%s: discarding the cached %s", source.name, stale)
+            stale.unlink()
+    pins = _read_pins(downloads / PINS_FILE)
+    if forget_sum and source.filename in pins:
+        logger.warning("%s: discarding the recorded sha256 %s", source.name, pins.pop(source.filename))
+        _write_pins(downloads / PINS_FILE, pins)
+
+
+def verify(source: Source, file: Path, downloads: Path) -> str | None:
+    """Check ``file`` against the table's sum, else against the trust-on-first-use pins. Returns the file's
+    sum when nothing vouches for it yet (the caller pins it once the file has validated), else None."""
     actual = sha256_of(file)
     pins_path = downloads / PINS_FILE
     expected, origin = source.sha256, "sentcl's table"
     if expected is None:
         expected, origin = _read_pins(pins_path).get(source.filename), str(pins_path)
     if expected is None:
-        with open(pins_path, "a", encoding="utf-8") as handle:
-            handle.write(f"{actual}  {source.filename}\n")
-        logger.warning(
-            "%s: sentcl's table pins no SHA-256 for %s; recorded sha256 %s in %s (trust on first use: later "
-            "downloads of this file are checked against it)",
-            source.name,
-            source.filename,
-            actual,
-            pins_path,
-        )
-        return
+        return actual
     if actual != expected:
         file.unlink()
+        recover = (
+            "this is not the file sentcl's table names: try another --mirror"
+            if source.sha256
+            else "the sum was recorded by the first download of this file (trust on first use); if the file "
+            "has legitimately changed, or that first download was bad, run again with --forget-sum to "
+            "discard the recorded sum and the cached files"
+        )
         raise DownloadError(
             f"checksum mismatch for {source.url}: expected sha256 {expected} (from {origin}), got {actual}; "
-            "the downloaded file was removed"
+            f"the downloaded file was removed; {recover}"
         )
     logger.info("%s: sha256 %s matches %s", source.name, actual, origin)
+    return None
+
+
+def check_whole(source: Source, file: Path, known_whole: bool) -> bool:
+    """Whether ``file`` is known whole: its transfer's length matched, or it has the table's ``size`` /
+    ``lines`` (a text file must end with a newline). A file known cut is a DownloadError (the ``.part`` is
+    kept to resume); False: nothing can tell (archives are judged when unpacked)."""
+    if known_whole:
+        return True
+    size = file.stat().st_size
+    cut = source.size is not None and size != source.size
+    if not source.archive and not cut:
+        with open(file, "rb") as handle:
+            handle.seek(max(size - 1, 0))
+            cut = handle.read(1) != b"\n"  # an empty file, or a last line without its newline
+        if not cut and source.lines is not None:
+            with open(file, "rb") as handle:
+                cut = (
+                    sum(block.count(b"\n") for block in iter(lambda: handle.read(CHUNK), b"")) != source.lines
+                )
+    if cut:
+        raise DownloadError(
+            f"transfer of {source.url} is cut short: the server sent no length, and the {size} bytes are not "
+            f"the whole file ({_expected(source)}); run the command again to resume from {file}"
+        )
+    return source.size is not None or source.lines is not None
+
+
+def _expected(source: Source) -> str:
+    if source.size is not None:
+        return f"sentcl's table gives {source.size} bytes"
+    if source.lines is not None:
+        return f"a text file of {source.lines} lines, each ending with a newline"
+    return "a text file ends with a newline"
 
 
 # ---------------------------------------------------------------------- install
@@ -255,60 +370,90 @@ def is_installed(source: Source, data_dir: Path) -> bool:
     return (target / source.marker).is_file() if source.archive else target.is_file()
 
 
-def fetch_verified(source: Source, data_dir: Path) -> Path:
-    """The verified downloaded file in ``<data>/.downloads`` (fetched or resumed as needed)."""
+def fetch_verified(source: Source, data_dir: Path) -> tuple[Path, str | None, bool]:
+    """The downloaded file in ``<data>/.downloads`` (fetched or resumed as needed), checked against a known
+    sum; with the sum to pin once it validates (None: already vouched for) and whether it is known whole."""
     downloads = data_dir / DOWNLOADS
     downloads.mkdir(parents=True, exist_ok=True)
     file = downloads / source.filename
-    if not file.is_file():
-        part = file.with_name(file.name + ".part")
+    if file.is_file():  # left by a run killed before placing it: judged again
         try:
-            fetch(source.url, part, source.name)
-        except urllib.error.HTTPError as err:
-            raise DownloadError(
-                f"{source.url}: HTTP {err.code} {err.reason}; to install it by hand, {manual_hint(source, data_dir)}"
-            ) from None
-        except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as err:
-            reason = getattr(err, "reason", err)
-            raise DownloadError(
-                f"cannot reach {source.url} ({reason}); are you offline? To install it by hand, "
-                f"{manual_hint(source, data_dir)}"
-            ) from None
-        verify(source, part, downloads)
-        os.replace(part, file)
-    return file
+            return file, verify(source, file, downloads), check_whole(source, file, False)
+        except DownloadError:
+            file.unlink(missing_ok=True)
+            raise
+    part = file.with_name(file.name + ".part")
+    try:
+        whole = fetch(source.url, part, source.name)
+    except urllib.error.HTTPError as err:
+        raise DownloadError(
+            f"{source.url}: HTTP {err.code} {err.reason}; to install it by hand, {manual_hint(source, data_dir)}"
+        ) from None
+    except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as err:
+        reason = getattr(err, "reason", err)
+        raise DownloadError(
+            f"cannot reach {source.url} ({reason}); are you offline? To install it by hand, "
+            f"{manual_hint(source, data_dir)}"
+        ) from None
+    digest = verify(source, part, downloads)
+    whole = check_whole(source, part, whole)
+    os.replace(part, file)
+    return file, digest, whole
 
 
-def install(source: Source, data_dir: Path, force: bool = False) -> Path:
-    """Download, verify and place one source; returns its path below ``data_dir``."""
+def install(source: Source, data_dir: Path, force: bool = False, forget_sum: bool = False) -> Path:
+    """Download, verify and place one source; returns its path below ``data_dir``. ``force``: download again
+    (the cached archive and ``.part`` are discarded first); ``forget_sum``: also discard the recorded sum."""
     target = data_dir / source.target
-    if is_installed(source, data_dir) and not force:
+    if force or forget_sum:
+        forget(source, data_dir, forget_sum)
+    elif is_installed(source, data_dir):
         logger.info("%s: %s is already there", source.name, target)
         return target
     if source.archive and target.exists() and not force:
         raise DownloadError(
             f"{target} exists but is incomplete (no {source.marker}); move it away, or pass --force to replace it"
         )
-    file = fetch_verified(source, data_dir)
+    file, digest, whole = fetch_verified(source, data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.archive:
-        extract_archive(file, target, source.archive, source.marker)
+        try:
+            extract_archive(file, target, source.archive, source.marker)
+        except BaseException:
+            file.unlink(missing_ok=True)  # a refused or cut archive is never reused, and never pinned
+            raise
+        whole = True  # read to its end, its marker found, unpacked
     else:
         os.replace(file, target)
     if file.exists():
         file.unlink()  # the unpacked archive is not kept; its sum stays in SHA256SUMS
+    if digest is not None and whole:
+        pin(source, digest, data_dir / DOWNLOADS)
+    elif digest is not None:
+        logger.warning(
+            "%s: the server sent no length and sentcl's table knows neither the size nor the line count of "
+            "%s, so whether it is whole cannot be verified: installed, but its sha256 %s is NOT recorded; "
+            "check the file (or download it again from a server that sends Content-Length)",
+            source.name,
+            target,
+            digest,
+        )
     logger.info("%s: installed %s", source.name, target)
     return target
 
 
 def download(
-    names: Sequence[str], data_dir: Path, sources: Mapping[str, Source] = SOURCES, force: bool = False
+    names: Sequence[str],
+    data_dir: Path,
+    sources: Mapping[str, Source] = SOURCES,
+    force: bool = False,
+    forget_sum: bool = False,
 ) -> list[Path]:
     """Install each named source below ``data_dir``; unknown names are a ValueError listing the valid ones."""
     unknown = [n for n in names if n not in sources]
     if unknown:
         raise ValueError(f"unknown download(s) {', '.join(unknown)}; choose from: {', '.join(sources)}")
     started = time.perf_counter()
-    paths = [install(sources[name], Path(data_dir), force=force) for name in dict.fromkeys(names)]
+    paths = [install(sources[name], Path(data_dir), force, forget_sum) for name in dict.fromkeys(names)]
     logger.info("done in %.1f s", time.perf_counter() - started)
     return paths

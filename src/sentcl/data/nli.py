@@ -28,6 +28,7 @@ from pathlib import Path
 from sentcl.atomic import atomic_write_text
 from sentcl.data.readers import Corpus, DataFormatError, iter_text_lines, require_file
 from sentcl.data.tables import iter_csv_records, iter_records
+from sentcl.pathcheck import check_input_dir
 
 NliExample = tuple[str, ...]
 LABELS = ("entailment", "neutral", "contradiction")
@@ -176,9 +177,7 @@ def read_nli_jsonl(path: str | Path, max_examples: int | None = None, with_neutr
 
 
 def _read_column(path: Path) -> list[tuple[int, str]]:
-    if not path.is_file():
-        raise FileNotFoundError(f"SentEval SNLI file {path} does not exist")
-    return list(iter_text_lines(path))
+    return list(iter_text_lines(path, "SentEval SNLI file"))
 
 
 def iter_senteval_snli(folder: Path, split: str) -> Iterator[tuple[str, str, str]]:
@@ -200,8 +199,7 @@ def iter_senteval_snli(folder: Path, split: str) -> Iterator[tuple[str, str, str
 def _senteval_triples(
     folder: Path, splits: Sequence[str], with_neutral: bool
 ) -> tuple[list[NliExample], TripleStats]:
-    if not folder.is_dir():
-        raise FileNotFoundError(f"SentEval SNLI folder {folder} does not exist")
+    check_input_dir(folder, "SentEval SNLI folder", DataFormatError)
     records = (record for split in splits for record in iter_senteval_snli(folder, split))
     return build_triples(records, with_neutral=with_neutral)
 

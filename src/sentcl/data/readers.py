@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sentcl.pathcheck import check_input_file
+
 logger = logging.getLogger(__name__)
 
 
@@ -43,15 +45,16 @@ def decode_line(raw: bytes, path: Path, lineno: int) -> str:
 
 
 def require_file(path: Path, what: str = "training file") -> None:
-    """A clear error unless ``path`` is an existing regular file: missing, or a directory, said as such."""
-    if path.is_dir():
-        raise DataFormatError(f"{what} {path} is a directory, not a file")
-    if not path.is_file():
-        raise FileNotFoundError(f"{what} {path} does not exist")
+    """A clear error unless ``path`` is a readable regular file: FileNotFoundError when it is missing, else a
+    DataFormatError saying what it is (a directory, a FIFO, a symbolic link loop, unreadable: see
+    ``sentcl.pathcheck``); a FIFO is never opened, so nothing blocks."""
+    check_input_file(path, what, DataFormatError)
 
 
-def iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line."""
+def iter_text_lines(path: Path, what: str = "file") -> Iterator[tuple[int, str]]:
+    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line.
+    The path is checked first (``require_file``), so a FIFO or a link loop is an error, not a hang."""
+    require_file(Path(path), what)
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")

@@ -31,13 +31,15 @@ def read_scored_pairs(
     max_examples: int | None = None,
     columns: Sequence[str | int] | None = None,
     fmt: str | None = None,
+    extra_fields: bool = False,
 ) -> Corpus:
-    """(sentence1, sentence2, score) tuples of a scored-pairs file (see the module doc)."""
+    """(sentence1, sentence2, score) tuples of a scored-pairs file (see the module doc); a ragged row or a
+    repeated header name is an error naming file:line (``sentcl.data.tables``)."""
     from sentcl.evaluation.pairs import read_pairs
 
     path = Path(path)
     require_file(path)
-    data = read_pairs(path, columns=columns, fmt=fmt)
+    data = read_pairs(path, columns=columns, fmt=fmt, extra_fields=extra_fields)
     examples: list[ScoredPair] = [(s1, s2, float(score)) for s1, s2, score in data.pairs]
     if max_examples is not None:
         examples = examples[:max_examples]
@@ -46,4 +48,4 @@ def read_scored_pairs(
 
 def read_stsb_pairs(path: str | Path, max_examples: int | None = None) -> Corpus:
     """The STS Benchmark's TSV layout (score column 4, sentences 5 and 6, no header)."""
-    return read_scored_pairs(path, max_examples, columns=STSB_COLUMNS, fmt="tsv")
+    return read_scored_pairs(path, max_examples, columns=STSB_COLUMNS, fmt="tsv", extra_fields=True)

@@ -8,18 +8,25 @@
 
 Text is UTF-8 (a BOM is dropped) and NFC-normalised, so precomposed and decomposed Hangul (or accented
 Latin) read the same. Blank lines are skipped and counted.
+
+Shape: every TSV/CSV row has as many fields as the header (or, without one, as the first row). A row with more
+(a tab or comma inside a sentence would otherwise cut it short silently) is an error naming file:line and the
+counts when the table is read; a row with fewer is one when its fields are taken (``check_width``, after the
+reader's own "missing column" message for a column it uses). A header naming a column twice (any case) is an
+error naming the column, as is a JSON object with a repeated key: which one is meant cannot be guessed.
 """
 
 from __future__ import annotations
 
 import csv
+import json
 import unicodedata
 from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentcl.data.readers import DataFormatError, decode_line
+from sentcl.data.readers import DataFormatError, decode_line, require_file
 from sentcl.files import parse_json_line
 
 FORMATS = ("tsv", "csv", "jsonl")
@@ -35,10 +42,14 @@ class Table:
     header: list[str] | None
     rows: list[tuple[int, list[Any]]]
     skipped: dict[str, int] = field(default_factory=dict)
+    width: int = 0  # fields a row must have (TSV/CSV: the header's, else the first row's); 0: not checked
+    extra_fields: bool = False  # a fixed layout whose rows may carry trailing notes (STS-B's): not checked
 
 
 def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(line number, text with its line ending) of a UTF-8 file (a BOM dropped); bad bytes name the line."""
+    """(line number, text with its line ending) of a UTF-8 file (a BOM dropped); bad bytes name the line.
+    The path is checked first (``require_file``): a FIFO or a link loop is an error, never a hang."""
+    require_file(Path(path), "file")
     with open(path, "rb") as handle:
         for lineno, raw in enumerate(handle, start=1):
             text = decode_line(raw, path, lineno)
@@ -107,7 +118,22 @@ def iter_records(
             row = text.rstrip("\r\n").split("\t")
         elif fmt == "jsonl":
             row = parse_json_line(path, lineno, text, dict, DataFormatError)
+            _refuse_repeated_keys(path, lineno, text)
         yield lineno, row
+
+
+def _refuse_repeated_keys(path: Path, lineno: int, text: str) -> None:
+    """A JSON object naming a key twice is an error (``json`` would keep the last one silently)."""
+
+    def pairs(items: list[tuple[str, Any]]) -> dict[str, Any]:
+        seen: set[str] = set()
+        for key, _ in items:
+            if key in seen:
+                raise DataFormatError(f"{path}:{lineno}: key {key!r} appears twice in one object")
+            seen.add(key)
+        return dict(items)
+
+    json.loads(text, object_pairs_hook=pairs)
 
 
 def detect_format(path: Path, fmt: str | None = None) -> str:
@@ -137,12 +163,17 @@ def _nfc(value: Any) -> Any:
 
 
 def read_table(
-    path: str | Path, fmt: str | None = None, header: bool | None = None, known: Collection[str] = ()
+    path: str | Path,
+    fmt: str | None = None,
+    header: bool | None = None,
+    known: Collection[str] = (),
+    extra_fields: bool = False,
 ) -> Table:
-    """Read a TSV/CSV/JSONL file. ``header``: True/False, or None to detect it (``has_header(rows, known)``)."""
+    """Read a TSV/CSV/JSONL file. ``header``: True/False, or None to detect it (``has_header(rows, known)``).
+    ``extra_fields``: rows may carry fields past the header's / first row's (a known layout with trailing
+    notes, as the STS Benchmark's); otherwise such a row is an error (see the module doc)."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist" if not path.exists() else f"{path} is not a file")
+    require_file(path, "file")
     fmt = detect_format(path, fmt)
     skipped = {"blank_lines": 0}
     if fmt == "jsonl":
@@ -169,7 +200,40 @@ def read_table(
     names = [f.strip() for f in rows.pop(0)[1]] if header else None
     if header and not rows:
         raise DataFormatError(f"{path}: the file has a header but no rows")
-    return Table(path, fmt, names, rows, skipped)
+    width = len(names) if names is not None else len(rows[0][1])
+    table = Table(path, fmt, names, rows, skipped, width, extra_fields)
+    if names is not None:
+        refuse_repeated_names(path, names)
+    for lineno, fields in rows:
+        if len(fields) > table.width:
+            check_width(table, lineno, fields)
+    return table
+
+
+def refuse_repeated_names(path: Path, names: Sequence[str]) -> None:
+    """A header naming a column twice (any case) is an error naming it: which one is meant cannot be told."""
+    first: dict[str, int] = {}
+    for i, name in enumerate(names):
+        if name and name.lower() in first:
+            raise DataFormatError(
+                f"{path}:1: the header names column {name!r} twice (columns {first[name.lower()] + 1} and "
+                f"{i + 1}); which one is meant cannot be told: rename or remove one"
+            )
+        first.setdefault(name.lower(), i)
+
+
+def check_width(table: Table, lineno: int, fields: Sequence[Any]) -> None:
+    """A TSV/CSV row must have ``table.width`` fields; else an error naming file:line and both counts."""
+    if table.format == "jsonl" or not table.width or len(fields) == table.width:
+        return
+    if table.extra_fields:
+        return  # the layout's used columns were checked by ``cell``; the rest are notes of any length
+    where = "the header has" if table.header is not None else f"line {table.rows[0][0]} has"
+    sep = "tab" if table.format == "tsv" else "comma"
+    why = f"a {sep} inside a field?" if len(fields) > table.width else "a missing field?"
+    raise DataFormatError(
+        f"{table.path}:{lineno}: the row has {len(fields)} fields, {where} {table.width} ({why})"
+    )
 
 
 class _Missing:

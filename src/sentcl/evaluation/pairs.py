@@ -9,12 +9,16 @@ and the Chinese STS-B (``sent1<TAB>sent2<TAB>score``, no header) read as they ar
 Spearman(cos(u, v), gold) and 100 · Pearson, over the file's pairs.
 
 Tokenisation is checked, not assumed: ``tokenizer_report`` counts [UNK] pieces and detects a tokenizer that
-decomposes Hangul syllables into jamo (BERT's ``strip_accents``/lower-casing applies NFD), which maps Korean
-to [UNK] when the vocabulary holds precomposed syllables; ``sentcl eval`` warns with the fix.
+decomposes Hangul syllables into jamo (BERT's ``strip_accents``/lower-casing applies NFD). Whether that hurts
+depends on the vocabulary: one holding precomposed syllables loses Korean to [UNK], one holding only jamo
+(all-MiniLM-L6-v2) needs the decomposition. So ``warn_if_mangled`` advises from a measurement, not a rule:
+it tokenises the user's own sentences with ``strip_accents`` as loaded and flipped (``unk_rates``), and
+recommends the setting with fewer [UNK] pieces, or says the model cannot read the text when neither is good.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 from collections.abc import Sequence
@@ -23,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.data.readers import DataFormatError
-from sentcl.data.tables import Table, _is_number, cell, column_index, read_table
+from sentcl.data.tables import Table, _is_number, cell, check_width, column_index, read_table
 from sentcl.evaluation.senteval_readers import Pair, _norm
 from sentcl.evaluation.sts import _correlations, _score_task
 from sentcl.types import EncodeFn
@@ -102,9 +106,13 @@ def read_pairs(
     columns: Sequence[str | int] | None = None,
     score_range: tuple[float, float] | None = None,
     fmt: str | None = None,
+    extra_fields: bool = False,
 ) -> PairsFile:
-    """Read (sentence 1, sentence 2, score) pairs; every malformed row is an error naming file:line."""
-    table = read_table(path, fmt=fmt, known={n for names in NAMES.values() for n in names})
+    """Read (sentence 1, sentence 2, score) pairs; every malformed row is an error naming file:line, a row
+    with more or fewer fields than the header (or the first row) included, unless ``extra_fields`` (a layout
+    with trailing notes past the columns used, as STS-B's)."""
+    known = {n for names in NAMES.values() for n in names}
+    table = read_table(path, fmt=fmt, known=known, extra_fields=extra_fields)
     if columns is not None:
         if len(columns) != 3:
             raise ValueError(f"columns must be (sentence 1, sentence 2, score), got {list(columns)}")
@@ -114,6 +122,7 @@ def read_pairs(
     pairs: list[Pair] = []
     for lineno, fields in table.rows:
         s1, s2, raw = (cell(table, lineno, fields, i, role) for i, role in zip(index, ROLES, strict=True))
+        check_width(table, lineno, fields)  # after cell(): a used column's own "missing column" comes first
         for role, value in (("sentence 1", s1), ("sentence 2", s2)):
             if not isinstance(value, str) or not value.strip():
                 raise DataFormatError(f"{table.path}:{lineno}: {role} is empty or not text ({value!r})")
@@ -192,23 +201,84 @@ def tokenizer_report(tokenizer: Any, sentences: Sequence[str]) -> dict[str, Any]
     return {"unk_rate": unknown / pieces if pieces else 0.0, "hangul_decomposed": decomposed}
 
 
+def _bert_normalizer(tokenizer: Any) -> dict[str, Any] | None:
+    """The fast tokenizer's serialised pipeline when its normaliser is BERT's (strip_accents settable)."""
+    backend = getattr(tokenizer, "backend_tokenizer", None)
+    if backend is None:
+        return None
+    pipeline = json.loads(backend.to_str())
+    normalizer = pipeline.get("normalizer") or {}
+    return pipeline if normalizer.get("type") == "BertNormalizer" else None
+
+
+def unk_rates(tokenizer: Any, sentences: Sequence[str]) -> dict[str, float] | None:
+    """Share of [UNK] pieces of ``sentences`` with the tokenizer as loaded and with ``strip_accents`` flipped
+    (keys "as loaded" and "strip_accents=False"/"=True"); None when the normaliser is not BERT's."""
+    from tokenizers import Tokenizer
+
+    pipeline = _bert_normalizer(tokenizer)
+    if pipeline is None:
+        return None
+    normalizer = pipeline["normalizer"]
+    strips = (
+        normalizer["strip_accents"] if normalizer["strip_accents"] is not None else normalizer["lowercase"]
+    )
+    rates = {"as loaded": tokenizer_report(tokenizer, sentences)["unk_rate"]}
+    normalizer["strip_accents"] = not strips
+    flipped = Tokenizer.from_str(json.dumps(pipeline))
+    flipped.no_padding()  # a saved pipeline may pad to a length: count the sentences' own pieces only
+    flipped.no_truncation()
+    pieces = [flipped.encode(s, add_special_tokens=False).tokens for s in sentences]
+    total = sum(map(len, pieces))
+    unknown = sum(t == tokenizer.unk_token for tokens in pieces for t in tokens)
+    rates[f"strip_accents={not strips}"] = unknown / total if total else 0.0
+    return rates
+
+
+def _advice(tokenizer: Any, sentences: Sequence[str], report: dict[str, Any], readable: float) -> str:
+    """What to do about many [UNK] pieces, from ``unk_rates`` on the user's sentences and the vocabulary."""
+    rates = unk_rates(tokenizer, sentences)
+    vocab = tokenizer.get_vocab() if hasattr(tokenizer, "get_vocab") else {}
+    syllables = sum(any(map(_hangul_syllable, piece)) for piece in vocab)
+    jamo = sum(any(map(_jamo, piece)) for piece in vocab)
+    hangul = any(_hangul_syllable(ch) or _jamo(ch) for s in sentences for ch in s)
+    holds = (
+        f" Its vocabulary holds {syllables} pieces with Hangul syllables and {jamo} with jamo."
+        if vocab and hangul
+        else ""
+    )
+    if rates is None:
+        why = "decomposes Hangul into jamo" if report["hangul_decomposed"] else "does not cover this text"
+        return f" The tokenizer {why}.{holds} Use a model whose vocabulary covers this text's script."
+    measured = ", ".join(f"{name}: {100 * rate:.0f}%" for name, rate in rates.items())
+    best = min(rates, key=rates.__getitem__)
+    if rates[best] > readable:
+        return (
+            f" Measured on these sentences: {measured}.{holds} Neither setting reads this text: this model "
+            "cannot read the language; use a model whose vocabulary covers its script."
+        )
+    if best == "as loaded":
+        worse = "would make it worse" if max(rates.values()) > rates[best] else "would not help"
+        return (
+            f" Measured on these sentences: {measured}.{holds} Keep the tokenizer as it is (changing "
+            f"strip_accents {worse}); the remaining [UNK] pieces are words or characters the vocabulary lacks."
+        )
+    return f" Measured on these sentences: {measured}.{holds} Load the tokenizer with {best}."
+
+
 def warn_if_mangled(
-    tokenizer: Any, sentences: Sequence[str], where: str, limit: float = 0.05
+    tokenizer: Any, sentences: Sequence[str], where: str, limit: float = 0.05, readable: float = 0.25
 ) -> dict[str, Any]:
-    """Log a warning when more than ``limit`` of the pieces are [UNK] (naming the Hangul NFD pitfall)."""
+    """Log a warning when more than ``limit`` of the pieces are [UNK], with advice measured on ``sentences``
+    (``_advice``): the ``strip_accents`` setting with fewer [UNK] pieces, or, when even the better one leaves
+    more than ``readable`` of them, that the model cannot read the text."""
     report = tokenizer_report(tokenizer, sentences)
     if report["unk_rate"] > limit:
-        why = (
-            " The tokenizer decomposes Hangul syllables into jamo (NFD under strip_accents / lower-casing) that "
-            "its vocabulary lacks: load it with strip_accents=False, or use a model whose vocabulary covers jamo."
-            if report["hangul_decomposed"]
-            else " The model's vocabulary does not cover this text's script or words."
-        )
         logger.warning(
             "%s: %.0f%% of the word pieces are %s.%s",
             where,
             100 * report["unk_rate"],
             tokenizer.unk_token,
-            why,
+            _advice(tokenizer, sentences, report, readable),
         )
     return report

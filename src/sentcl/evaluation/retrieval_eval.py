@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import math
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +26,8 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.readers import DataFormatError
-from sentcl.data.tables import cell, column_index, read_table
+from sentcl.data.tables import cell, check_width, column_index, read_table
+from sentcl.pathcheck import check_input_dir
 from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)
@@ -69,8 +71,9 @@ def _records(path: Path, keys: Sequence[str], optional: Sequence[str] = ()) -> d
 def read_beir(folder: str | Path, split: str = "test") -> BeirFolder:
     """Read a BEIR folder; a missing file, unknown id or bad score is an error naming the file and line."""
     folder = Path(folder)
-    if not folder.is_dir():
+    if not os.path.lexists(folder):
         raise FileNotFoundError(f"retrieval folder {folder} does not exist or is not a folder")
+    check_input_dir(folder, "retrieval folder", DataFormatError)  # a file, a FIFO, a link loop: said as such
     corpus = {
         i: f"{r.get('title', '')} {r['text']}".strip()
         for i, r in _records(folder / "corpus.jsonl", ("_id", "text"), ("title",)).items()
@@ -85,6 +88,7 @@ def read_beir(folder: str | Path, split: str = "test") -> BeirFolder:
             cell(table, lineno, fields, i, n)
             for i, n in zip(columns, ("query-id", "corpus-id", "score"), strict=True)
         )
+        check_width(table, lineno, fields)
         try:
             score = int(raw)
         except ValueError:

@@ -213,7 +213,12 @@ def _save_folder(faiss: ModuleType, index: Any, meta: dict[str, Any], output: Pa
 
     def write(tmp: Path) -> None:
         tmp.mkdir(parents=True)
-        faiss.write_index(index, str(tmp / INDEX_FILE))
+        try:  # through Python's writes: a refused one is an OSError with its errno, naming the file
+            with open(tmp / INDEX_FILE, "wb") as handle:
+                faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
+        except OSError as err:
+            err.filename = err.filename or str(tmp / INDEX_FILE)
+            raise
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     atomic_dir_write(output, write)  # fsyncs every file and folder of tmp, renames, fsyncs output.parent

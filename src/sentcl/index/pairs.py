@@ -16,8 +16,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from sentcl.data.readers import DataFormatError
-from sentcl.data.tables import iter_records
+from sentcl.data.readers import DataFormatError, require_file
+from sentcl.data.tables import iter_records, refuse_repeated_names
 
 logger = logging.getLogger(__name__)
 ANCHOR_NAMES = ("anchor", "sent0", "query")
@@ -48,6 +48,7 @@ def _read_delimited(
     for lineno, row in iter_records(path, fmt):
         if header is None:
             header = [name.strip() for name in row]
+            refuse_repeated_names(path, header)
             a_name = _pick(path, header, anchor, ANCHOR_NAMES, "anchor")
             p_name = _pick(path, header, positive, POSITIVE_NAMES, "positive")
             a_col, p_col = header.index(a_name), header.index(p_name)
@@ -87,10 +88,7 @@ def read_pairs(
 ) -> list[tuple[int, str, str]]:
     """(line number, anchor, positive) per pair, in file order; DataFormatError naming file:line if bad."""
     path = Path(path)
-    if path.is_dir():
-        raise DataFormatError(f"pairs file {path} is a directory, not a file")
-    if not path.is_file():
-        raise FileNotFoundError(f"pairs file {path} does not exist")
+    require_file(path, "pairs file")  # missing, a directory, a FIFO, a link loop, unreadable: said as such
     suffix = path.suffix.lower()
     if suffix not in FORMATS:
         raise DataFormatError(f"{path}: unknown pairs format {suffix!r}; use .csv, .tsv or .jsonl")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from sentcl.evaluation.runner import evaluate, expand
 from sentcl.evaluation.sts import write_json
 from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
 from sentcl.files import iter_jsonl
+from sentcl.pathcheck import check_input_dir
 from sentcl.paths import OFFLINE_MODELS
 from sentcl.search_cli import model_fingerprint
 
@@ -92,6 +94,8 @@ def open_source(spec: str, cache_dir: Path, pooler: str | None = None) -> Report
             name = f"{name} ({pooler})"
         slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         return ReportSource(spec, name, spec, cache_dir / f"{slug}.json", pooler=pooler)
+    if os.path.lexists(path):  # a file, a FIFO, a link loop: say what it is
+        check_input_dir(path, "run or model folder")
     raise FileNotFoundError(
         f"{spec}: not a run folder (results.json or best/), a model folder (config.json) or an offline short "
         f"name ({', '.join(sorted(OFFLINE_MODELS))})"
