@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.loading import load_pretrained
     from sentcl.postprocess.fit import PostprocessSettings, postprocess_model
-    from sentcl.training.checkpoint import atomic_dir_write
+    from sentcl.atomic import atomic_dir_write
 
     if args.output.exists():
         raise ValueError(

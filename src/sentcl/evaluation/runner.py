@@ -13,9 +13,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sentcl.data.scored_pairs import read_pairs
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.anisotropy import anisotropy
-from sentcl.evaluation.pairs import evaluate_pairs, read_pairs
+from sentcl.evaluation.pairs import evaluate_pairs
 from sentcl.evaluation.retrieval_eval import dev_split, evaluate_retrieval, read_beir
 from sentcl.evaluation.sts import evaluate_sts, evaluate_sts_dev, format_sts_table, main_score
 from sentcl.evaluation.transfer import PROTOCOLS, evaluate_transfer, format_transfer_table

@@ -208,7 +208,7 @@ def _save_folder(faiss: ModuleType, index: Any, meta: dict[str, Any], output: Pa
     """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``."""
     import json
 
-    from sentcl.training.checkpoint import atomic_dir_write
+    from sentcl.atomic import atomic_dir_write
 
     def write(tmp: Path) -> None:
         tmp.mkdir(parents=True)

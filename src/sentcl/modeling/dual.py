@@ -19,8 +19,8 @@ import torch
 from torch import Tensor, nn
 
 from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder, embedding_matrix
-from sentcl.modeling.pooling import cosine_matrix
 from sentcl.paths import resolve_model_path
+from sentcl.similarity import cosine_matrix
 
 logger = logging.getLogger("sentcl")
 

@@ -22,8 +22,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.heads import DenseLayer, MLPHead
-from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, cosine_matrix, pool
+from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
+from sentcl.similarity import cosine_matrix
 
 SENTCL_CONFIG = "sentcl.json"
 HEAD_WEIGHTS = "sentcl_head.safetensors"

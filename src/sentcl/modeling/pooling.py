@@ -14,7 +14,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
 Pooler = Callable[[Sequence[Tensor], Tensor], Tensor]
@@ -85,10 +84,3 @@ def pooler_spec(name: str) -> PoolerSpec:
 
 def pool(name: str, hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
     return pooler_spec(name).fn(hidden_states, attention_mask)
-
-
-def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
-    """cos(a_i, b_j) for all pairs: (N, D), (M, D) -> (N, M)."""
-    a = torch.nn.functional.normalize(a, dim=-1)
-    b = torch.nn.functional.normalize(b, dim=-1)
-    return a @ b.T

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sentcl.training.rng import RngSnapshot
+from sentcl.rng import RngSnapshot
 
 #: embed one chunk: (rows of b examples, b) -> (b, V, D)
 EmbedFn = Callable[[dict[str, Tensor], int], Tensor]

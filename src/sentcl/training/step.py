@@ -16,11 +16,11 @@ from sentcl.methods import Example, Method
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.mlm import add_mlm
+from sentcl.rng import generators_of
 from sentcl.training.bucketing import bucketed
 from sentcl.training.gradcache import CachedEmbeddings, chunk_rows
 from sentcl.training.packed import packed_encode, supports
 from sentcl.training.precision import autocast
-from sentcl.training.rng import generators_of
 
 Encoder = SentenceEncoder | DualEncoder
 
