@@ -22,10 +22,10 @@ from sentcl.data.readers import Corpus
 from sentcl.methods import build_method
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.paths import resolve_model_path
-from sentcl.training.gradcache import gradcache_step
+from sentcl.training.batch_source import augment_tokens, make_batch
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import autocast
-from sentcl.training.step import augment_tokens, embed_views, make_batch
+from sentcl.training.step import embed_views, forward_loss
 
 TEMPERATURE = 0.05
 MAX_GRAD_NORM = 1.0
@@ -93,8 +93,14 @@ class SentclSide:
     def batch_loss_and_backward(self, batch: dict[str, torch.Tensor], n: int) -> float:
         """The model side of a step on an already collated batch of n examples (B·V rows)."""
         if self.gradcache_chunk:
-            out = gradcache_step(
-                self.model, batch, self.method, n, self.gradcache_chunk, self.precision, self.device
+            out = forward_loss(
+                self.model,
+                batch,
+                self.method,
+                n,
+                chunk_size=self.gradcache_chunk,
+                precision=self.precision,
+                device=self.device,
             )
             return float(out["loss"])
         with autocast(self.precision, self.device):

@@ -14,9 +14,10 @@ from transformers import RobertaConfig, RobertaModel
 from sentcl.config import TrainingConfig
 from sentcl.methods import Method, duplicate_view
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.modeling.packed import packed_encode, supports
 from sentcl.objectives.infonce import InfoNCE
-from sentcl.training.packed import packed_encode, supports
-from sentcl.training.step import embed_views, forward_loss, make_batch
+from sentcl.training.batch_source import make_batch
+from sentcl.training.step import embed_views, forward_loss
 
 SENTENCES = [
     "a man plays guitar",

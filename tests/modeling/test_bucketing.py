@@ -15,11 +15,12 @@ from torch import Tensor
 
 from sentcl.data.augment.features import FeatureCutoff
 from sentcl.methods import Method, duplicate_view
+from sentcl.modeling.bucketing import row_lengths, split_points
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE
-from sentcl.training.bucketing import row_lengths, split_points
-from sentcl.training.step import embed_views, make_batch
+from sentcl.training.batch_source import make_batch
+from sentcl.training.step import embed_views
 
 SENTENCES = [
     "a man plays guitar",
