@@ -2,12 +2,12 @@
 
 from sentcl.config import TrainConfig, load_config
 from sentcl.modeling.encoder import SentenceEncoder
-
-__version__ = "0.1.0"
+from sentcl.version import __version__
 
 
 def train(cfg: TrainConfig, resume: bool = False):  # noqa: ANN201 - lazy import keeps `import sentcl` light
     """Train as ``cfg`` says; see sentcl.training.loop.train."""
+    from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
     from sentcl.training.loop import train as _train
 
     return _train(cfg, resume=resume)
@@ -25,6 +25,7 @@ def evaluate(
     ``transfer_protocol``: "senteval" (SentEval's classifier, the default) or "sklearn" for the transfer tasks.
     """
     from sentcl.evaluation.runner import evaluate as _evaluate
+    from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
     from sentcl.modeling.encode import encode_fn
     from sentcl.paths import resolve_data_dir
 
@@ -36,4 +37,4 @@ def evaluate(
     )
 
 
-__all__ = ["SentenceEncoder", "TrainConfig", "evaluate", "load_config", "train"]
+__all__ = ["SentenceEncoder", "TrainConfig", "__version__", "evaluate", "load_config", "train"]

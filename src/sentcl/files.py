@@ -5,7 +5,8 @@ the strict JSON writer.
 file, bytes that are not UTF-8, text that is not JSON (line and column given) or a top level of the wrong kind
 is an error naming the file. ``write_json_strict`` writes a result dict atomically (``sentcl.atomic``) as strict
 JSON: NaN and infinities (a collapsed model's correlation) become null, numpy scalars plain numbers.
-``iter_jsonl`` / ``parse_json_line`` read JSON Lines, one value a line, with ``path:line`` errors; ``read_yaml``
+``iter_text_lines`` reads the lines of any text file (bytes that are not UTF-8 are a ``DataFormatError`` naming
+the file and line); ``iter_jsonl`` / ``parse_json_line`` read JSON Lines, one value a line, with ``path:line`` errors; ``read_yaml``
 a recipe or grid file (a missing file or bad YAML names the file).
 """
 
@@ -21,9 +22,29 @@ import numpy as np
 import yaml
 
 from sentcl.atomic import atomic_write_json
-from sentcl.data.readers import iter_text_lines
 
 _KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string"}
+
+
+class DataFormatError(ValueError):
+    """A data file has a malformed line; the message names file and line."""
+
+
+def decode_line(raw: bytes, path: Path, lineno: int) -> str:
+    """UTF-8 text of one raw line; invalid bytes are a DataFormatError naming file, line and byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(
+            f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})"
+        ) from None
+
+
+def iter_text_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line."""
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
 
 
 def read_json(

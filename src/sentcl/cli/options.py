@@ -10,6 +10,7 @@ from sentcl.atomic import AtomicWriteError
 from sentcl.config import ConfigError
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
+from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
 from sentcl.modeling.encode import encode_fn as model_encode_fn
 from sentcl.modeling.pooling import POOLERS
 from sentcl.paths import DataNotFoundError, ModelNotFoundError

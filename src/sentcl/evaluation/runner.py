@@ -2,7 +2,8 @@
 
 A task's record holds its evaluator, its help line (``sentcl eval --help``), its formatter (the table the
 CLI and the report print) and, where it has one, its headline score (the one number a dev task, the grid
-and the model card read). Each evaluator returns a dict.
+and the model card read). Each evaluator returns a dict. A task implemented above this floor (MTEB's, in
+``sentcl.interop.mteb_adapter``) adds itself with ``register_task`` when its module is imported.
 """
 
 from __future__ import annotations
@@ -46,12 +47,6 @@ class Task:
     headline: Callable[[Mapping[str, Any]], float] | None = None
     title: str = ""  # the headline's column title (the experiment grid's table)
     dev: bool = False
-
-
-def _mteb_local(encode: EncodeFn, data_dir: Path) -> dict[str, Any]:
-    from sentcl.interop.mteb_adapter import evaluate_mteb_local  # mteb is an optional extra
-
-    return evaluate_mteb_local(encode, data_dir)
 
 
 def _stsb(result: Mapping[str, Any]) -> float:
@@ -117,13 +112,17 @@ TASKS: dict[str, Task] = {
             "spectrum, random-pair cosine, cosine by gold",
             lambda enc, d, protocol: anisotropy(enc, d, split="test"),
         ),
-        Task(
-            "mteb",
-            "the seven STS tasks scored by mteb's own code, data from the local SentEval folder (offline)",
-            lambda enc, d, protocol: _mteb_local(enc, d),
-        ),
     )
 }
+
+
+def register_task(task: Task) -> None:
+    """Add a task that lives above evaluation (``sentcl.interop.mteb_adapter`` registers "mteb" when imported;
+    the CLI imports it). A name is registered once."""
+    if task.name in TASKS or task.name in GROUPS:
+        raise ValueError(f"evaluation task {task.name!r} is already registered")
+    TASKS[task.name] = task
+
 
 # composite names -> the tasks they run
 GROUPS: dict[str, tuple[str, ...]] = {"full": ("sts", "transfer"), "full_fast": ("sts", "transfer_fast")}

@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from sentcl import __version__
 from sentcl.files import read_json
 from sentcl.index.shards import ShardSet
+from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
 TYPES = ("flat", "ivf", "hnsw", "ivfpq")
