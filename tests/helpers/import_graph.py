@@ -24,6 +24,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.paths",
         "sentcl.rng",
         "sentcl.registry",
+        "sentcl.version",
         "sentcl.similarity",
         "sentcl.distributed",
         "sentcl.typed_config",
@@ -31,7 +32,8 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.config",
     ),
     ("sentcl.data",),
-    ("sentcl.modeling",),
+    # a whitening or flow layer, and its files in a model folder, are part of the model
+    ("sentcl.modeling", "sentcl.postprocess.whitening", "sentcl.postprocess.flow", "sentcl.postprocess.storage"),
     ("sentcl.objectives",),
     ("sentcl.methods",),
     ("sentcl.training", "sentcl.evaluation", "sentcl.validation", "sentcl.postprocess"),

@@ -133,7 +133,7 @@ class SentenceEncoder(nn.Module):
                 str(path / HEAD_WEIGHTS),
             )
         dense = write_st_files(self, path)
-        if not sentence_transformers:
+        if not sentence_transformers or self.flow is not None:  # ST cannot express BERT-flow
             remove_st_files(path)
         meta.update({"dense": dense, "normalize": self.normalize_output})
         if self.postprocess is not None or self.flow is not None:
