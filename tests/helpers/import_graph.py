@@ -43,7 +43,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.serve",
         "sentcl.report",
         "sentcl.experiments",
-        "sentcl.experiment_grid",
+        "sentcl.experiment_runs",
         "sentcl.retrieval",
         "sentcl.search_cli",
     ),
