@@ -10,7 +10,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 from helpers.import_graph import (
     FLOORS,
     SRC,
