@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import write_corpus, write_small_sts
+from helpers.data import write_corpus, write_small_sts
 
 import sentcl.training.loop as loop
 from sentcl.cli import main

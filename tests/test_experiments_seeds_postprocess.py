@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import write_corpus, write_small_sts
+from helpers.data import write_corpus, write_small_sts
 from scipy.stats import spearmanr
 
 import sentcl.experiment_runs as experiment_runs

@@ -33,7 +33,12 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ),
     ("sentcl.data",),
     # a whitening or flow layer, and its files in a model folder, are part of the model
-    ("sentcl.modeling", "sentcl.postprocess.whitening", "sentcl.postprocess.flow", "sentcl.postprocess.storage"),
+    (
+        "sentcl.modeling",
+        "sentcl.postprocess.whitening",
+        "sentcl.postprocess.flow",
+        "sentcl.postprocess.storage",
+    ),
     ("sentcl.objectives",),
     ("sentcl.methods",),
     ("sentcl.training", "sentcl.evaluation", "sentcl.validation", "sentcl.postprocess"),

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import assert_same_step, backward_outputs
+from helpers.data import VERY_MIXED_LENGTH_SENTENCES
+from helpers.steps import assert_same_step, backward_outputs
 from transformers import RobertaConfig, RobertaModel
 
 from sentcl.config import TrainingConfig
@@ -19,15 +20,7 @@ from sentcl.objectives.infonce import InfoNCE
 from sentcl.training.batch_source import make_batch
 from sentcl.training.step import embed_views, forward_loss
 
-SENTENCES = [
-    "a man plays guitar",
-    "the dog runs in the garden near the river and the cat sits on the wall of the old red house "
-    "while a child reads a book about the market and the bank",
-    "cat",
-    "the market falls and the bank said the stock price falls",
-    "big red car",
-    "a child reads a book in the garden near the river while the dog runs",
-]
+SENTENCES = VERY_MIXED_LENGTH_SENTENCES
 B = len(SENTENCES)
 
 

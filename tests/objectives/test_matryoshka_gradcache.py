@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import MIXED_LENGTH_SENTENCES
+from helpers.data import MIXED_LENGTH_SENTENCES
 
 from sentcl.methods import Method, duplicate_view
 from sentcl.modeling.encoder import SentenceEncoder

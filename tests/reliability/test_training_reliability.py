@@ -24,8 +24,8 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import tiny_recipe, write_corpus
 from harness import Case, parametrize, run_case
+from helpers.data import tiny_recipe, write_corpus
 from safetensors.torch import load_file
 
 from sentcl import atomic as atomic_module

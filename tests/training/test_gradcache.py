@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import MIXED_LENGTH_SENTENCES
+from helpers.data import MIXED_LENGTH_SENTENCES
 from torch import Tensor
 
 from sentcl.data.augment.features import FeatureCutoff

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import MIXED_LENGTH_SENTENCES, tiny_recipe, write_corpus
+from helpers.data import MIXED_LENGTH_SENTENCES, tiny_recipe, write_corpus
 from safetensors.torch import load_file
 from torch import Tensor, nn
 

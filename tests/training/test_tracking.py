@@ -21,7 +21,7 @@ STEPS, LR = 4, 1e-3
 
 
 def write_recipe(tmp: Path, tiny_bert: Path, data_dir: Path, **training: object) -> Path:
-    from conftest import tiny_recipe, write_corpus
+    from helpers.data import tiny_recipe, write_corpus
 
     settings = {
         "max_steps": STEPS,
