@@ -19,6 +19,7 @@ from transformers import AutoConfig
 
 from sentcl.config import TrainConfig, TrainingConfig, from_dict
 from sentcl.data.readers import Corpus
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.methods import build_method
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.paths import resolve_model_path
@@ -124,7 +125,7 @@ class SentclSide:
         optimizer_step(self.model, self.optimizer, self.scheduler)
         return loss
 
-    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         return self.model.encode(list(sentences), batch_size=batch_size, max_length=self.eval_length)  # type: ignore[return-value]
 
 
@@ -178,7 +179,7 @@ class PeerSide:
         optimizer_step(self.model, self.optimizer, self.scheduler)
         return loss
 
-    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         previous, self.model.max_seq_length = self.model.max_seq_length, self.eval_length
         try:
             return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True)

@@ -1,6 +1,7 @@
 """sentcl: sentence embeddings by contrastive learning (SimCSE and its family)."""
 
 from sentcl.config import TrainConfig, load_config
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.version import __version__
 
@@ -17,7 +18,7 @@ def evaluate(
     model: SentenceEncoder,
     tasks: list[str] | None = None,
     data_dir: str | None = None,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     transfer_protocol: str = "senteval",
 ) -> dict:
     """Evaluate ``model`` on named tasks (default: the seven STS tasks); see sentcl.evaluation.runner.
