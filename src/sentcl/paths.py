@@ -16,7 +16,7 @@ from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
 
 #: how help texts name the default data folder
 DATA_DIR_DEFAULT_TEXT = (
-    f"${DATA_ENV}, else {'/'.join(DATA_DIR_DEFAULT)} (shared/data in the working folder's parent)"
+    f"${DATA_ENV}, else {'/'.join(DATA_DIR_DEFAULT)}: shared/data in the working folder's parent"
 )
 
 DATA_HELP = (

@@ -53,6 +53,19 @@ def _stsb(result: Mapping[str, Any]) -> float:
     return main_score(result, "STSBenchmark")
 
 
+def _stsb_task(name: str, split: str, evaluate: Callable[..., dict[str, Any]]) -> Task:
+    """STS-B alone on one split ("test" or "dev"; a dev split may pick the best checkpoint)."""
+    return Task(
+        name,
+        f"STS-B {split} only",
+        lambda enc, d, protocol: evaluate(enc, d, tasks=("STSBenchmark",)),
+        format_sts_table,
+        headline=_stsb,
+        title=f"STS-B {split}",
+        dev=split == "dev",
+    )
+
+
 TASKS: dict[str, Task] = {
     task.name: task
     for task in (
@@ -73,23 +86,8 @@ TASKS: dict[str, Task] = {
             title="STS-B dev / SICK-R trial",
             dev=True,
         ),
-        Task(
-            "stsb",
-            "STS-B test only",
-            lambda enc, d, protocol: evaluate_sts(enc, d, tasks=("STSBenchmark",)),
-            format_sts_table,
-            headline=_stsb,
-            title="STS-B test",
-        ),
-        Task(
-            "stsb_dev",
-            "STS-B dev only",
-            lambda enc, d, protocol: evaluate_sts_dev(enc, d, tasks=("STSBenchmark",)),
-            format_sts_table,
-            headline=_stsb,
-            title="STS-B dev",
-            dev=True,
-        ),
+        _stsb_task("stsb", "test", evaluate_sts),
+        _stsb_task("stsb_dev", "dev", evaluate_sts_dev),
         Task(
             "transfer",
             "the seven SentEval transfer tasks (SentEval's protocol, SimCSE's test mode: 10 folds)",
