@@ -30,8 +30,9 @@ install-dev: $(VENV)/.installed-dev browser wordnet
 demo: install
 	$(BIN)/sentcl train --config configs/demo.yaml $(DEMO_ARGS)
 
+# Every test, the slow ones included, and the 15 slowest listed (pytest -m "not slow" skips the slow ones)
 test: install-dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
 lint: install-dev
 	$(BIN)/ruff check src tests bench

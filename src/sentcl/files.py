@@ -5,7 +5,8 @@ the strict JSON writer.
 file, bytes that are not UTF-8, text that is not JSON (line and column given) or a top level of the wrong kind
 is an error naming the file. ``write_json_strict`` writes a result dict atomically (``sentcl.atomic``) as strict
 JSON: NaN and infinities (a collapsed model's correlation) become null, numpy scalars plain numbers.
-``iter_text_lines`` reads the lines of any text file (bytes that are not UTF-8 are a ``DataFormatError`` naming
+``load_npy`` reads a .npy array (an index's embeddings, a shard), memory-mapped by default, naming a missing,
+empty, truncated or corrupt file. ``iter_text_lines`` reads the lines of any text file (bytes that are not UTF-8 are a ``DataFormatError`` naming
 the file and line); ``iter_jsonl`` / ``parse_json_line`` read JSON Lines, one value a line, with ``path:line`` errors; ``read_yaml``
 a recipe or grid file (a missing file or bad YAML names the file).
 """
@@ -131,3 +132,15 @@ def write_json_strict(path: str | Path, payload: Any) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write_json(path, json_safe(payload), allow_nan=False)
+
+
+def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
+    """An .npy file (memory-mapped by default); a missing, empty, truncated or corrupt file names itself."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path} is empty (0 bytes): not a .npy array; re-create it")
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{path} is truncated or not a valid .npy array ({err}); re-create it") from None
