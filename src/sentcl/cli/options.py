@@ -13,8 +13,8 @@ from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
 from sentcl.modeling.encode import encode_fn as model_encode_fn
-from sentcl.modeling.pooling import POOLERS
 from sentcl.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
+from sentcl.poolers import POOLERS
 from sentcl.types import EncodeFn
 
 T = TypeVar("T")

@@ -24,9 +24,10 @@ from torch import Tensor, nn
 from transformers import BertModel
 
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.poolers import POOLER_TABLE
 
 #: poolers computed on the packed last layer: mean over real tokens, or the [CLS] token
-PACKED_POOLERS = frozenset({"avg", "cls", "cls_before_pooler"})
+PACKED_POOLERS = frozenset(name for name, info in POOLER_TABLE.items() if info.packed)
 
 
 def supports(encoder: nn.Module) -> bool:

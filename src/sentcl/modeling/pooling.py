@@ -5,8 +5,10 @@ on top); ``avg`` averages the last layer over real tokens; ``avg_top2`` the last
 ``avg_first_last`` the first transformer layer (``hidden_states[1]``, as in the SimCSE code after its fix)
 and the last; ``mask`` is PromptBERT's [MASK] state of a template (modeling/prompt.py).
 
-Every pooler is declared once, in ``POOLER_SPECS``; config validation, the CLI's ``--pooler`` choices,
-the encoder and the model loader all read that table (``POOLERS`` is its names in declaration order).
+What a pooler is (its head, its layers, its prompt, its sentence-transformers equivalent, packed support) is
+declared once, in the torch-free table ``sentcl.poolers.POOLER_TABLE``; this module adds each name's function
+(``POOLER_FUNCTIONS``, which must cover the table exactly) and ``POOLER_SPECS``, the function beside the
+table's facts for the encoder. ``POOLERS`` and ``HEADLESS_POOLERS`` are the table's.
 """
 
 from __future__ import annotations
@@ -15,6 +17,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from torch import Tensor
+
+from sentcl.poolers import HEADLESS_POOLERS, POOLER_TABLE, POOLERS
 
 Pooler = Callable[[Sequence[Tensor], Tensor], Tensor]
 
@@ -58,21 +62,27 @@ def pool_mask(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor
     raise ValueError("pooler 'mask' needs the input ids and a prompt template: use SentenceEncoder")
 
 
-POOLER_SPECS: dict[str, PoolerSpec] = {
-    "cls": PoolerSpec(pool_cls, head=True),
-    "cls_before_pooler": PoolerSpec(pool_cls),
-    "avg": PoolerSpec(pool_avg),
-    "avg_top2": PoolerSpec(pool_avg_top2, all_layers=True),
-    "avg_first_last": PoolerSpec(pool_avg_first_last, all_layers=True),
-    "mask": PoolerSpec(pool_mask, prompt=True),
+#: each pooler's function, by the name of its row in sentcl.poolers.POOLER_TABLE
+POOLER_FUNCTIONS: dict[str, Pooler] = {
+    "cls": pool_cls,
+    "cls_before_pooler": pool_cls,
+    "avg": pool_avg,
+    "avg_top2": pool_avg_top2,
+    "avg_first_last": pool_avg_first_last,
+    "mask": pool_mask,
 }
-POOLERS: tuple[str, ...] = tuple(POOLER_SPECS)
-# Poolers with no MLP head of their own: what a folder without a trained head can be loaded with.
-HEADLESS_POOLERS: tuple[str, ...] = tuple(
-    name for name, spec in POOLER_SPECS.items() if not spec.head and not spec.prompt
-)
+if set(POOLER_FUNCTIONS) != set(POOLER_TABLE):  # a new row of the table needs its function here, and back
+    raise ImportError(
+        f"pooler functions {sorted(POOLER_FUNCTIONS)} do not match the table {sorted(POOLER_TABLE)}"
+    )
+
+POOLER_SPECS: dict[str, PoolerSpec] = {
+    name: PoolerSpec(POOLER_FUNCTIONS[name], head=info.head, all_layers=info.all_layers, prompt=info.prompt)
+    for name, info in POOLER_TABLE.items()
+}
 # Poolers that read more than the last layer need output_hidden_states=True.
-NEEDS_ALL_LAYERS = frozenset(name for name, spec in POOLER_SPECS.items() if spec.all_layers)
+NEEDS_ALL_LAYERS = frozenset(name for name, info in POOLER_TABLE.items() if info.all_layers)
+__all__ = ["HEADLESS_POOLERS", "NEEDS_ALL_LAYERS", "POOLERS", "POOLER_SPECS", "pool", "pooler_spec"]
 
 
 def pooler_spec(name: str) -> PoolerSpec:
