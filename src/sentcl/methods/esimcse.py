@@ -10,9 +10,9 @@ from sentcl.config import ConfigError, TrainConfig, opt
 from sentcl.data.augment.repetition import WordRepetition
 from sentcl.data.readers import Corpus
 from sentcl.methods.base import Method, TemperatureOptions, register_method
+from sentcl.methods.momentum import MomentumQueue
 from sentcl.methods.views import positive_view_augmented
 from sentcl.objectives.esimcse import ESimCSELoss
-from sentcl.methods.momentum import MomentumQueue
 
 
 @dataclass
