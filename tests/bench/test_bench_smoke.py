@@ -10,6 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+# every test here runs a benchmark end to end on the tiny model: 1 to 2 minutes each on 2 shared cores
+pytestmark = pytest.mark.slow
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
