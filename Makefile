@@ -38,8 +38,9 @@ install-dev: $(VENV)/.installed-dev browser wordnet
 demo: install-extras
 	$(BIN)/sentcl train --config configs/demo.yaml $(DEMO_ARGS)
 
+# Every test, the slow ones included, and the 15 slowest listed (pytest -m "not slow" skips the slow ones)
 test: install-dev
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest --durations=15
 
 # The documentation site (mkdocs.yml; docs/ plus the references generated from the code) into site/.
 docs: $(VENV)/.installed-dev

@@ -19,13 +19,14 @@ from transformers import AutoConfig
 
 from sentcl.config import TrainConfig, TrainingConfig, from_dict
 from sentcl.data.readers import Corpus
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.methods import build_method
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.paths import resolve_model_path
-from sentcl.training.gradcache import gradcache_step
+from sentcl.training.batch_source import augment_tokens, make_batch
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import autocast
-from sentcl.training.step import augment_tokens, embed_views, make_batch
+from sentcl.training.step import embed_views, forward_loss
 
 TEMPERATURE = 0.05
 MAX_GRAD_NORM = 1.0
@@ -93,8 +94,14 @@ class SentclSide:
     def batch_loss_and_backward(self, batch: dict[str, torch.Tensor], n: int) -> float:
         """The model side of a step on an already collated batch of n examples (B·V rows)."""
         if self.gradcache_chunk:
-            out = gradcache_step(
-                self.model, batch, self.method, n, self.gradcache_chunk, self.precision, self.device
+            out = forward_loss(
+                self.model,
+                batch,
+                self.method,
+                n,
+                chunk_size=self.gradcache_chunk,
+                precision=self.precision,
+                device=self.device,
             )
             return float(out["loss"])
         with autocast(self.precision, self.device):
@@ -118,7 +125,7 @@ class SentclSide:
         optimizer_step(self.model, self.optimizer, self.scheduler)
         return loss
 
-    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         return self.model.encode(list(sentences), batch_size=batch_size, max_length=self.eval_length)  # type: ignore[return-value]
 
 
@@ -172,7 +179,7 @@ class PeerSide:
         optimizer_step(self.model, self.optimizer, self.scheduler)
         return loss
 
-    def encode(self, sentences: Sequence[str], batch_size: int = 128) -> np.ndarray:
+    def encode(self, sentences: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
         previous, self.model.max_seq_length = self.model.max_seq_length, self.eval_length
         try:
             return self.model.encode(list(sentences), batch_size=batch_size, convert_to_numpy=True)

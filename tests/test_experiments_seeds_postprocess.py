@@ -13,9 +13,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import write_corpus, write_small_sts
+from helpers.data import write_corpus, write_small_sts
 from scipy.stats import spearmanr
 
+import sentcl.experiment_runs as experiment_runs
 import sentcl.experiments as experiments
 from sentcl.cli import main
 from sentcl.config import ConfigError
@@ -120,7 +121,7 @@ def test_seeds_and_postprocess_points(
     def refuse(*_a: object, **_k: object) -> None:
         raise AssertionError("a finished point ran again")
 
-    monkeypatch.setattr(experiments, "run_postprocess_point", refuse)
+    monkeypatch.setattr(experiment_runs, "run_postprocess_point", refuse)
     monkeypatch.setattr("sentcl.training.loop.train", refuse)
     assert main(args) == 0  # every point x seed has results.json: nothing runs
 
@@ -129,7 +130,7 @@ def test_seeds_and_postprocess_points(
     with pytest.raises(
         ConfigError, match=r"made with other settings \(postprocess.dim: 16 in the run, 8 now"
     ):
-        experiments.run_grid(load_grid(grid), "cpu", runs)
+        experiment_runs.run_grid(load_grid(grid), "cpu", runs)
 
 
 def test_only_takes_the_points_a_postprocessing_needs(tmp_path: Path, tiny_bert: Path) -> None:

@@ -1,9 +1,9 @@
 """sentcl: sentence embeddings by contrastive learning (SimCSE and its family)."""
 
 from sentcl.config import TrainConfig, load_config
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.modeling.encoder import SentenceEncoder
-
-__version__ = "0.1.0"
+from sentcl.version import __version__
 
 
 def __getattr__(name: str):  # noqa: ANN202 - PEP 562: open_model imported on first use (transformers is heavy)
@@ -16,6 +16,7 @@ def __getattr__(name: str):  # noqa: ANN202 - PEP 562: open_model imported on fi
 
 def train(cfg: TrainConfig, resume: bool = False):  # noqa: ANN201 - lazy import keeps `import sentcl` light
     """Train as ``cfg`` says; see sentcl.training.loop.train."""
+    from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
     from sentcl.training.loop import train as _train
 
     return _train(cfg, resume=resume)
@@ -25,7 +26,7 @@ def evaluate(
     model: SentenceEncoder,
     tasks: list[str] | None = None,
     data_dir: str | None = None,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     transfer_protocol: str = "senteval",
 ) -> dict:
     """Evaluate ``model`` on named tasks (default: the seven STS tasks); see sentcl.evaluation.runner.
@@ -33,6 +34,7 @@ def evaluate(
     ``transfer_protocol``: "senteval" (SentEval's classifier, the default) or "sklearn" for the transfer tasks.
     """
     from sentcl.evaluation.runner import evaluate as _evaluate
+    from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
     from sentcl.modeling.encode import encode_fn
     from sentcl.paths import resolve_data_dir
 
@@ -44,4 +46,4 @@ def evaluate(
     )
 
 
-__all__ = ["SentenceEncoder", "TrainConfig", "evaluate", "load_config", "open_model", "train"]
+__all__ = ["SentenceEncoder", "TrainConfig", "__version__", "evaluate", "load_config", "open_model", "train"]

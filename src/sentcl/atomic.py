@@ -2,20 +2,42 @@
 
 A reader sees either the old file or the complete new one, never a prefix; a kill mid-write leaves only a
 ``.tmp-<name>-<8 hex>`` file beside the target (the name ``training.checkpoint.recover_run_folder`` and the
-next write of the same target clean up). Folders are written whole by ``training.checkpoint.atomic_dir_write``,
-which flushes them with ``fsync_tree``.
+next write of the same target clean up). Folders are written whole by ``atomic_dir_write``, which flushes
+them with ``fsync_tree`` and raises ``AtomicWriteError`` (an ``OSError`` naming the folder and the OS's
+reason) when the write fails; a caller with its own wording (a checkpoint) wraps it.
 """
 
 from __future__ import annotations
 
+import ctypes
+import functools
 import json
 import os
+import re
+import shutil
+import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+
+#: The names ``atomic_write`` and ``atomic_dir_write`` give their temporaries (``.tmp-``) and, between two
+#: renames, the replaced folder (``.old-``): ``.<kind>-<target name>-<8 hex>``.
+STALE_RE = re.compile(r"^\.(tmp|old)-(.+)-[0-9a-f]{8}$")
+
+_RENAME_EXCHANGE = 2  # linux/fs.h
+_AT_FDCWD = -100
+
+
+class AtomicWriteError(OSError):
+    """A folder could not be written whole (a full disk, a read-only folder); nothing was put in its place."""
+
+    def __init__(self, target: Path, reason: str) -> None:
+        super().__init__(f"could not write {target}: {reason}")
+        self.target = target
+        self.reason = reason
 
 
 def fsync_dir(folder: Path) -> None:
@@ -87,3 +109,66 @@ class _PlainWriter:
 
 def atomic_save_npy(path: Path, array: np.ndarray) -> Path:
     return atomic_write(path, lambda handle: np.save(_PlainWriter(handle), array))  # type: ignore[arg-type]
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    try:
+        return ctypes.CDLL(None, use_errno=True).renameat2  # glibc >= 2.28
+    except (AttributeError, OSError):
+        return None
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    """Atomically swap two paths (Linux renameat2); False where the OS or filesystem cannot."""
+    renameat2 = _renameat2()
+    if renameat2 is None:
+        return False
+    return renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
+
+
+def _io_failure(err: BaseException) -> str | None:
+    """The OS's reason when ``err`` is a failed write (an OSError, or safetensors' I/O error), else None."""
+    if isinstance(err, OSError):
+        return err.strerror or str(err)
+    safetensors = sys.modules.get("safetensors")  # not imported: the error cannot be one of its own
+    if safetensors is not None and isinstance(err, safetensors.SafetensorError) and "I/O error" in str(err):
+        return str(err)
+    return None
+
+
+def atomic_dir_write(target: Path, write: Callable[[Path], None]) -> None:
+    """Call ``write(tmp)`` on a fresh folder, fsync it, then put it in place of ``target``.
+
+    A failed write (a full disk, a read-only filesystem) removes the temporary folder and raises
+    ``AtomicWriteError`` naming the target and the OS's reason; any other error is raised as it is.
+    Replacing an existing folder swaps the two atomically where the OS can (Linux
+    ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two renames, and a kill between them leaves
+    ``.old-<name>-*`` (``STALE_RE``) for the owner's recovery to put back.
+    """
+    target = Path(target)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise AtomicWriteError(target, err.strerror or str(err)) from err
+    tmp = target.parent / f".tmp-{target.name}-{uuid.uuid4().hex[:8]}"
+    try:
+        write(tmp)
+        fsync_tree(tmp)
+    except BaseException as err:
+        shutil.rmtree(tmp, ignore_errors=True)
+        reason = _io_failure(err)
+        if reason is None:
+            raise
+        raise AtomicWriteError(target, reason) from err
+    if target.exists() and _exchange(tmp, target):
+        shutil.rmtree(tmp)  # now holds the old contents
+    else:
+        old = None
+        if target.exists():
+            old = target.parent / f".old-{target.name}-{uuid.uuid4().hex[:8]}"
+            target.rename(old)
+        tmp.rename(target)
+        if old is not None:
+            shutil.rmtree(old)
+    fsync_dir(target.parent)

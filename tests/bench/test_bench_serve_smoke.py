@@ -17,6 +17,7 @@ def _bench_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("PYTHONPATH", str(ROOT))
 
 
+@pytest.mark.slow  # about a minute: a real uvicorn under load
 def test_serve_load(tiny_bert: Path, tmp_path: Path) -> None:
     from bench import serve_load
 

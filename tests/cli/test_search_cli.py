@@ -7,7 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
-from conftest import build_tiny_bert
+from helpers.tiny_bert import build_tiny_bert
 
 from sentcl.cli import main
 from sentcl.modeling.encoder import SentenceEncoder

@@ -15,7 +15,8 @@ from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from sentcl.cli import main
 from sentcl.data.readers import DataFormatError
-from sentcl.evaluation.pairs import evaluate_pairs, read_pairs, tokenizer_report, warn_if_mangled
+from sentcl.data.scored_pairs import read_pairs
+from sentcl.evaluation.pairs import evaluate_pairs, tokenizer_report, warn_if_mangled
 from sentcl.modeling.open import load_encoder
 
 KOREAN = [

@@ -77,3 +77,23 @@ def test_eval_help_lists_every_task() -> None:
     ).stdout
     flat = " ".join(out.split())
     assert all(f"{name}: {' '.join(task.help.split())}" in flat for name, task in TASKS.items())
+
+
+def test_the_mteb_task_registers_itself_from_interop() -> None:
+    """evaluation/ does not import interop/: the "mteb" task appears (last, once) when the adapter is
+    imported, as the CLI does; a second registration of a name is refused."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sentcl.evaluation.runner as r\n"
+        "assert 'mteb' not in r.TASKS, list(r.TASKS)\n"
+        "import sentcl.cli\n"
+        "assert list(r.TASKS)[-1] == 'mteb' and 'mteb' in r.task_names()\n"
+        "try:\n"
+        "    r.register_task(r.TASKS['mteb'])\n"
+        "except ValueError as err:\n"
+        "    print(err)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "evaluation task 'mteb' is already registered"

@@ -33,6 +33,7 @@ def test_bench_index_rows(tmp_path: Path) -> None:
     assert all(0 <= r["recall_at_10"] <= 1 and r["qps"] > 0 and r["size_mb"] > 0 for r in data["rows"])
 
 
+@pytest.mark.slow  # about 40 s: fresh processes encode shards
 def test_bench_shard_memory(tmp_path: Path, tiny_bert: Path) -> None:
     from bench import shard_memory
 

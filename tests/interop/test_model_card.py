@@ -16,7 +16,7 @@ from sentcl.modeling.encoder import SentenceEncoder
 
 @pytest.fixture(scope="module")
 def run_dir(tmp_path_factory: pytest.TempPathFactory, tiny_bert: Path, data_dir: Path) -> Path:
-    from conftest import tiny_recipe, write_corpus
+    from helpers.data import tiny_recipe, write_corpus
 
     tmp = tmp_path_factory.mktemp("card")
     corpus = write_corpus(tmp / "my_corpus.txt", 40)

@@ -6,6 +6,8 @@ import importlib.util
 import json
 from pathlib import Path
 
+import pytest
+
 
 def test_encode_vs_st_onnx_modes(tiny_bert: Path, tmp_path: Path) -> None:
     from bench import encode_vs_st
@@ -28,6 +30,7 @@ def test_encode_vs_st_onnx_modes(tiny_bert: Path, tmp_path: Path) -> None:
         assert "st-onnx" in data["modes"]
 
 
+@pytest.mark.slow  # about 50 s: a second Python process runs sentence-transformers
 def test_peer_worker_matches_in_process_st(tiny_bert: Path) -> None:
     """bench/st_peer.py's persistent worker (what ``--peer-python`` runs st-onnx in), here on this very
     interpreter with the PyTorch backend: chunk by chunk, the same embeddings as sentence-transformers in

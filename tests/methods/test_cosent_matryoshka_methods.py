@@ -17,7 +17,8 @@ from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.cosent import CoSENT
 from sentcl.objectives.infonce import InfoNCE
 from sentcl.objectives.matryoshka import Matryoshka
-from sentcl.training.step import embed_views, make_batch
+from sentcl.training.batch_source import make_batch
+from sentcl.training.step import embed_views
 
 ROOT = Path(__file__).resolve().parents[2]
 ROWS = [

@@ -14,7 +14,8 @@ from sentcl.data.readers import Corpus
 from sentcl.methods import build_method
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.triplet import CutoffTriplet
-from sentcl.training.step import augment_tokens, embed_views, make_batch
+from sentcl.training.batch_source import augment_tokens, make_batch
+from sentcl.training.step import embed_views
 
 SENTENCES = ["a man is playing a guitar", "the dog runs near the river", "stock price falls", "a cat sits"]
 

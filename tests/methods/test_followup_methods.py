@@ -18,7 +18,7 @@ QUEUE = 20  # 2.5 x batch 8
 
 
 def write_recipe(tmp: Path, tiny_bert: Path, data_dir: Path, objective: dict) -> Path:
-    from conftest import tiny_recipe, write_corpus
+    from helpers.data import tiny_recipe, write_corpus
 
     corpus = write_corpus(tmp / "corpus.txt", 48)
     recipe = tiny_recipe(tiny_bert, data_dir, corpus, tmp / "run", eval_steps=4)

@@ -27,7 +27,7 @@ TEMPLATES = ['the news : "[X]" is [MASK] .', 'the report of "[X]" is [MASK] .']
 
 
 def recipe(tmp: Path, tiny_bert: Path, data_dir: Path, objective: dict, **data: object) -> dict:
-    from conftest import tiny_recipe, write_corpus
+    from helpers.data import tiny_recipe, write_corpus
 
     corpus = write_corpus(tmp / "corpus.txt", 24)
     r = tiny_recipe(tiny_bert, data_dir, corpus, tmp / "run", max_steps=2, eval_steps=2, save_steps=2)

@@ -7,7 +7,7 @@ import warnings
 from pathlib import Path
 
 import torch
-from conftest import write_vocab
+from helpers.tiny_bert import write_vocab
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
 SENTENCES = [

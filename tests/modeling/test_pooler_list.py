@@ -1,4 +1,4 @@
-"""One pooler list (sentcl.modeling.pooling) read by config, CLI, encoder and loader; one encode_fn."""
+"""One pooler table (sentcl.poolers, with its functions in sentcl.modeling.pooling) read by config, CLI, encoder and loader; one encode_fn."""
 
 from __future__ import annotations
 
@@ -7,9 +7,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentcl import config
+from sentcl import config, poolers
 from sentcl.cli.options import POOLERS as CLI_POOLERS
 from sentcl.modeling import encode_fn, loading
+from sentcl.modeling.packed import PACKED_POOLERS
 from sentcl.modeling.pooling import HEADLESS_POOLERS, NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS
 
 
@@ -19,6 +20,24 @@ def test_every_reader_of_the_list_is_the_same_object() -> None:
     assert [p for p in POOLERS if POOLER_SPECS[p].head] == ["cls"]
     assert "cls" not in HEADLESS_POOLERS and {"cls_before_pooler", "avg"} <= set(HEADLESS_POOLERS)
     assert {"avg_top2", "avg_first_last"} == NEEDS_ALL_LAYERS
+    assert (
+        POOLERS is poolers.POOLERS and HEADLESS_POOLERS is poolers.HEADLESS_POOLERS
+    )  # the torch-free table's
+
+
+def test_the_pooling_module_and_the_packed_forward_read_the_one_table() -> None:
+    """The facts the modeling side once kept in its own tables, now derived from sentcl.poolers: compared with
+    the values those tables held (PACKED_POOLERS was a literal set, the heads and layers literal flags)."""
+    assert {"avg", "cls", "cls_before_pooler"} == PACKED_POOLERS
+    assert {n for n, s in POOLER_SPECS.items() if s.prompt} == {"mask"}
+    assert {n: s.fn.__name__ for n, s in POOLER_SPECS.items()} == {
+        "cls": "pool_cls",
+        "cls_before_pooler": "pool_cls",
+        "avg": "pool_avg",
+        "avg_top2": "pool_avg_top2",
+        "avg_first_last": "pool_avg_first_last",
+        "mask": "pool_mask",
+    }
 
 
 def test_config_rejects_a_pooler_not_in_the_list() -> None:

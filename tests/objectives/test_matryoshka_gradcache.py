@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import MIXED_LENGTH_SENTENCES
+from helpers.data import MIXED_LENGTH_SENTENCES
 
 from sentcl.methods import Method, duplicate_view
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE
 from sentcl.objectives.matryoshka import Matryoshka
-from sentcl.training.gradcache import gradcache_step
-from sentcl.training.step import embed_views, make_batch
+from sentcl.training.batch_source import make_batch
+from sentcl.training.step import embed_views, forward_loss
 
 SENTENCES = MIXED_LENGTH_SENTENCES[:6]
 
@@ -40,7 +40,7 @@ def test_gradcache_matryoshka_equals_plain_step(tiny_bert: Path, chunk: int) -> 
     # the prefixes really add something: the full-width loss alone differs
     assert abs(float(ref["loss"].detach()) - float(ref["loss_dim32"])) > 1e-3
 
-    out = gradcache_step(model, batch, method, len(SENTENCES), chunk, "fp32", "cpu")
+    out = forward_loss(model, batch, method, len(SENTENCES), chunk_size=chunk, precision="fp32", device="cpu")
     assert abs(float(out["loss"]) - float(ref["loss"].detach())) < 1e-5
     grads = _grads(model)
     assert grads.keys() == ref_grads.keys()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import write_corpus
+from helpers.data import write_corpus
 
 from sentcl.cli import main
 from sentcl.modeling import SentenceEncoder

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import write_corpus
+from helpers.data import write_corpus
 from safetensors.torch import load_file, save_file
 
 from sentcl.modeling import SentenceEncoder

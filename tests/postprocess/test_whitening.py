@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from conftest import write_corpus
+from helpers.data import write_corpus
 
 from sentcl.modeling import SentenceEncoder
 from sentcl.postprocess.fit import PostprocessSettings, postprocess_model, read_fit_sentences

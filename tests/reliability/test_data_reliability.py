@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import write_corpus
 from harness import Case, parametrize, run_case
+from helpers.data import write_corpus
 
 ENV: dict[str, Path] = {}
 

@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 import torch
 import yaml
-from conftest import write_corpus
 from harness import Case, parametrize, run_case
+from helpers.data import write_corpus
 from transformers import BertModel
 
 from sentcl.modeling.encoder import SentenceEncoder

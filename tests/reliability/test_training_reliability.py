@@ -24,14 +24,16 @@ from pathlib import Path
 import pytest
 import torch
 import yaml
-from conftest import tiny_recipe, write_corpus
 from harness import Case, parametrize, run_case
+from helpers.data import tiny_recipe, write_corpus
 from safetensors.torch import load_file
 
+from sentcl import atomic as atomic_module
+from sentcl.atomic import atomic_dir_write
 from sentcl.cli import main
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.training import checkpoint as ckpt_module
-from sentcl.training.checkpoint import STATE_FILE, atomic_dir_write, load_state
+from sentcl.training.checkpoint import STATE_FILE, load_state
 
 ENV: dict[str, Path] = {}  # tiny model, data folder, the module's finished run: set by the fixtures
 
@@ -397,7 +399,7 @@ def test_9_kill_between_the_renames_of_best(tmp_path: Path, monkeypatch: pytest.
     run = tmp_path / "run"
     shutil.copytree(ENV["run"], run)
     before = (run / "best" / "model.safetensors").read_bytes()
-    monkeypatch.setattr(ckpt_module, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(atomic_module, "_exchange", lambda a, b: False)
     real_rename = Path.rename
 
     def killed_at_second_rename(self: Path, target: Path) -> Path:
@@ -448,7 +450,7 @@ def test_9_files_and_folders_are_fsynced_before_the_rename(
     monkeypatch.setattr(
         Path, "rename", lambda self, t: (events.append(("rename", str(self))), real_rename(self, t))[1]
     )
-    monkeypatch.setattr(ckpt_module, "_exchange", lambda a, b: False)
+    monkeypatch.setattr(atomic_module, "_exchange", lambda a, b: False)
 
     def write(tmp: Path) -> None:
         (tmp / "model").mkdir(parents=True)

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 import torch
-from conftest import write_corpus, write_small_sts
+from helpers.data import write_corpus, write_small_sts
 from transformers import AutoModel, AutoTokenizer
 
 import sentcl.report as report_pkg

@@ -20,7 +20,7 @@ SENTENCES = ["a man is playing a guitar", "the dog runs near the river", "stock 
 
 
 def write_recipe(tmp_path: Path, tiny_bert: Path, corpus: Path, data_dir: Path, **training: object) -> Path:
-    from conftest import tiny_recipe
+    from helpers.data import tiny_recipe
 
     recipe = tiny_recipe(tiny_bert, data_dir, corpus, tmp_path / "run", **training)
     path = tmp_path / "recipe.yaml"
@@ -30,7 +30,7 @@ def write_recipe(tmp_path: Path, tiny_bert: Path, corpus: Path, data_dir: Path, 
 
 @pytest.fixture(scope="module")
 def trained_run(tmp_path_factory: pytest.TempPathFactory, tiny_bert: Path, data_dir: Path) -> Path:
-    from conftest import write_corpus
+    from helpers.data import write_corpus
 
     tmp = tmp_path_factory.mktemp("e2e")
     corpus = write_corpus(tmp / "corpus.txt", 40)
@@ -97,7 +97,7 @@ def test_save_and_reload_give_identical_embeddings(tmp_path: Path, tiny_bert: Pa
 def test_resume_reproduces_the_uninterrupted_run(
     tmp_path: Path, trained_run: Path, tiny_bert: Path, data_dir: Path
 ) -> None:
-    from conftest import write_corpus
+    from helpers.data import write_corpus
 
     corpus = write_corpus(tmp_path / "corpus.txt", 40)
     recipe = write_recipe(tmp_path, tiny_bert, corpus, data_dir)
@@ -118,7 +118,7 @@ def test_resume_reproduces_the_uninterrupted_run(
 def test_resume_without_checkpoint_is_an_error(
     tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys
 ) -> None:
-    from conftest import write_corpus
+    from helpers.data import write_corpus
 
     recipe = write_recipe(tmp_path, tiny_bert, write_corpus(tmp_path / "c.txt", 40), data_dir)
     assert main(["train", "--config", str(recipe), "--resume"]) == 2
@@ -128,7 +128,7 @@ def test_resume_without_checkpoint_is_an_error(
 def test_bf16_autocast_trains_and_fp16_needs_cuda(
     tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys
 ) -> None:
-    from conftest import write_corpus
+    from helpers.data import write_corpus
 
     corpus = write_corpus(tmp_path / "corpus.txt", 16)
     recipe = write_recipe(tmp_path, tiny_bert, corpus, data_dir, max_steps=2, precision="bf16", device="cpu")

@@ -12,15 +12,15 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import MIXED_LENGTH_SENTENCES
+from helpers.data import MIXED_LENGTH_SENTENCES
 from torch import Tensor
 
 from sentcl.data.augment.features import FeatureCutoff
 from sentcl.methods import Method, duplicate_view
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE, info_nce
-from sentcl.training.gradcache import gradcache_step
-from sentcl.training.step import embed_views, make_batch
+from sentcl.training.batch_source import make_batch
+from sentcl.training.step import embed_views, forward_loss
 
 SENTENCES = MIXED_LENGTH_SENTENCES
 B = len(SENTENCES)
@@ -82,7 +82,7 @@ def test_no_dropout_equals_plain_step(tiny_bert: Path, chunk: int) -> None:
     method = _simcse()
     batch = make_batch(SENTENCES, method, model)
     ref_loss, ref_grads = _plain(model, batch, method)
-    out = gradcache_step(model, batch, method, B, chunk, "fp32", "cpu")
+    out = forward_loss(model, batch, method, B, chunk_size=chunk, precision="fp32", device="cpu")
     assert not out["loss"].requires_grad
     assert abs(float(out["loss"]) - ref_loss) < 1e-5
     _assert_same(_grads(model), ref_grads)
@@ -97,7 +97,7 @@ def test_dropout_masks_are_replayed(tiny_bert: Path, chunk: int) -> None:
     ref_loss, ref_grads = _chunked_reference(model, batch, method, chunk)
     after_reference = torch.rand(1)
     torch.manual_seed(123)
-    out = gradcache_step(model, batch, method, B, chunk, "fp32", "cpu")
+    out = forward_loss(model, batch, method, B, chunk_size=chunk, precision="fp32", device="cpu")
     assert abs(float(out["loss"]) - ref_loss) < 1e-5
     _assert_same(_grads(model), ref_grads)
     # the RNG stream continues where the plain chunked forward would have left it
@@ -122,8 +122,8 @@ def test_gradients_accumulate(tiny_bert: Path) -> None:
     method = _simcse()
     batch = make_batch(SENTENCES, method, model)
     _, ref = _plain(model, batch, method)
-    gradcache_step(model, batch, method, B, 2, "fp32", "cpu")
-    gradcache_step(model, batch, method, B, 3, "fp32", "cpu")
+    forward_loss(model, batch, method, B, chunk_size=2, precision="fp32", device="cpu")
+    forward_loss(model, batch, method, B, chunk_size=3, precision="fp32", device="cpu")
     _assert_same(_grads(model), {n: 2 * g for n, g in ref.items()})
 
 
@@ -144,7 +144,7 @@ def test_shared_dropout_mask_and_three_views(tiny_bert: Path) -> None:
     )
     batch = make_batch(SENTENCES, method, model)
     ref_loss, ref_grads = _plain(model, batch, method)
-    out = gradcache_step(model, batch, method, B, 2, "fp32", "cpu")
+    out = forward_loss(model, batch, method, B, chunk_size=2, precision="fp32", device="cpu")
     assert set(out) == {"loss", "part"}
     assert abs(float(out["loss"]) - ref_loss) < 1e-5
     _assert_same(_grads(model), ref_grads)
@@ -157,7 +157,7 @@ def test_bf16_autocast_matches_chunked_bf16_reference(tiny_bert: Path) -> None:
     torch.manual_seed(7)
     ref_loss, ref_grads = _chunked_reference(model, batch, method, 3, bf16=True)
     torch.manual_seed(7)
-    out = gradcache_step(model, batch, method, B, 3, "bf16", "cpu")
+    out = forward_loss(model, batch, method, B, chunk_size=3, precision="bf16", device="cpu")
     assert abs(float(out["loss"]) - ref_loss) < 1e-5
     _assert_same(_grads(model), ref_grads)
 
@@ -167,9 +167,9 @@ def test_bad_chunk_size_and_row_count(tiny_bert: Path) -> None:
     method = _simcse()
     batch = make_batch(SENTENCES, method, model)
     with pytest.raises(ValueError, match="chunk size must be positive"):
-        gradcache_step(model, batch, method, B, 0, "fp32", "cpu")
+        forward_loss(model, batch, method, B, chunk_size=0, precision="fp32", device="cpu")
     with pytest.raises(ValueError, match="rows but 6 examples"):
-        gradcache_step(model, batch, method, B - 1, 2, "fp32", "cpu")
+        forward_loss(model, batch, method, B - 1, chunk_size=2, precision="fp32", device="cpu")
 
 
 def test_method_generators_are_replayed(tiny_bert: Path) -> None:
@@ -187,7 +187,7 @@ def test_method_generators_are_replayed(tiny_bert: Path) -> None:
     cutoff.generator.manual_seed(11)
     ref_loss, ref_grads = _chunked_reference(model, batch, method, 2)
     cutoff.generator.manual_seed(11)
-    out = gradcache_step(model, batch, method, B, 2, "fp32", "cpu")
+    out = forward_loss(model, batch, method, B, chunk_size=2, precision="fp32", device="cpu")
     assert abs(float(out["loss"]) - ref_loss) < 1e-5
     _assert_same(_grads(model), ref_grads)
     cutoff.generator.manual_seed(12)

@@ -24,7 +24,7 @@ def write_recipe(
 ) -> Path:
     """conftest's tiny recipe for STEPS steps, no dev evaluation, one checkpoint at the end; ``model`` and
     ``sections`` (data=, objective=, training=) are merged into its sections."""
-    from conftest import tiny_recipe
+    from helpers.data import tiny_recipe
 
     training = {"max_steps": STEPS, "eval_steps": 0, "save_steps": 0, **sections.get("training", {})}
     recipe = tiny_recipe(tiny_bert, data_dir, corpus, folder / "run", **training)
@@ -65,7 +65,7 @@ def assert_same_run(
 
 @pytest.fixture()
 def corpus(tmp_path: Path) -> Path:
-    from conftest import write_corpus
+    from helpers.data import write_corpus
 
     return write_corpus(tmp_path / "corpus.txt", 40)
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 import torch
-from conftest import MIXED_LENGTH_SENTENCES, tiny_recipe, write_corpus
+from helpers.data import MIXED_LENGTH_SENTENCES, tiny_recipe, write_corpus
 from safetensors.torch import load_file
 from torch import Tensor, nn
 
@@ -17,8 +17,9 @@ from sentcl.methods import Method, duplicate_view
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE
 from sentcl.objectives.mlm import MaskedLMObjective, mask_tokens, mlm_loss
+from sentcl.training.batch_source import make_batch
 from sentcl.training.checkpoint import STATE_FILE, load_state
-from sentcl.training.step import forward_loss, make_batch
+from sentcl.training.step import forward_loss
 
 SENTENCES = MIXED_LENGTH_SENTENCES
 B = len(SENTENCES)

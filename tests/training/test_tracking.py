@@ -6,6 +6,7 @@ import importlib.util
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ STEPS, LR = 4, 1e-3
 
 
 def write_recipe(tmp: Path, tiny_bert: Path, data_dir: Path, **training: object) -> Path:
-    from conftest import tiny_recipe, write_corpus
+    from helpers.data import tiny_recipe, write_corpus
 
     settings = {
         "max_steps": STEPS,
@@ -90,14 +91,23 @@ def test_provenance(run_dir: Path) -> None:
     assert not list(run_dir.glob(".*.tmp"))  # written atomically: no temporary left behind
 
 
+@pytest.mark.parametrize("library", ["wandb", "mlflow"])
 def test_report_to_missing_library_is_one_clear_line(
-    tmp_path: Path, tiny_bert: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
+    library: str,
+    tmp_path: Path,
+    tiny_bert: Path,
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    missing = [m for m in ("wandb", "mlflow") if importlib.util.find_spec(m) is None]
-    if not missing:
-        pytest.skip("wandb and mlflow are both installed here: nothing to refuse")
-    recipe = write_recipe(tmp_path, tiny_bert, data_dir, report_to=missing[0])
+    """The library is hidden from the import system (installed or not), so the refusal is always tested."""
+    real_find_spec = importlib.util.find_spec
+    monkeypatch.delitem(sys.modules, library, raising=False)
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == library else real_find_spec(name, *a)
+    )
+    recipe = write_recipe(tmp_path, tiny_bert, data_dir, report_to=library)
     assert main(["train", "--config", str(recipe)]) == 2
     err = capsys.readouterr().err
-    assert f"training.report_to={missing[0]}" in err and f"pip install {missing[0]}" in err
+    assert f"training.report_to={library}" in err and f"pip install {library}" in err
     assert not (tmp_path / "run" / "metrics.jsonl").exists()  # refused before any work

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from sentcl.paths import DATA_ENV
+from sentcl.paths import DATA_DIR_DEFAULT_TEXT, default_data_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--data-dir",
         type=Path,
-        help=f"Folder to fill (created if missing; default ${DATA_ENV}, else ../shared/data).",
+        help=f"Folder to fill (created if missing; default {DATA_DIR_DEFAULT_TEXT}).",
     )
     p.add_argument(
         "--mirror",
@@ -44,9 +44,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _data_dir(arg: Path | None) -> Path:
-    if arg is None and os.environ.get(DATA_ENV):
-        arg = Path(os.environ[DATA_ENV])
-    folder = arg if arg is not None else Path.cwd().parent / "shared" / "data"
+    folder = arg if arg is not None else default_data_dir()
     from sentcl.data.download import DownloadError
 
     if folder.exists() and not folder.is_dir():

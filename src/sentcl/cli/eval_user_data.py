@@ -43,7 +43,8 @@ def add_user_data_options(p: argparse.ArgumentParser) -> None:
 
 def read_user_data(args: argparse.Namespace) -> list[tuple[str, Any]]:
     """Read every --pairs file and --retrieval folder (a bad one fails here, before the model loads)."""
-    from sentcl.evaluation.pairs import parse_columns, parse_range, read_pairs
+    from sentcl.data.scored_pairs import read_pairs
+    from sentcl.evaluation.pairs import parse_columns, parse_range
     from sentcl.evaluation.retrieval_eval import read_beir
 
     columns, score_range = parse_columns(args.columns), parse_range(args.score_range)
@@ -60,7 +61,8 @@ def evaluate_user_data(
     model: Any, encode: Any, user_data: list[tuple[str, Any]]
 ) -> dict[str, dict[str, Any]]:
     """Task name -> result; pairs files first get a tokenizer check (the [UNK] share, Hangul decomposition)."""
-    from sentcl.evaluation.pairs import PairsFile, score_pairs, warn_if_mangled
+    from sentcl.data.scored_pairs import PairsFile
+    from sentcl.evaluation.pairs import score_pairs, warn_if_mangled
     from sentcl.evaluation.retrieval_eval import score_retrieval
 
     results: dict[str, dict[str, Any]] = {}

@@ -45,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.experiments import load_grid, point_configs, run_grid, select_points
+    from sentcl.experiment_runs import run_grid
+    from sentcl.experiments import load_grid, point_configs, select_points
     from sentcl.report.grid import write_grid_report
 
     overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])

@@ -6,18 +6,22 @@ import argparse
 import dataclasses
 from typing import Any, TypeVar
 
+from sentcl.atomic import AtomicWriteError
 from sentcl.config import ConfigError
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
+from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
 from sentcl.modeling.encode import encode_fn as model_encode_fn
-from sentcl.modeling.pooling import POOLERS
-from sentcl.paths import DataNotFoundError, ModelNotFoundError
+from sentcl.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
+from sentcl.poolers import POOLERS
 from sentcl.types import EncodeFn
 
 T = TypeVar("T")
 
 # Raised for a user's mistake: printed as one line ``sentcl CMD: error: ...`` with exit status 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (
+    AtomicWriteError,  # an output folder that cannot be written (read-only, full disk): names it and why
     ConfigError,
     DataFormatError,
     DataNotFoundError,
@@ -46,7 +50,7 @@ def positive_int(text: str) -> int:
 
 
 def add_data_dir(p: argparse.ArgumentParser, help_: str | None = None) -> None:
-    p.add_argument("--data-dir", help=help_ or "Data folder (default $SENTCL_DATA or ../shared/data).")
+    p.add_argument("--data-dir", help=help_ or f"Data folder (default {DATA_DIR_DEFAULT_TEXT}).")
 
 
 def add_overrides(p: argparse.ArgumentParser, help_: str) -> None:
@@ -64,7 +68,10 @@ def add_pooler(p: argparse.ArgumentParser, help_: str | None = None) -> None:
 
 def add_batch_size(p: argparse.ArgumentParser) -> None:
     p.add_argument(
-        "--batch-size", type=positive_int, default=128, help="Sentences per encoding batch (default 128)."
+        "--batch-size",
+        type=positive_int,
+        default=ENCODE_BATCH_SIZE,
+        help=f"Sentences per encoding batch (default {ENCODE_BATCH_SIZE}).",
     )
 
 

@@ -67,10 +67,10 @@ def fit_file_path(path: Path, data_dir: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
+    from sentcl.atomic import atomic_dir_write
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.open import open_model
     from sentcl.postprocess.fit import PostprocessSettings, postprocess_model
-    from sentcl.training.checkpoint import atomic_dir_write
 
     if args.output.exists():
         raise ValueError(

@@ -8,6 +8,7 @@ import sys
 from sentcl.builtin_recipes import resolve_recipe
 from sentcl.cli.options import add_overrides
 from sentcl.config import TrainConfig, describe, load_config
+from sentcl.paths import DATA_DIR_DEFAULT_TEXT
 
 
 def _config_keys_epilog() -> str:
@@ -30,9 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "both exist); omitted: all defaults.",
     )
     add_overrides(p, "Override one config key, e.g. training.batch_size=32 (repeatable).")
-    p.add_argument(
-        "--data-dir", help="Data folder (sets data.data_dir; default $SENTCL_DATA or ../shared/data)."
-    )
+    p.add_argument("--data-dir", help=f"Data folder (sets data.data_dir; default {DATA_DIR_DEFAULT_TEXT}).")
     p.add_argument("--output-dir", help="Run folder (sets training.output_dir).")
     p.add_argument(
         "--resume", action="store_true", help="Continue from the last checkpoint in the run folder."

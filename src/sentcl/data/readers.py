@@ -3,18 +3,14 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sentcl.files import DataFormatError, decode_line, iter_text_lines  # noqa: F401  (their home: files)
 from sentcl.pathcheck import check_input_file
 
 logger = logging.getLogger(__name__)
-
-
-class DataFormatError(ValueError):
-    """A data file has a malformed line; the message names file and line."""
 
 
 @dataclass
@@ -34,30 +30,11 @@ class Corpus:
         return None
 
 
-def decode_line(raw: bytes, path: Path, lineno: int) -> str:
-    """UTF-8 text of one raw line; invalid bytes are a DataFormatError naming file, line and byte."""
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise DataFormatError(
-            f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})"
-        ) from None
-
-
 def require_file(path: Path, what: str = "training file") -> None:
     """A clear error unless ``path`` is a readable regular file: FileNotFoundError when it is missing, else a
     DataFormatError saying what it is (a directory, a FIFO, a symbolic link loop, unreadable: see
     ``sentcl.pathcheck``); a FIFO is never opened, so nothing blocks."""
     check_input_file(path, what, DataFormatError)
-
-
-def iter_text_lines(path: Path, what: str = "file") -> Iterator[tuple[int, str]]:
-    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line.
-    The path is checked first (``require_file``), so a FIFO or a link loop is an error, not a hang."""
-    require_file(Path(path), what)
-    with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
-            yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
 
 
 @dataclass(frozen=True)

@@ -6,7 +6,7 @@ from collections.abc import Hashable, Sequence
 
 import torch
 
-from sentcl.training.rng import step_seed
+from sentcl.rng import step_seed
 
 
 def epoch_permutation(n: int, seed: int, epoch: int) -> list[int]:

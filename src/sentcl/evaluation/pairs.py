@@ -1,6 +1,7 @@
 """STS on a user's own pairs file, in any language: ``sentcl eval --pairs FILE`` and ``eval.dev_task: pairs:FILE``.
 
-The file is TSV, CSV or JSONL (``sentcl.data.tables``). Columns (sentence 1, sentence 2, score) are given by
+The file is read by ``sentcl.data.scored_pairs.read_pairs`` (the reader training uses too): TSV, CSV or JSONL
+(``sentcl.data.tables``). Columns (sentence 1, sentence 2, score) are given by
 name or 0-based index, or detected: by header names (sentence1/sent1/sentence_a/text1, ..., score/label/
 similarity/relatedness_score), else, without a header, the single all-numeric column is the score and the two
 other columns the sentences. So KorSTS (``genre filename year id score sentence1 sentence2`` with a header)
@@ -20,35 +21,16 @@ from __future__ import annotations
 
 import json
 import logging
-import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sentcl.data.readers import DataFormatError
-from sentcl.data.tables import Table, _is_number, cell, check_width, column_index, read_table
-from sentcl.evaluation.senteval_readers import Pair, _norm
+from sentcl.data.scored_pairs import PairsFile, read_pairs
 from sentcl.evaluation.sts import _correlations, _score_task
 from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)
-
-NAMES = {
-    "sentence 1": ("sentence1", "sent1", "sentence_a", "sentence_1", "text1", "text_a", "s1"),
-    "sentence 2": ("sentence2", "sent2", "sentence_b", "sentence_2", "text2", "text_b", "s2"),
-    "score": ("score", "label", "similarity", "relatedness_score", "gold", "gold_score"),
-}
-ROLES = tuple(NAMES)
-
-
-@dataclass
-class PairsFile:
-    path: Path
-    pairs: list[Pair]
-    columns: tuple[str, str, str]  # as found: header names, or "#index"
-    score_range: tuple[float, float]
-    range_given: bool
 
 
 def parse_columns(text: str | None) -> list[str] | None:
@@ -74,72 +56,6 @@ def parse_range(text: str | None) -> tuple[float, float] | None:
     if not lo < hi:
         raise ValueError(f"--score-range needs LO < HI, got {text!r}")
     return lo, hi
-
-
-def _detect(table: Table) -> list[int]:
-    if table.header is not None:
-        lowered = [h.lower() for h in table.header]
-        found = [next((lowered.index(n) for n in NAMES[role] if n in lowered), None) for role in ROLES]
-        if all(i is not None for i in found):
-            return found  # type: ignore[return-value]
-        missing = [role for role, i in zip(ROLES, found, strict=True) if i is None]
-        raise DataFormatError(
-            f"{table.path}:1: cannot tell which column holds the {' and the '.join(missing)} (columns: "
-            f"{', '.join(table.header)}); name them with --columns S1,S2,SCORE (or a missing column?)"
-        )
-    sample = [fields for _, fields in table.rows[:100]]
-    width = min(len(f) for f in sample)
-    # a score column is numeric in most rows (a stray non-number is then reported on its own line)
-    numeric = [i for i in range(width) if 2 * sum(_is_number(f[i]) for f in sample) >= len(sample)]
-    text = [i for i in range(width) if i not in numeric]
-    if len(numeric) == 1 and len(text) == 2:
-        return [text[0], text[1], numeric[0]]
-    lineno = table.rows[0][0]
-    raise DataFormatError(
-        f"{table.path}:{lineno}: cannot detect the columns of a file without a header ({width} fields, "
-        f"{len(numeric)} numeric): pass --columns S1,S2,SCORE as 0-based indices (or a score is not a number?)"
-    )
-
-
-def read_pairs(
-    path: str | Path,
-    columns: Sequence[str | int] | None = None,
-    score_range: tuple[float, float] | None = None,
-    fmt: str | None = None,
-    extra_fields: bool = False,
-) -> PairsFile:
-    """Read (sentence 1, sentence 2, score) pairs; every malformed row is an error naming file:line, a row
-    with more or fewer fields than the header (or the first row) included, unless ``extra_fields`` (a layout
-    with trailing notes past the columns used, as STS-B's)."""
-    known = {n for names in NAMES.values() for n in names}
-    table = read_table(path, fmt=fmt, known=known, extra_fields=extra_fields)
-    if columns is not None:
-        if len(columns) != 3:
-            raise ValueError(f"columns must be (sentence 1, sentence 2, score), got {list(columns)}")
-        index = [column_index(table, spec, role) for spec, role in zip(columns, ROLES, strict=True)]
-    else:
-        index = _detect(table)
-    pairs: list[Pair] = []
-    for lineno, fields in table.rows:
-        s1, s2, raw = (cell(table, lineno, fields, i, role) for i, role in zip(index, ROLES, strict=True))
-        check_width(table, lineno, fields)  # after cell(): a used column's own "missing column" comes first
-        for role, value in (("sentence 1", s1), ("sentence 2", s2)):
-            if not isinstance(value, str) or not value.strip():
-                raise DataFormatError(f"{table.path}:{lineno}: {role} is empty or not text ({value!r})")
-        score = float(raw) if _is_number(raw) else None
-        if score is None or not math.isfinite(score):
-            raise DataFormatError(f"{table.path}:{lineno}: score {raw!r} is not a number")
-        if score_range is not None and not score_range[0] <= score <= score_range[1]:
-            raise DataFormatError(
-                f"{table.path}:{lineno}: score {score:g} is outside the given range {score_range[0]:g}..{score_range[1]:g}"
-            )
-        pairs.append((_norm(s1), _norm(s2), score))
-    if len(pairs) < 2:
-        raise DataFormatError(f"{table.path}: a correlation needs at least 2 pairs, found {len(pairs)}")
-    names = tuple(table.header[i] if table.header else f"#{i}" for i in index)
-    scores = [p[2] for p in pairs]
-    found_range = score_range or (min(scores), max(scores))
-    return PairsFile(table.path, pairs, names, found_range, score_range is not None)  # type: ignore[arg-type]
 
 
 def score_pairs(encode: EncodeFn, data: PairsFile) -> dict[str, Any]:

@@ -2,7 +2,8 @@
 
 A task's record holds its evaluator, its help line (``sentcl eval --help``), its formatter (the table the
 CLI and the report print) and, where it has one, its headline score (the one number a dev task, the grid
-and the model card read). Each evaluator returns a dict.
+and the model card read). Each evaluator returns a dict. A task implemented above this floor (MTEB's, in
+``sentcl.interop.mteb_adapter``) adds itself with ``register_task`` when its module is imported.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sentcl.data.scored_pairs import read_pairs
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.anisotropy import anisotropy
-from sentcl.evaluation.pairs import evaluate_pairs, read_pairs
+from sentcl.evaluation.pairs import evaluate_pairs
 from sentcl.evaluation.retrieval_eval import dev_split, evaluate_retrieval, read_beir
 from sentcl.evaluation.sts import evaluate_sts, evaluate_sts_dev, format_sts_table, main_score
 from sentcl.evaluation.transfer import PROTOCOLS, evaluate_transfer, format_transfer_table
@@ -47,14 +49,21 @@ class Task:
     dev: bool = False
 
 
-def _mteb_local(encode: EncodeFn, data_dir: Path) -> dict[str, Any]:
-    from sentcl.interop.mteb_adapter import evaluate_mteb_local  # mteb is an optional extra
-
-    return evaluate_mteb_local(encode, data_dir)
-
-
 def _stsb(result: Mapping[str, Any]) -> float:
     return main_score(result, "STSBenchmark")
+
+
+def _stsb_task(name: str, split: str, evaluate: Callable[..., dict[str, Any]]) -> Task:
+    """STS-B alone on one split ("test" or "dev"; a dev split may pick the best checkpoint)."""
+    return Task(
+        name,
+        f"STS-B {split} only",
+        lambda enc, d, protocol: evaluate(enc, d, tasks=("STSBenchmark",)),
+        format_sts_table,
+        headline=_stsb,
+        title=f"STS-B {split}",
+        dev=split == "dev",
+    )
 
 
 TASKS: dict[str, Task] = {
@@ -77,23 +86,8 @@ TASKS: dict[str, Task] = {
             title="STS-B dev / SICK-R trial",
             dev=True,
         ),
-        Task(
-            "stsb",
-            "STS-B test only",
-            lambda enc, d, protocol: evaluate_sts(enc, d, tasks=("STSBenchmark",)),
-            format_sts_table,
-            headline=_stsb,
-            title="STS-B test",
-        ),
-        Task(
-            "stsb_dev",
-            "STS-B dev only",
-            lambda enc, d, protocol: evaluate_sts_dev(enc, d, tasks=("STSBenchmark",)),
-            format_sts_table,
-            headline=_stsb,
-            title="STS-B dev",
-            dev=True,
-        ),
+        _stsb_task("stsb", "test", evaluate_sts),
+        _stsb_task("stsb_dev", "dev", evaluate_sts_dev),
         Task(
             "transfer",
             "the seven SentEval transfer tasks (SentEval's protocol, SimCSE's test mode: 10 folds)",
@@ -116,13 +110,17 @@ TASKS: dict[str, Task] = {
             "spectrum, random-pair cosine, cosine by gold",
             lambda enc, d, protocol: anisotropy(enc, d, split="test"),
         ),
-        Task(
-            "mteb",
-            "the seven STS tasks scored by mteb's own code, data from the local SentEval folder (offline)",
-            lambda enc, d, protocol: _mteb_local(enc, d),
-        ),
     )
 }
+
+
+def register_task(task: Task) -> None:
+    """Add a task that lives above evaluation (``sentcl.interop.mteb_adapter`` registers "mteb" when imported;
+    the CLI imports it). A name is registered once."""
+    if task.name in TASKS or task.name in GROUPS:
+        raise ValueError(f"evaluation task {task.name!r} is already registered")
+    TASKS[task.name] = task
+
 
 # composite names -> the tasks they run
 GROUPS: dict[str, tuple[str, ...]] = {"full": ("sts", "transfer"), "full_fast": ("sts", "transfer_fast")}

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from sentcl.data.scored_pairs import normalize_spaces as _norm
 from sentcl.paths import data_file
 
 # task -> (folder, file labelled 1, file labelled 0); SentEval's BinaryClassifierEval(pos, neg) order.
@@ -78,11 +79,6 @@ class LabelledPairs:
 
     def __len__(self) -> int:
         return len(self.first)
-
-
-def _norm(sentence: str) -> str:
-    """SentEval tokenises with str.split(); SimCSE's batcher joins the tokens with one space."""
-    return " ".join(sentence.split())
 
 
 def _read_lines(path: Path, encoding: str = "utf-8") -> list[str]:

@@ -31,10 +31,10 @@ from typing import Any
 
 import numpy as np
 
-from sentcl import __version__
 from sentcl.files import read_json
 from sentcl.index.shards import ShardSet
 from sentcl.install import extra_hint
+from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
 TYPES = ("flat", "ivf", "hnsw", "ivfpq")
@@ -209,7 +209,7 @@ def _save_folder(faiss: ModuleType, index: Any, meta: dict[str, Any], output: Pa
     """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``."""
     import json
 
-    from sentcl.training.checkpoint import atomic_dir_write
+    from sentcl.atomic import atomic_dir_write
 
     def write(tmp: Path) -> None:
         tmp.mkdir(parents=True)

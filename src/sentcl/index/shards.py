@@ -27,11 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from sentcl import __version__
 from sentcl.atomic import atomic_save_npy, atomic_write_json
 from sentcl.data.readers import decode_line
-from sentcl.files import read_json
-from sentcl.index.atomic import load_npy
+from sentcl.files import load_npy, read_json
+from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
 MANIFEST = "manifest.json"

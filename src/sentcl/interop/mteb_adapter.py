@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.evaluation.runner import Task, register_task
 from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.install import extra_hint
 from sentcl.paths import DataNotFoundError
@@ -132,3 +133,12 @@ def run_mteb_tasks(encode: EncodeFn, names: Sequence[str], batch_size: int = 128
                 f"({type(err).__name__}: {err}); offline, `--tasks mteb` runs the STS tasks from local files"
             ) from err
     return _run(mteb_encoder(encode), tasks, batch_size)
+
+
+register_task(
+    Task(
+        "mteb",
+        "the seven STS tasks scored by mteb's own code, data from the local SentEval folder (offline)",
+        lambda enc, d, protocol: evaluate_mteb_local(enc, d),
+    )
+)

@@ -273,9 +273,9 @@ def export_onnx(
     The folder is written whole into a temporary sibling and swapped in (a killed export leaves no partial
     OUT, and its temporary is removed by the next export). ``verbose``: onnxruntime's own log lines too.
     """
+    from sentcl.atomic import atomic_dir_write
     from sentcl.modeling.dual import DualEncoder
     from sentcl.modeling.open import open_model
-    from sentcl.training.checkpoint import atomic_dir_write
 
     out = Path(out)
     _check_out(out)

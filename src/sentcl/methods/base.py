@@ -31,7 +31,7 @@ from sentcl.registry import Registry
 
 if TYPE_CHECKING:
     from sentcl.training.companion import Companion
-from sentcl.training.rng import step_seed
+from sentcl.rng import step_seed
 
 Example = Any
 ViewFn = Callable[[Example], tuple[str, ...]]

@@ -10,9 +10,9 @@ from sentcl.config import ConfigError, TrainConfig, opt
 from sentcl.data.augment.repetition import WordRepetition
 from sentcl.data.readers import Corpus
 from sentcl.methods.base import Method, TemperatureOptions, register_method
+from sentcl.methods.momentum import MomentumQueue
 from sentcl.methods.views import positive_view_augmented
 from sentcl.objectives.esimcse import ESimCSELoss
-from sentcl.training.momentum import MomentumQueue
 
 
 @dataclass
@@ -48,7 +48,7 @@ def queue_size(cfg: TrainConfig) -> int:
 def esimcse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
     """ESimCSE: views (s, repeat(s)), InfoNCE with the momentum encoder's queue in the denominator.
 
-    The momentum encoder and its queue are the method's companion (:mod:`sentcl.training.momentum`): they
+    The momentum encoder and its queue are the method's companion (:mod:`sentcl.methods.momentum`): they
     live beside the model, are saved in ``training_state.pt`` and are not part of the saved model.
     """
     o: ESimCSEOptions = cfg.objective  # type: ignore[assignment]

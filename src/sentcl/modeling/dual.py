@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 
 from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder, embedding_matrix
-from sentcl.modeling.pooling import cosine_matrix
+from sentcl.similarity import cosine_matrix
 
 logger = logging.getLogger("sentcl")
 

@@ -23,8 +23,9 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 from sentcl.defaults import ENCODE_BATCH_SIZE, INFERENCE_MAX_LENGTH_CAP, POOLER, TRAIN_MAX_LENGTH
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.heads import DenseLayer, MLPHead
-from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, cosine_matrix, pool
+from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
+from sentcl.similarity import cosine_matrix
 from sentcl.types import Encoder
 
 SENTCL_CONFIG = "sentcl.json"
@@ -154,7 +155,7 @@ class SentenceEncoder(nn.Module):
                 str(path / HEAD_WEIGHTS),
             )
         dense = write_st_files(self, path)
-        if not sentence_transformers:
+        if not sentence_transformers or self.flow is not None:  # ST cannot express BERT-flow
             remove_st_files(path)
         meta.update({"dense": dense, "normalize": self.normalize_output})
         if self.postprocess is not None or self.flow is not None:

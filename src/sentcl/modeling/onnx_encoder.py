@@ -126,7 +126,7 @@ class OnnxEncoder:
     def similarity(self, a: Any, b: Any) -> np.ndarray:
         """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
         from sentcl.modeling.encoder import embedding_matrix
-        from sentcl.modeling.pooling import cosine_matrix
+        from sentcl.similarity import cosine_matrix
 
         return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
 

@@ -5,8 +5,10 @@ on top); ``avg`` averages the last layer over real tokens; ``avg_top2`` the last
 ``avg_first_last`` the first transformer layer (``hidden_states[1]``, as in the SimCSE code after its fix)
 and the last; ``mask`` is PromptBERT's [MASK] state of a template (modeling/prompt.py).
 
-Every pooler is declared once, in the torch-free table of ``sentcl/poolers.py`` (``POOLERS``,
-``HEADLESS_POOLERS`` are its names); ``POOLER_SPECS`` adds each one's function here.
+What a pooler is (its head, its layers, its prompt, its sentence-transformers equivalent, packed support) is
+declared once, in the torch-free table ``sentcl.poolers.POOLER_TABLE``; this module adds each name's function
+(``POOLER_FUNCTIONS``, which must cover the table exactly) and ``POOLER_SPECS``, the function beside the
+table's facts for the encoder. ``POOLERS`` and ``HEADLESS_POOLERS`` are the table's.
 """
 
 from __future__ import annotations
@@ -14,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import torch
 from torch import Tensor
 
-from sentcl.poolers import HEADLESS_POOLERS, POOLER_TABLE, POOLERS  # noqa: F401 - re-exported
+from sentcl.poolers import HEADLESS_POOLERS, POOLER_TABLE, POOLERS
 
 Pooler = Callable[[Sequence[Tensor], Tensor], Tensor]
 
@@ -61,7 +62,8 @@ def pool_mask(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor
     raise ValueError("pooler 'mask' needs the input ids and a prompt template: use SentenceEncoder")
 
 
-_FUNCTIONS: dict[str, Pooler] = {
+#: each pooler's function, by the name of its row in sentcl.poolers.POOLER_TABLE
+POOLER_FUNCTIONS: dict[str, Pooler] = {
     "cls": pool_cls,
     "cls_before_pooler": pool_cls,
     "avg": pool_avg,
@@ -69,13 +71,18 @@ _FUNCTIONS: dict[str, Pooler] = {
     "avg_first_last": pool_avg_first_last,
     "mask": pool_mask,
 }
-# the function of each pooler of the one table (sentcl/poolers.py), with that table's facts
+if set(POOLER_FUNCTIONS) != set(POOLER_TABLE):  # a new row of the table needs its function here, and back
+    raise ImportError(
+        f"pooler functions {sorted(POOLER_FUNCTIONS)} do not match the table {sorted(POOLER_TABLE)}"
+    )
+
 POOLER_SPECS: dict[str, PoolerSpec] = {
-    name: PoolerSpec(_FUNCTIONS[name], head=info.head, all_layers=info.all_layers, prompt=info.prompt)
+    name: PoolerSpec(POOLER_FUNCTIONS[name], head=info.head, all_layers=info.all_layers, prompt=info.prompt)
     for name, info in POOLER_TABLE.items()
 }
 # Poolers that read more than the last layer need output_hidden_states=True.
-NEEDS_ALL_LAYERS = frozenset(name for name, spec in POOLER_SPECS.items() if spec.all_layers)
+NEEDS_ALL_LAYERS = frozenset(name for name, info in POOLER_TABLE.items() if info.all_layers)
+__all__ = ["HEADLESS_POOLERS", "NEEDS_ALL_LAYERS", "POOLERS", "POOLER_SPECS", "pool", "pooler_spec"]
 
 
 def pooler_spec(name: str) -> PoolerSpec:
@@ -87,10 +94,3 @@ def pooler_spec(name: str) -> PoolerSpec:
 
 def pool(name: str, hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor:
     return pooler_spec(name).fn(hidden_states, attention_mask)
-
-
-def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
-    """cos(a_i, b_j) for all pairs: (N, D), (M, D) -> (N, M)."""
-    a = torch.nn.functional.normalize(a, dim=-1)
-    b = torch.nn.functional.normalize(b, dim=-1)
-    return a @ b.T

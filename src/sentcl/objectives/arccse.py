@@ -26,8 +26,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from sentcl.modeling.pooling import cosine_matrix
 from sentcl.objectives.base import Objective
+from sentcl.similarity import cosine_matrix
 
 #: arccos has an infinite derivative at +-1: cosines are clamped to [-1 + eps, 1 - eps] before it
 ARCCOS_EPS = 1e-6

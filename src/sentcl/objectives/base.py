@@ -1,7 +1,10 @@
 """What every objective is: a module from view embeddings (B, V, D) to a dict of scalars with ``loss``.
 
-Objectives never see the model, the tokenizer or the process rank; a batch's
-metadata (e.g. Quick-Thoughts' sentence positions) arrives as keyword tensors.
+An objective sees embeddings, not the model: ``forward`` gets the (B, V, D) views, and a batch's metadata (e.g.
+Quick-Thoughts' sentence positions, ESimCSE's queue of momentum embeddings) arrives as keyword tensors. The
+one exception is ``attach(model)``, through which an objective that trains its own module over the encoder
+gets the model once before training: the MLM objective (``sentcl.objectives.mlm``) builds its masked-LM head
+over the backbone and keeps the tokenizer to draw masks (``token_loss``). No objective sees the process rank.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 z (B, 2, D) = (h_i, h_i^+): view 0 the sentence, view 1 its word-repetition copy
 (:mod:`sentcl.data.augment.repetition`). ``queue`` (Q, D) holds sentence embeddings of the preceding
-batches from the momentum encoder (:class:`sentcl.training.momentum.MomentumQueue`), no gradient:
+batches from the momentum encoder (:class:`sentcl.methods.momentum.MomentumQueue`), no gradient:
 
     l_i = -log  e^{cos(h_i, h_i^+)/tau} / ( sum_j e^{cos(h_i, h_j^+)/tau} + sum_m e^{cos(h_i, q_m)/tau} )
 
@@ -17,8 +17,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from sentcl.modeling.pooling import cosine_matrix
 from sentcl.objectives.base import Objective
+from sentcl.similarity import cosine_matrix
 
 
 def queue_info_nce(anchors: Tensor, positives: Tensor, queue: Tensor | None, temperature: float) -> Tensor:

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sentcl.modeling.pooling import cosine_matrix
 from sentcl.objectives.base import Objective
+from sentcl.similarity import cosine_matrix
 
 SIMILARITIES = ("cosine", "dot")
 

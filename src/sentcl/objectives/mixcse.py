@@ -31,8 +31,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from sentcl.modeling.pooling import cosine_matrix
 from sentcl.objectives.base import Objective
+from sentcl.similarity import cosine_matrix
 
 PARTNERS = ("one", "all")
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from sentcl.data.readers import DataFormatError, read_lines, require_file
 from sentcl.data.tables import iter_csv_records
+from sentcl.defaults import ENCODE_BATCH_SIZE
 
 logger = logging.getLogger("sentcl")
 
@@ -61,7 +62,7 @@ def read_fit_sentences(paths: Sequence[str | Path], max_sentences: int | None = 
     return sentences[:max_sentences] if max_sentences else sentences
 
 
-def raw_vectors(encoder: Any, sentences: Sequence[str], batch_size: int = 64) -> np.ndarray:
+def raw_vectors(encoder: Any, sentences: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
     """The vectors the post-processing sees: the model's output before its final L2 normalisation (N, D)."""
     normalize = encoder.normalize_output
     encoder.normalize_output = False
@@ -77,7 +78,7 @@ def postprocess_model(
     encoder: Any,
     settings: PostprocessSettings,
     fit_files: Sequence[str | Path],
-    batch_size: int = 64,
+    batch_size: int = ENCODE_BATCH_SIZE,
     vectors: np.ndarray | None = None,
 ) -> Any:
     """Fit ``settings.method`` on the vectors of ``fit_files`` and attach it to ``encoder`` (returned).

@@ -28,9 +28,8 @@ FLOW_KEYS = ("dim", "levels", "depth", "width")
 
 
 def save_postprocess(encoder: Any, folder: Path) -> dict[str, Any]:
-    """Write the flow's weights (if any) into ``folder``; the sentcl.json entries to add."""
-    from sentcl.interop.sentence_transformers import remove_st_files
-
+    """Write the flow's weights (if any) into ``folder``; the sentcl.json entries to add. A folder with a flow
+    gets no sentence-transformers files: the encoder's ``save_pretrained`` leaves them out."""
     meta: dict[str, Any] = {}
     if encoder.postprocess is not None:
         meta["postprocess"] = encoder.postprocess
@@ -38,7 +37,6 @@ def save_postprocess(encoder: Any, folder: Path) -> dict[str, Any]:
         state = {k: v.detach().cpu().contiguous() for k, v in encoder.flow.state_dict().items()}
         save_file(state, str(folder / FLOW_WEIGHTS))
         meta["flow"] = encoder.flow.config.to_json()
-        remove_st_files(folder)
         logger.info(
             "%s: no sentence-transformers files: BERT-flow has no sentence-transformers module; load the "
             "folder with sentcl",

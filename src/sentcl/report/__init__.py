@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.paths import resolve_data_dir
 from sentcl.report.collect import ReportSource, ensure_results, open_source, read_trajectory
 from sentcl.report.markdown import render
@@ -57,7 +58,7 @@ def make_report(
     output: str | Path,
     eval_tasks: Sequence[str] = DEFAULT_TASKS,
     data_dir: str | Path | None = None,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     pooler: str | None = None,
 ) -> Report:
     """Write ``<output>/report.md`` and its figures for ``specs``; a figure whose data no source has is left out."""

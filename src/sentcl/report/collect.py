@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.evaluation.runner import evaluate, expand
 from sentcl.evaluation.sts import write_json
 from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
@@ -103,7 +104,11 @@ def open_source(spec: str, cache_dir: Path, pooler: str | None = None) -> Report
 
 
 def compute_tasks(
-    model: str, tasks: Sequence[str], data_dir: Path, batch_size: int = 128, pooler: str | None = None
+    model: str,
+    tasks: Sequence[str],
+    data_dir: Path,
+    batch_size: int = ENCODE_BATCH_SIZE,
+    pooler: str | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``model`` (run/best, a folder or short name) on ``tasks``; task -> result."""
     from sentcl.modeling.encode import encode_fn
@@ -125,7 +130,9 @@ def _has(results: dict[str, Any], task: str) -> bool:
     return task in results or any(t in results for t in SUBSTITUTES.get(task, ()))
 
 
-def ensure_results(source: ReportSource, tasks: Sequence[str], data_dir: Path, batch_size: int = 128) -> None:
+def ensure_results(
+    source: ReportSource, tasks: Sequence[str], data_dir: Path, batch_size: int = ENCODE_BATCH_SIZE
+) -> None:
     """Fill ``source.results`` with every task of ``tasks``: results.json, else the cache, else computed now."""
     needed = [t for t in expand(tasks) if not _has(source.results, t)]
     if not needed:

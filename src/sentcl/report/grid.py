@@ -7,7 +7,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentcl.experiments import METRICS, GridRow, GridSpec
+from sentcl.experiment_runs import GridRow
+from sentcl.experiments import METRICS, GridSpec
 from sentcl.report.plots import PIXELS, plot_grid_metric
 
 

@@ -3,36 +3,33 @@
 A run folder holds ``checkpoint-<step>/`` (model as a plain HF folder under ``model/`` plus
 ``training_state.pt``: optimizer, schedule, RNG states, counters) and ``best/`` (the best model by the dev
 score). Every file is fsynced before the rename, so a crash or a kill mid-write leaves only a ``.tmp-*``
-folder, never a half-written checkpoint (files: ``sentcl.atomic``, the project's one atomic writer). Replacing an existing folder (``best/``) swaps the two folders
-atomically where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two renames, and a
-kill between them leaves ``.old-best-*``, which ``recover_run_folder`` puts back on the next start.
+folder, never a half-written checkpoint (``sentcl.atomic.atomic_dir_write``, the project's one atomic folder
+writer; ``write_checkpoint_dir`` words its errors for a run). Replacing an existing folder (``best/``) swaps
+the two folders atomically where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two
+renames, and a kill between them leaves ``.old-best-*``, which ``recover_run_folder`` puts back on the next
+start.
 
-``training_state.pt`` (RNG states: ``sentcl.training.rng``) holds tensors and plain Python values only, so it is read with
+``training_state.pt`` (RNG states: ``sentcl.rng``) holds tensors and plain Python values only, so it is read with
 ``torch.load(weights_only=True)``: a crafted file cannot run code on ``--resume``.
 """
 
 from __future__ import annotations
 
-import ctypes
-import functools
 import logging
 import os
 import pickle
 import re
 import shutil
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import torch
-from safetensors import SafetensorError
 
-from sentcl.atomic import fsync_dir, fsync_tree
+from sentcl.atomic import STALE_RE, AtomicWriteError, atomic_dir_write
 
 logger = logging.getLogger(__name__)
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
-STALE_RE = re.compile(r"^\.(tmp|old)-(.+)-[0-9a-f]{8}$")  # the names atomic_dir_write uses
 STATE_FILE = "training_state.pt"
 
 
@@ -40,60 +37,15 @@ class CheckpointError(RuntimeError):
     """A checkpoint could not be written, or a saved training state cannot be trusted."""
 
 
-_RENAME_EXCHANGE = 2  # linux/fs.h
-_AT_FDCWD = -100
-
-
-@functools.cache
-def _renameat2() -> Callable[..., int] | None:
+def write_checkpoint_dir(target: Path, write: Callable[[Path], None]) -> None:
+    """``sentcl.atomic.atomic_dir_write`` in the checkpoint's words: a failed write raises ``CheckpointError``
+    naming the target and the OS's reason, and says that the previous checkpoints are kept."""
     try:
-        return ctypes.CDLL(None, use_errno=True).renameat2  # glibc >= 2.28
-    except (AttributeError, OSError):
-        return None
-
-
-def _exchange(a: Path, b: Path) -> bool:
-    """Atomically swap two paths (Linux renameat2); False where the OS or filesystem cannot."""
-    renameat2 = _renameat2()
-    if renameat2 is None:
-        return False
-    return renameat2(_AT_FDCWD, os.fsencode(a), _AT_FDCWD, os.fsencode(b), _RENAME_EXCHANGE) == 0
-
-
-def atomic_dir_write(target: Path, write: Callable[[Path], None]) -> None:
-    """Call ``write(tmp)`` on a fresh folder, fsync it, then put it in place of ``target``.
-
-    A failed write (a full disk, a read-only filesystem) removes the temporary folder and raises
-    ``CheckpointError`` naming the target and the OS's reason.
-    """
-    target = Path(target)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.parent / f".tmp-{target.name}-{uuid.uuid4().hex[:8]}"
-    try:
-        write(tmp)
-        fsync_tree(tmp)
-    except (OSError, SafetensorError) as err:
-        shutil.rmtree(tmp, ignore_errors=True)
-        if isinstance(err, SafetensorError) and "I/O error" not in str(err):
-            raise
-        reason = getattr(err, "strerror", None) or str(err)
+        atomic_dir_write(target, write)
+    except AtomicWriteError as err:
         raise CheckpointError(
-            f"could not write {target}: {reason} (the previous checkpoints are kept)"
+            f"could not write {err.target}: {err.reason} (the previous checkpoints are kept)"
         ) from err
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    if target.exists() and _exchange(tmp, target):
-        shutil.rmtree(tmp)  # now holds the old contents
-    else:
-        old = None
-        if target.exists():
-            old = target.parent / f".old-{target.name}-{uuid.uuid4().hex[:8]}"
-            target.rename(old)
-        tmp.rename(target)
-        if old is not None:
-            shutil.rmtree(old)
-    fsync_dir(target.parent)
 
 
 def recover_run_folder(run_dir: Path) -> None:

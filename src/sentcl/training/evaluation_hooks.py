@@ -19,8 +19,8 @@ from sentcl.files import read_json, write_json_strict
 from sentcl.interop.model_card import write_run_card
 from sentcl.modeling.encode import encode_fn
 from sentcl.modeling.open import open_model
-from sentcl.training.checkpoint import atomic_dir_write
-from sentcl.training.rng import preserved_rng
+from sentcl.rng import preserved_rng
+from sentcl.training.checkpoint import write_checkpoint_dir
 from sentcl.training.run import Run, RunState
 from sentcl.training.step import TrainingDiverged, check_finite_weights
 
@@ -108,7 +108,7 @@ class Evaluations:
         distributed.barrier()
 
     def keep_best(self, state: RunState) -> None:
-        atomic_dir_write(self.run.out / "best", lambda folder: self.save_best(folder, state))
+        write_checkpoint_dir(self.run.out / "best", lambda folder: self.save_best(folder, state))
 
     def keep_last(self, state: RunState) -> None:
         """``eval_steps: 0`` (no dev evaluation): the last step's model is ``best/``, its dev score null."""

@@ -24,7 +24,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sentcl.training.rng import RngSnapshot
+from sentcl.rng import RngSnapshot
 
 #: embed one chunk: (rows of b examples, b) -> (b, V, D)
 EmbedFn = Callable[[dict[str, Tensor], int], Tensor]
@@ -79,28 +79,3 @@ class CachedEmbeddings:
             state.restore()
             self.embed_chunk(rows, count).float().backward(g)
         self.end_state.restore()
-
-
-def gradcache_step(
-    model: torch.nn.Module,
-    batch: dict[str, Tensor],
-    method: Any,
-    num_examples: int,
-    chunk_size: int,
-    precision: str,
-    device: torch.device | str,
-    scaler: torch.amp.GradScaler | None = None,
-) -> dict[str, Tensor]:
-    """``forward_loss`` in chunks of ``chunk_size`` examples (the name bench/ and older callers use)."""
-    from sentcl.training.step import forward_loss
-
-    return forward_loss(
-        model,
-        batch,
-        method,
-        num_examples,
-        chunk_size=chunk_size,
-        precision=precision,
-        device=device,
-        scaler=scaler,
-    )

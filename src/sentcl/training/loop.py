@@ -27,9 +27,9 @@ from sentcl.config import TrainConfig
 from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation, example_key
 from sentcl.methods import Method, build_method, method_spec
 from sentcl.modeling.build import build_encoder
+from sentcl.rng import step_seed
 from sentcl.training.batch_source import BatchSource
 from sentcl.training.evaluation_hooks import Evaluations
-from sentcl.training.rng import step_seed
 from sentcl.training.run import (
     Optimization,
     Run,

@@ -19,20 +19,20 @@ from sentcl.data.readers import Corpus
 from sentcl.data.sources import read_training_data
 from sentcl.data.streaming import StreamingCorpus
 from sentcl.paths import data_file, resolve_data_dir
+from sentcl.rng import rng_state, set_rng_state
 from sentcl.training.allocator import fix_mmap_threshold
 from sentcl.training.checkpoint import (
     STATE_FILE,
-    atomic_dir_write,
     load_latest_state,
     prune_checkpoints,
     recover_run_folder,
     save_state,
+    write_checkpoint_dir,
 )
 from sentcl.training.companion import Companion
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import grad_scaler, resolve_device
 from sentcl.training.provenance import write_provenance
-from sentcl.training.rng import rng_state, set_rng_state
 from sentcl.training.run_folder import file_fingerprint, prepare_output_dir
 from sentcl.training.step import check_finite_grad_norm, check_finite_loss, check_finite_weights
 from sentcl.training.tracking import Tracker
@@ -219,7 +219,7 @@ def save_checkpoint(
             payload["companion"] = companion.state_dict()
         save_state(payload, tmp / STATE_FILE)
 
-    atomic_dir_write(run.out / f"checkpoint-{state.global_step}", write)
+    write_checkpoint_dir(run.out / f"checkpoint-{state.global_step}", write)
     prune_checkpoints(run.out, KEEP_CHECKPOINTS)
     recover_run_folder(run.out)  # stale temporaries of an earlier interrupted write
 

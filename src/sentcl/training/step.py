@@ -11,42 +11,18 @@ from torch import Tensor, nn
 
 from sentcl import distributed
 from sentcl.data.augment.features import input_embeddings
-from sentcl.data.collate import collate
-from sentcl.methods import Example, Method
+from sentcl.methods import Method
+from sentcl.modeling.bucketing import bucketed
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.modeling.packed import packed_encode, supports
 from sentcl.objectives.mlm import add_mlm
-from sentcl.training.bucketing import bucketed
+from sentcl.rng import generators_of
+from sentcl.training.batch_source import per_view
 from sentcl.training.gradcache import CachedEmbeddings, chunk_rows
-from sentcl.training.packed import packed_encode, supports
 from sentcl.training.precision import autocast
-from sentcl.training.rng import generators_of
 
 Encoder = SentenceEncoder | DualEncoder
-
-
-def make_batch(examples: Sequence[Example], method: Method, model: Encoder) -> dict[str, Tensor]:
-    """Tokenize every view of every example: input_ids (B·V, L), example-major."""
-    views = [method.views(example) for example in examples]
-    return collate(views, model.tokenizer, model.train_max_length)
-
-
-def _per_view(tensor: Tensor, num_examples: int, num_views: int) -> Tensor:
-    return tensor.view(num_examples, num_views, *tensor.shape[1:])  # (B, V, ...)
-
-
-def augment_tokens(batch: dict[str, Tensor], method: Method, num_examples: int) -> dict[str, Tensor]:
-    """Apply each view's token augmentation to that view's rows of the flat batch."""
-    if not method.token_augment:
-        return batch
-    ids = batch["input_ids"].clone()
-    mask = batch["attention_mask"].clone()
-    ids_v = _per_view(ids, num_examples, method.num_views)  # (B, V, L)
-    mask_v = _per_view(mask, num_examples, method.num_views)  # (B, V, L)
-    for v, augment in enumerate(method.token_augment):
-        if augment is not None:
-            ids_v[:, v], mask_v[:, v] = augment(ids_v[:, v], mask_v[:, v])
-    return {**batch, "input_ids": ids, "attention_mask": mask}
 
 
 def _augmented_embeddings(
@@ -55,7 +31,7 @@ def _augmented_embeddings(
     """Word embeddings of the flat batch with each view's feature augmentation applied: (B·V, L, H)."""
     assert method.embedding_augment is not None
     embeds = input_embeddings(model.backbone, batch["input_ids"])  # (B·V, L, H)
-    embeds_v = _per_view(embeds, num_examples, method.num_views)  # (B, V, L, H)
+    embeds_v = per_view(embeds, num_examples, method.num_views)  # (B, V, L, H)
     parts = [
         augment(embeds_v[:, v]) if augment is not None else embeds_v[:, v]
         for v, augment in enumerate(method.embedding_augment)
@@ -77,9 +53,9 @@ def embed_views(
     With ``share_dropout_mask`` only view 0 is encoded and reused for every view, which is exactly
     "the same dropout mask for both views" without a second code path in the model. A DualEncoder
     sends view 0 through f and the other views through g. ``length_buckets`` > 0 runs each encoder on at
-    most that many length-sorted micro-batches per head activation (training.bucketing; exact), 0 on the
+    most that many length-sorted micro-batches per head activation (modeling.bucketing; exact), 0 on the
     padded batch in one call. ``packed_tokens`` runs a supported (BERT) encoder on the real tokens only
-    (sentcl.training.packed; exact), taking precedence over ``length_buckets``; others fall back to those.
+    (sentcl.modeling.packed; exact), taking precedence over ``length_buckets``; others fall back to those.
     """
     num_views = method.num_views
     acts = method.head_activation
@@ -88,8 +64,8 @@ def embed_views(
             raise ValueError("two encoders support neither feature augmentations nor a shared dropout mask")
         if not length_buckets and not packed_tokens:
             return model.embed_views(batch, num_examples, num_views, acts)
-        first = {k: _per_view(v, num_examples, num_views)[:, :1].flatten(0, 1) for k, v in batch.items()}
-        rest = {k: _per_view(v, num_examples, num_views)[:, 1:].flatten(0, 1) for k, v in batch.items()}
+        first = {k: per_view(v, num_examples, num_views)[:, :1].flatten(0, 1) for k, v in batch.items()}
+        rest = {k: per_view(v, num_examples, num_views)[:, 1:].flatten(0, 1) for k, v in batch.items()}
         z_f = _encode_views(
             model.f, first, num_examples, acts[:1] if acts else None, length_buckets, packed_tokens
         )
@@ -98,7 +74,7 @@ def embed_views(
         )
         return torch.cat([z_f, z_g], dim=1)  # (B, 1, D) + (B, V-1, D) -> (B, V, D)
     if method.share_dropout_mask:
-        rows = {k: _per_view(v, num_examples, num_views)[:, 0] for k, v in batch.items()}  # (B, L) each
+        rows = {k: per_view(v, num_examples, num_views)[:, 0] for k, v in batch.items()}  # (B, L) each
         z = _encode_views(model, rows, num_examples, None, length_buckets, packed_tokens)  # (B, 1, D)
         return z.expand(-1, num_views, -1)  # (B, V, D)
     if method.embedding_augment:
@@ -137,7 +113,7 @@ def _encode_views(
     for act, views in groups.items():
         part = rows
         if len(views) < num_views:
-            part = {k: _per_view(v, num_examples, num_views)[:, views].flatten(0, 1) for k, v in rows.items()}
+            part = {k: per_view(v, num_examples, num_views)[:, views].flatten(0, 1) for k, v in rows.items()}
         z = bucketed(lambda r, act=act: encoder(**r, head_activation=act), part, length_buckets)  # (B·g, D)
         z = z.view(num_examples, len(views), z.size(-1))  # (B, g, D)
         if len(groups) == 1:

@@ -8,8 +8,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from sentcl.rng import RngSnapshot, preserved_rng, rng_state, set_rng_state, step_seed
 from sentcl.training.checkpoint import load_state, save_state
-from sentcl.training.rng import RngSnapshot, preserved_rng, rng_state, set_rng_state, step_seed
 
 
 def test_step_seed_by_hand() -> None:

@@ -10,28 +10,20 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import assert_same_step, backward_outputs
+from helpers.data import VERY_MIXED_LENGTH_SENTENCES
+from helpers.steps import assert_same_step, backward_outputs
 from torch import Tensor
 
 from sentcl.data.augment.features import FeatureCutoff
 from sentcl.methods import Method, duplicate_view
+from sentcl.modeling.bucketing import row_lengths, split_points
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE
-from sentcl.training.bucketing import row_lengths, split_points
-from sentcl.training.step import embed_views, make_batch
+from sentcl.training.batch_source import make_batch
+from sentcl.training.step import embed_views
 
-SENTENCES = [
-    "a man plays guitar",
-    "the dog runs in the garden near the river and the cat sits on the wall of the old red house "
-    "while a child reads a book about the market and the bank",
-    "cat",
-    "the market falls and the bank said the stock price falls",
-    "a young woman is riding a horse on the road",
-    "big red car",
-    "the cat sits",
-    "a child reads a book in the garden near the river while the dog runs",
-]
+SENTENCES = VERY_MIXED_LENGTH_SENTENCES
 B = len(SENTENCES)
 
 

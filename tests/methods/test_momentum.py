@@ -8,8 +8,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from sentcl.methods.momentum import MomentumQueue
 from sentcl.training.companion import Companion
-from sentcl.training.momentum import MomentumQueue
 
 
 class Toy(nn.Module):

@@ -8,25 +8,19 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import assert_same_step, backward_outputs
+from helpers.data import VERY_MIXED_LENGTH_SENTENCES
+from helpers.steps import assert_same_step, backward_outputs
 from transformers import RobertaConfig, RobertaModel
 
 from sentcl.config import TrainingConfig
 from sentcl.methods import Method, duplicate_view
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.modeling.packed import packed_encode, supports
 from sentcl.objectives.infonce import InfoNCE
-from sentcl.training.packed import packed_encode, supports
-from sentcl.training.step import embed_views, forward_loss, make_batch
+from sentcl.training.batch_source import make_batch
+from sentcl.training.step import embed_views, forward_loss
 
-SENTENCES = [
-    "a man plays guitar",
-    "the dog runs in the garden near the river and the cat sits on the wall of the old red house "
-    "while a child reads a book about the market and the bank",
-    "cat",
-    "the market falls and the bank said the stock price falls",
-    "big red car",
-    "a child reads a book in the garden near the river while the dog runs",
-]
+SENTENCES = VERY_MIXED_LENGTH_SENTENCES
 B = len(SENTENCES)
 
 

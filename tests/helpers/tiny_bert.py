@@ -1,0 +1,50 @@
+"""A tiny random BERT built from a config (no download): 2 layers, 32 wide, a word-piece vocabulary of a few
+dozen words and every letter."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from transformers import BertConfig, BertModel, BertTokenizerFast
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = (
+    "a the man woman child dog cat horse bird car road house city river tree garden music guitar piano song "
+    "is are was plays playing rides riding eats eating runs running walks walking sits sitting reads reading "
+    "big small red green blue old young happy sad fast slow on in at with near under over and of to "
+    "market stock price rises falls company bank news report said year day night morning team game wins"
+).split()
+# Also cover the letters so that any STS word tokenizes into known word pieces instead of [UNK] only.
+LETTERS = list("abcdefghijklmnopqrstuvwxyz0123456789.,'\"-")
+
+
+def write_vocab(folder: Path) -> Path:
+    vocab = (
+        SPECIALS + sorted(set(WORDS)) + [c for c in LETTERS if c not in WORDS] + [f"##{c}" for c in LETTERS]
+    )
+    path = folder / "vocab.txt"
+    path.write_text("\n".join(vocab) + "\n", encoding="utf-8")
+    return path
+
+
+def build_tiny_bert(folder: Path, seed: int = 0) -> Path:
+    """A 2-layer, 32-wide random BERT and a word-piece tokenizer, saved as a plain HF folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    # transformers 5 ignores vocab_file= here (the tokenizer silently ends up with 5 tokens); vocab= works
+    tokenizer = BertTokenizerFast(vocab=str(write_vocab(folder)), do_lower_case=True)
+    assert tokenizer.vocab_size > len(SPECIALS) + len(WORDS), "tiny tokenizer lost its vocabulary"
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+        hidden_dropout_prob=0.1,
+        attention_probs_dropout_prob=0.1,
+    )
+    torch.manual_seed(seed)
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder

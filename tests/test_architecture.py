@@ -1,0 +1,157 @@
+"""The house's structure, checked with ``ast`` (tests/helpers/import_graph.py): no import cycle, imports only go
+down the floors (but for a short allow-list, each with its reason in docs/architecture.md), every module on the
+map of docs/architecture.md and nothing on it that does not exist, no function over 90 lines."""
+
+from __future__ import annotations
+
+import ast
+import re
+import textwrap
+from pathlib import Path
+
+import pytest
+from helpers.import_graph import (
+    FLOORS,
+    SRC,
+    cycle_path,
+    cycles,
+    floor_of,
+    import_graph,
+    module_names,
+    upward_imports,
+)
+
+MAP = Path(__file__).resolve().parents[1] / "docs" / "architecture.md"
+MAX_FUNCTION_LINES = 90
+
+#: The imports allowed to go up the floors (at most 3), each with its one-line reason, which the map repeats.
+ALLOWED_UPWARD: dict[tuple[str, str], str] = {
+    ("sentcl.training.evaluation_hooks", "sentcl.interop.model_card"): (
+        "a run saves its best model with the Hugging Face model card"
+    ),
+}
+
+TREE_LINE = re.compile(r"^(?P<indent>(?:[│ ]   )*)[├└]── (?P<name>\S+)")
+
+
+def map_modules(text: str) -> set[str]:
+    """The .py files of the map's tree (the first ``src/sentcl/`` code block), as paths under src/sentcl."""
+    block = text.split("```text\nsrc/sentcl/\n", 1)[1].split("```", 1)[0]
+    stack: list[str] = []
+    found: set[str] = set()
+    for line in block.splitlines():
+        match = TREE_LINE.match(line)
+        if match is None:
+            continue
+        depth, name = len(match["indent"]) // 4, match["name"]
+        del stack[depth:]
+        if name.endswith("/"):
+            stack.append(name.rstrip("/"))
+        elif name.endswith(".py"):
+            found.add("/".join([*stack, name]))
+    return found
+
+
+def long_functions(src: Path = SRC, limit: int = MAX_FUNCTION_LINES) -> list[str]:
+    """``path:line name (N lines)`` of every function or method longer than ``limit`` lines."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                start = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+                length = node.end_lineno - start + 1  # type: ignore[operator]
+                if length > limit:
+                    found.append(f"{path.relative_to(src.parent)}:{node.lineno} {node.name} ({length} lines)")
+    return found
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    graph = import_graph()
+    found = [" -> ".join(cycle_path(graph, component)) for component in cycles(graph)]
+    assert not found, "import cycles:\n" + "\n".join(found)
+
+
+def test_imports_go_down_the_floors_but_for_the_allowed_few() -> None:
+    assert len(ALLOWED_UPWARD) <= 3
+    upward = upward_imports(import_graph())
+    unexpected = [f"{a} -> {b}" for a, b in upward if (a, b) not in ALLOWED_UPWARD]
+    assert not unexpected, "imports up the floors (move the helper down):\n" + "\n".join(unexpected)
+    stale = [f"{a} -> {b}" for a, b in ALLOWED_UPWARD if (a, b) not in upward]
+    assert not stale, "allowed upward imports that no longer exist (remove them):\n" + "\n".join(stale)
+
+
+def test_every_allowed_upward_import_is_explained_on_the_map() -> None:
+    text = MAP.read_text(encoding="utf-8")
+    for (a, b), reason in ALLOWED_UPWARD.items():
+        assert f"`{a}` → `{b}`: {reason}" in text, (a, b)
+
+
+def test_every_module_stands_on_a_floor() -> None:
+    for module in module_names():
+        floor_of(module)  # raises naming the module
+    assert [len(keys) > 0 for keys in FLOORS] == [True] * len(FLOORS)
+
+
+def test_the_map_names_every_module_and_nothing_else() -> None:
+    on_map = map_modules(MAP.read_text(encoding="utf-8"))
+    on_disk = {str(p.relative_to(SRC)) for p in SRC.rglob("*.py")}
+    assert sorted(on_disk - on_map) == [], "modules missing from docs/architecture.md"
+    assert sorted(on_map - on_disk) == [], "docs/architecture.md names modules that do not exist"
+
+
+def test_no_function_is_over_90_lines() -> None:
+    assert long_functions() == []
+
+
+# ---------------------------------------------------------------- the checks themselves, on a made-up package
+
+
+def write_package(root: Path, files: dict[str, str]) -> Path:
+    src = root / "sentcl"
+    for name, text in files.items():
+        path = src / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(textwrap.dedent(text), encoding="utf-8")
+    return src
+
+
+def test_the_graph_counts_function_imports_and_skips_type_checking(tmp_path: Path) -> None:
+    src = write_package(
+        tmp_path,
+        {
+            "__init__.py": "",
+            "files.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from sentcl.cli import x\n",
+            "data/__init__.py": "",
+            "data/a.py": "def f():\n    from sentcl.training import b\n",
+            "training/__init__.py": "",
+            "training/b.py": "from sentcl.data import a\nimport sentcl.files\n",
+            "cli/__init__.py": "from . import helper\n",
+            "cli/helper.py": "from ..files import *\n",
+        },
+    )
+    graph = import_graph(src)
+    assert graph["sentcl.files"] == set()  # the TYPE_CHECKING import does not count
+    assert graph["sentcl.data.a"] == {"sentcl.training.b"}  # a function-level import does
+    assert graph["sentcl.training.b"] == {"sentcl.data.a", "sentcl.files"}
+    assert graph["sentcl.cli"] == {"sentcl.cli.helper"} and graph["sentcl.cli.helper"] == {"sentcl.files"}
+    assert cycles(graph) == [["sentcl.data.a", "sentcl.training.b"]]
+    assert cycle_path(graph, ["sentcl.data.a", "sentcl.training.b"]) == [
+        "sentcl.data.a",
+        "sentcl.training.b",
+        "sentcl.data.a",
+    ]
+    assert upward_imports(graph) == [("sentcl.data.a", "sentcl.training.b")]
+
+
+def test_the_map_reader_and_the_length_check(tmp_path: Path) -> None:
+    text = "```text\nsrc/sentcl/\n├── a.py   one\n├── pkg/\n│   ├── __init__.py\n│   └── b.py  two\n└── c.py\n```\n"
+    assert map_modules(text) == {"a.py", "pkg/__init__.py", "pkg/b.py", "c.py"}
+    body = "\n".join(f"    x{i} = {i}" for i in range(89))
+    src = write_package(tmp_path, {"m.py": f"def ok():\n{body}\n\n\n@staticmethod\ndef long():\n{body}\n"})
+    assert long_functions(src) == ["sentcl/m.py:94 long (91 lines)"]
+
+
+@pytest.mark.parametrize("module", ["sentcl.rng", "sentcl.data.readers", "sentcl.cli.train", "sentcl"])
+def test_floors_are_ordered_bottom_first(module: str) -> None:
+    expected = {"sentcl.rng": 0, "sentcl.data.readers": 1, "sentcl.cli.train": 7, "sentcl": 7}[module]
+    assert floor_of(module) == expected
