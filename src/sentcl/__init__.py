@@ -1,7 +1,13 @@
 """sentcl: sentence embeddings by contrastive learning (SimCSE and its family)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from sentcl.config import TrainConfig, load_config
-from sentcl.modeling.encoder import SentenceEncoder
+
+if TYPE_CHECKING:
+    from sentcl.modeling.encoder import SentenceEncoder
 
 __version__ = "0.1.0"
 
@@ -34,6 +40,15 @@ def evaluate(
         tasks or ["sts"],
         transfer_protocol=transfer_protocol,
     )
+
+
+def __getattr__(name: str) -> Any:
+    """``sentcl.SentenceEncoder`` is imported on first use: reading a config never loads torch."""
+    if name == "SentenceEncoder":
+        from sentcl.modeling.encoder import SentenceEncoder
+
+        return SentenceEncoder
+    raise AttributeError(f"module 'sentcl' has no attribute {name!r}")
 
 
 __all__ = ["SentenceEncoder", "TrainConfig", "evaluate", "load_config", "train"]
