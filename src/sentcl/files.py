@@ -100,6 +100,12 @@ def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def cut(text: object, limit: int = PREVIEW_CHARS) -> str:
+    """``str(text)`` cut to ``limit`` characters (for names echoed as written, e.g. a key)."""
+    text = str(text) if isinstance(text, str) else preview(text, limit)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 class _StrictLoader(yaml.SafeLoader):
     """SafeLoader that refuses a key written twice in one mapping (PyYAML silently keeps the last)."""
 

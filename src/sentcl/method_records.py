@@ -9,11 +9,15 @@ The model card and the README's table read these records.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from typing import Any
 
 from sentcl import method_options as o
+from sentcl.files import cut, preview
 from sentcl.objective_config import ObjectiveConfig
 from sentcl.registry import Registry
+from sentcl.typed_config import ConfigError, describe_fields
 
 
 @dataclass(frozen=True)
@@ -55,9 +59,7 @@ _SIMCSE = dict(
     "author={Gao, Tianyu and Yao, Xingcheng and Chen, Danqi}, booktitle={EMNLP}, year={2021}}",
 )
 _PROMPTBERT = "Jiang et al.: PromptBERT: Improving BERT Sentence Embeddings with Prompts. EMNLP 2022."
-_SEED_003 = (
-    "sentcl's research seed 003 (token cutoff + triplet; no published paper): Tables 1-2 of the seed document."
-)
+_SEED_003 = "sentcl's research seed 003 (token cutoff + triplet; no published paper): Tables 1-2 of the seed document."
 _STS7 = "7-task STS average (STS12-16, STS-B, SICK-R; Spearman x 100), BERT-base"
 
 _RECORDS = (
@@ -168,10 +170,42 @@ for _record in _RECORDS:
 def method_record(name: object) -> MethodRecord:
     """The record of method ``name``; an unknown name (or a non-string) lists the valid ones."""
     if not isinstance(name, str) or name not in METHODS:
-        raise KeyError(f"unknown method {name!r}; valid: {', '.join(METHODS.names())}")
+        raise KeyError(f"unknown method {preview(name)}; valid: {', '.join(METHODS.names())}")
     return METHODS.build(name)
 
 
 def option_classes() -> dict[str, type[ObjectiveConfig]]:
     """Method name -> its options class, for every registered method."""
     return {name: METHODS.build(name).options for name in METHODS.names()}
+
+
+def objective_options(name: object) -> type[ObjectiveConfig]:
+    """The options class of method ``name`` (``objective.name``); an unknown name is a ConfigError."""
+    try:
+        return method_record(name).options
+    except KeyError as err:
+        raise ConfigError(f"objective.name: {err.args[0]}") from None
+
+
+def unknown_objective_key(key: str, data: dict[str, Any]) -> ConfigError:
+    """``objective.margin is not an option of unsup_simcse (it is an option of cutoff_triplet); its options: ...``"""
+    method = data.get("name", ObjectiveConfig.name)
+    base = [f.name for f in dataclasses.fields(ObjectiveConfig)]
+    own = [f.name for f in dataclasses.fields(objective_options(method)) if f.name not in base]
+    owners = [m for m, c in option_classes().items() if key in {f.name for f in dataclasses.fields(c)}]
+    of = f" (it is an option of {', '.join(owners)})" if owners else ""
+    options = ", ".join([base[0], *own, *base[1:]])
+    return ConfigError(f"objective.{cut(key)} is not an option of {method}{of}; its options: {options}")
+
+
+def describe_objective(prefix: str) -> list[tuple[str, str, str]]:
+    """--help rows of ``objective:``: the base options, then each method's own options, marked ``[method]``."""
+    rows = describe_fields(ObjectiveConfig, prefix)
+    base = {f.name for f in dataclasses.fields(ObjectiveConfig)}
+    for method, options in option_classes().items():
+        rows.extend(
+            (k, d, f"[{method}] {h}")
+            for k, d, h in describe_fields(options, prefix)
+            if k.rsplit(".", 1)[-1] not in base
+        )
+    return rows

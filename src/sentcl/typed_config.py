@@ -141,10 +141,7 @@ def _leaf(value: Any, annotation: Any, name: str) -> Any:
         value = value.resolve(annotation, name)
     value = _float_from_text(value, annotation)
     if not _type_ok(value, annotation):
-        raise ConfigError(
-            f"{name}={preview(value)} has the wrong type ({type(value).__name__}); expected "
-            f"{_type_name(annotation)}"
-        )
+        raise ConfigError(f"{name}={preview(value)} has the wrong type; expected {_type_name(annotation)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{name}={value!r} is not a finite number")
     return _coerce(value, annotation)
