@@ -102,21 +102,32 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
 
 
-@dataclasses.dataclass(frozen=True)
-class RawText:
-    """A ``--set`` value that YAML cannot read (``[1``, ``a : b``): the raw text, kept until the field's type
-    is known. A string field takes it as written; any other field is an error saying how to quote it."""
+class RawText(str):
+    """A ``--set`` value given as text: YAML could not read it (``[1``, ``a : b``; ``problem`` says why), or it
+    read as a string (``problem`` None). Kept until the field's type is known: a string field takes it as
+    written, a list-of-strings field as its one item (``--set model.prompt_templates=...``); any other field
+    gets the ordinary type check, or, for text YAML could not read, an error saying how to quote it."""
 
-    text: str
-    problem: str
+    problem: str | None
+
+    def __new__(cls, text: str, problem: str | None = None) -> RawText:
+        self = super().__new__(cls, text)
+        self.problem = problem
+        return self
+
+    @property
+    def text(self) -> str:
+        return str.__str__(self)
 
     def resolve(self, annotation: Any, name: str) -> Any:
         if _type_ok(self.text, annotation):
             return self.text
         if _type_ok([self.text], annotation):  # a list of strings: this one string
             return [self.text]
+        if self.problem is None:
+            return self.text
         raise ConfigError(
-            f"--set {name}={preview(self.text)}: the value is not valid YAML ({self.problem}); write a "
+            f"--set {name}={preview(self.text)}: the value is not valid YAML ({self.problem}); write a value of type "
             f"{_type_name(annotation)} (quote text with single quotes inside the argument: "
             f"--set \"{name}='...'\")"
         )
@@ -126,11 +137,11 @@ def _section(value: Any, name: str) -> dict[str, Any]:
     """A section's data: a mapping; null (or absent) means all defaults; anything else is an error."""
     if value is None:
         return {}
-    if isinstance(value, RawText) or not isinstance(value, dict):
+    if not isinstance(value, dict):
         shown = value.text if isinstance(value, RawText) else value
         raise ConfigError(
             f"{name} must be a mapping of its settings (null or absent: the defaults), got "
-            f"{type(shown).__name__} {preview(shown)}"
+            f"{'str' if isinstance(value, str) else type(value).__name__} {preview(shown)}"
         )
     return value
 
@@ -205,7 +216,7 @@ def parse_override(text: str) -> tuple[list[str], Any]:
         if "alias" in str(err) or "duplicate key" in str(err) or "nested too deeply" in str(err):
             raise
         return key.strip().split("."), RawText(raw, str(err).split(": ", 1)[-1].splitlines()[0])
-    return key.strip().split("."), value
+    return key.strip().split("."), RawText(value) if isinstance(value, str) else value
 
 
 def merge_override(data: dict[str, Any], keys: list[str], value: Any) -> None:

@@ -142,6 +142,18 @@ def build_method(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenize
     return method
 
 
+def check_scores_vary(corpus: Corpus, method: str, score: Callable[[Example], float]) -> None:
+    """A ranking loss on gold scores learns nothing when every score is equal (loss 0, weights unchanged):
+    a ConfigError naming the file, as ``sentcl eval --pairs`` refuses constant scores."""
+    scores = {score(example) for example in corpus.examples}
+    if len(scores) < 2:
+        value = next(iter(scores), None)
+        raise ConfigError(
+            f"{method}: every score in {corpus.path} is {value!r}; a ranking loss on scores needs two or more "
+            "different scores (it would train nothing)"
+        )
+
+
 def check_examples(corpus: Corpus, ok: Callable[[Example], bool], method: str, needs: str, hint: str) -> None:
     """The first example that ``ok`` rejects is a ConfigError naming its index and file: ``method`` needs
     ``needs`` examples (``hint``: which settings to check)."""

@@ -11,7 +11,7 @@ from transformers import PreTrainedTokenizerBase
 from sentcl.config import TrainConfig
 from sentcl.data.readers import Corpus
 from sentcl.method_options import CoSENTOptions
-from sentcl.methods.base import Example, Method, check_examples, register_method
+from sentcl.methods.base import Example, Method, check_examples, check_scores_vary, register_method
 from sentcl.objectives.cosent import CoSENT
 
 
@@ -44,6 +44,7 @@ def cosent(cfg: TrainConfig, o: CoSENTOptions, corpus: Corpus, tokenizer: PreTra
         "(sentence1, sentence2, score)",
         "data.reader must be scored_pairs or stsb",
     )
+    check_scores_vary(corpus, "cosent", lambda example: float(example[2]))
     return Method(
         views=lambda example: (example[0], example[1]),
         objective=CoSENT(o.scale),
