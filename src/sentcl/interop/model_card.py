@@ -18,19 +18,12 @@ import yaml
 
 from sentcl.atomic import atomic_write_text
 from sentcl.evaluation.sts import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
+from sentcl.method_records import METHODS, method_record
 
 CARD_FILE = "README.md"
 _STS_RESULTS = ("sts", "stsb")  # final results shaped as evaluate_sts's, shown as tables
 # sentcl's short offline names -> their hub ids (the card's base_model must be a hub id)
 _HUB_IDS = {"all-MiniLM-L6-v2": "sentence-transformers/all-MiniLM-L6-v2"}
-_PAPERS = {
-    "unsup_simcse": "SimCSE (Gao et al., 2021), unsupervised: dropout noise as the positive",
-    "sup_simcse": "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
-    "quick_thoughts": "Quick-Thoughts (Logeswaran & Lee, 2018): classify the context sentences",
-    "cutoff_triplet": "token cutoff views with a triplet term",
-    "promptbert": "PromptBERT (Jiang et al., 2022): the [MASK] state of a template, two templates as the positive",
-    "sncse": "SNCSE (Wang et al., 2022): PromptBERT's [MASK] state + the negation as a soft negative (BML)",
-}
 
 
 def base_model_id(name_or_path: str) -> str:
@@ -96,6 +89,28 @@ _PLAIN_POOLING = {
 }
 
 
+def _method_section(name: str) -> tuple[str, list[str]]:
+    """The method's one line and its card section (paper, citation, the paper's headline number), from its
+    record (sentcl.method_records); a name with no record (a run of an older sentcl) gets the name alone."""
+    if name not in METHODS:
+        return name, []
+    record = method_record(name)
+    paper = record.paper
+    headline = (
+        f"- the paper's headline number: {paper.headline:g} ({paper.headline_what})"
+        if paper.headline is not None
+        else f"- the paper's headline number: {paper.headline_what}"
+    )
+    return record.summary, [
+        "## Method\n",
+        f"`{name}`: {record.summary}.\n",
+        f"- paper: {paper.line()}",
+        headline + "\n",
+        "Citation:\n",
+        "```\n" + paper.citation + "\n```\n",
+    ]
+
+
 def _dev_table(dev_history: Sequence[tuple[int, float]], dev_task: str, best_step: int | None) -> str:
     lines = [f"| step | {dev_task} |", "|---:|---:|"]
     for step, score in dev_history:
@@ -123,7 +138,7 @@ def render_card(
         config["objective"],
         config["training"],
     )
-    method = _PAPERS.get(objective["name"], objective["name"])
+    method, method_part = _method_section(objective["name"])
     pooler = pooler or model.get("pooler") or "cls"
     head = pooler == "cls" and not model.get("mlp_only_train", False)  # the head is part of the embedding
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
@@ -133,6 +148,7 @@ def render_card(
         f"# {name}\n",
         f"A sentence encoder trained with sentcl from `{meta['base_model']}`: {method}. "
         f"Pooler `{pooler}`; embeddings are compared by cosine similarity.\n",
+        *method_part,
         "## Training\n",
         f"- data: `{data['train_file']}`"
         + (f" ({train_examples:,} examples)" if train_examples is not None else ""),
