@@ -154,7 +154,8 @@ class QuickThoughtsOptions(ObjectiveConfig):
 @dataclass
 class CoSENTOptions(ObjectiveConfig):
     scale: float = opt(
-        COSENT_SCALE, "CoSENT: lambda of log(1 + sum_{s_i > s_j} exp(lambda (cos_j - cos_i))); the paper's 20."
+        COSENT_SCALE,
+        "CoSENT: lambda of log(1 + sum_{s_i > s_j} exp(lambda (cos_j - cos_i))); the paper's 20.",
     )
 
     def __post_init__(self) -> None:
