@@ -127,17 +127,20 @@ def prepare_output_dir(
                 f"training.output_dir {out} holds a model ({', '.join(model_files)}), which the run would "
                 "overwrite; choose a new folder"
             )
+    no_checkpoint = f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}"
+    if resume and not out.is_dir():
+        raise FileNotFoundError(no_checkpoint)
+    _check_writable(out)
+    lock = RunLock(out)  # before the checks that a concurrent run would change: one writer at a time
+    try:
         run = _run_contents(out)
-        if run:
+        if run and not resume:
             raise ConfigError(
                 f"training.output_dir {out} holds another run ({', '.join(run)}); pass --resume to continue "
                 "it, or choose a new folder"
             )
-    if resume and not list_checkpoints(out):
-        raise FileNotFoundError(f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}")
-    _check_writable(out)
-    lock = RunLock(out)
-    try:
+        if resume and not list_checkpoints(out):
+            raise FileNotFoundError(no_checkpoint)
         if resume:
             _mend_metrics(out)
         changes = resume_changes(out, cfg, train_path) if resume else []
