@@ -159,6 +159,20 @@ def _expanded_size(root: yaml.Node, limit: int) -> int:
     return size(root)
 
 
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML error as one line: ``line L, column C: what went wrong`` (PyYAML's own text spans lines)."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return " ".join(str(err).split())
+    mark = err.problem_mark or err.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = "; ".join(p for p in (err.context, err.problem) if p)
+    return preview_text(where + " ".join(what.split()), 300)
+
+
+def preview_text(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
 def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError) -> Any:
     """The YAML value of ``text`` (``source`` names it in errors: a file, or ``--set key``). Refused, as
     ``error``: invalid YAML, a key written twice in one mapping (its line named), aliases that expand past
@@ -176,7 +190,7 @@ def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError)
             )
         return loader.construct_document(node)
     except yaml.YAMLError as err:
-        raise error(f"{source} is not valid YAML: {err}") from None
+        raise error(f"{source} is not valid YAML: {yaml_problem(err)}") from None
     except RecursionError:
         raise error(f"{source}: nested too deeply to read") from None
     except ValueError as err:

@@ -221,12 +221,16 @@ def parse_override(text: str) -> tuple[list[str], Any]:
 
 def merge_override(data: dict[str, Any], keys: list[str], value: Any) -> None:
     node = data
-    for key in keys[:-1]:
+    for depth, key in enumerate(keys[:-1], start=1):
         if node.get(key) is None:  # absent, or a section written as null (its defaults)
             node[key] = {}
         node = node[key]
         if not isinstance(node, dict):
-            raise ConfigError(f"cannot set {'.'.join(keys)}: {key} is not a section")
+            section = ".".join(keys[:depth])
+            raise ConfigError(
+                f"cannot set {'.'.join(keys)}: {section} must be a mapping of its settings (null or absent: the "
+                f"defaults), got {type(node).__name__} {preview(node)}"
+            )
     node[keys[-1]] = value
 
 
