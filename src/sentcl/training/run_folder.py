@@ -53,6 +53,7 @@ class RunLock:
 
     def release(self) -> None:
         if self.fd is not None:
+            os.ftruncate(self.fd, 0)  # no PID left behind: the folder is free
             fcntl.flock(self.fd, fcntl.LOCK_UN)
             os.close(self.fd)
             self.fd = None
