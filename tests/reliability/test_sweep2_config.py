@@ -313,7 +313,9 @@ def test_two_trainings_into_one_folder(tmp_path: Path) -> None:
     """D05: a second ``sentcl train`` into a folder that a running one holds is refused with the holder's PID,
     and the first run's files are untouched by it. Two real processes."""
     out = tmp_path / "run"
-    first = recipe(tmp_path, sections(tmp_path, max_steps=2000, epochs=1000, eval_steps=0, save_steps=0, seed=1))
+    first = recipe(
+        tmp_path, sections(tmp_path, max_steps=2000, epochs=1000, eval_steps=0, save_steps=0, seed=1)
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), "OMP_NUM_THREADS": "1"}
     cli = [sys.executable, "-m", "sentcl.cli"]
     holder = subprocess.Popen(
