@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from sentcl.atomic import atomic_write_text
+from sentcl.files import load_yaml_text
 from sentcl.evaluation.sts import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
 from sentcl.method_records import METHODS, method_record
 
@@ -217,7 +218,7 @@ def read_card_metadata(path: str | Path) -> dict[str, Any]:
     end = text.find("\n---\n", 4)
     if end < 0:
         raise ValueError(f"{path}: the YAML front matter has no closing '---' line")
-    return yaml.safe_load(text[4:end])
+    return load_yaml_text(text[4:end], f"{path}: the YAML front matter")  # sentcl's one YAML reader
 
 
 def dev_history(metrics_file: Path, dev_task: str) -> list[tuple[int, float]]:
