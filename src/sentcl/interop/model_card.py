@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from sentcl.atomic import atomic_write_text
-from sentcl.files import load_yaml_text
 from sentcl.evaluation.sts import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
+from sentcl.files import load_yaml_text
 from sentcl.method_records import METHODS, method_record
 
 CARD_FILE = "README.md"
