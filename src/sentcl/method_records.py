@@ -13,8 +13,21 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from sentcl import method_options as o
 from sentcl.files import cut, preview
+from sentcl.method_options import (
+    ArcCSEOptions,
+    CoSENTOptions,
+    CutoffTripletOptions,
+    ESimCSEOptions,
+    MixCSEOptions,
+    NextSentenceOptions,
+    PromptBERTOptions,
+    QuickThoughtsOptions,
+    SNCSEOptions,
+    SupPairsOptions,
+    SupSimCSEOptions,
+    UnsupSimCSEOptions,
+)
 from sentcl.objective_config import ObjectiveConfig
 from sentcl.registry import Registry
 from sentcl.typed_config import ConfigError, describe_fields
@@ -64,36 +77,36 @@ _STS7 = "7-task STS average (STS12-16, STS-B, SICK-R; Spearman x 100), BERT-base
 
 _RECORDS = (
     MethodRecord(
-        "unsup_simcse", o.UnsupSimCSEOptions, "lines",
+        "unsup_simcse", UnsupSimCSEOptions, "lines",
         Paper(**_SIMCSE, headline=76.25, headline_what=f"{_STS7}, unsupervised (Table 5)"),
         "SimCSE (Gao et al., 2021), unsupervised: dropout noise as the positive",
     ),
     MethodRecord(
-        "sup_simcse", o.SupSimCSEOptions, "nli_csv",
+        "sup_simcse", SupSimCSEOptions, "nli_csv",
         Paper(**_SIMCSE, headline=81.57, headline_what=f"{_STS7}, supervised on SNLI+MNLI (Table 5)"),
         "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
     ),
     MethodRecord(
-        "sup_pairs", o.SupPairsOptions, "pairs",
+        "sup_pairs", SupPairsOptions, "pairs",
         Paper(**_SIMCSE, headline=84.2,
               headline_what="STS-B dev (Spearman x 100), BERT-base, entailment pairs only (Table 4)"),
         "SimCSE (Gao et al., 2021), supervised pairs without hard negatives (Table 4 / Table 7)",
     ),
     MethodRecord(
-        "cutoff_triplet", o.CutoffTripletOptions, "lines",
+        "cutoff_triplet", CutoffTripletOptions, "lines",
         Paper("sentcl research seed 003", "Token cutoff views with a triplet term",
               "research seed, unpublished", _SEED_003, 76.91,
               f"{_STS7}, [UNK] cutoff with the LeakyReLU strong-view head (the seed's Tables 1-2)"),
         "token cutoff views (weak s*, strong s**) with a triplet term (seed 003)",
     ),
     MethodRecord(
-        "next_sentence", o.NextSentenceOptions, "next_sentence",
+        "next_sentence", NextSentenceOptions, "next_sentence",
         Paper(**_SIMCSE, headline=67.1,
               headline_what="STS-B dev (Spearman x 100), BERT-base, next-sentence positives, one encoder (Table 2)"),
         "SimCSE Table 2: the next sentence (or one of the next three) as the positive",
     ),
     MethodRecord(
-        "quick_thoughts", o.QuickThoughtsOptions, "ordered_lines",
+        "quick_thoughts", QuickThoughtsOptions, "ordered_lines",
         Paper("Lajanugen Logeswaran and Honglak Lee",
               "An Efficient Framework for Learning Sentence Representations", "ICLR 2018",
               "@inproceedings{logeswaran2018efficient, title={An Efficient Framework for Learning Sentence "
@@ -102,7 +115,7 @@ _RECORDS = (
         "Quick-Thoughts (Logeswaran & Lee, 2018): classify the context sentences",
     ),
     MethodRecord(
-        "cosent", o.CoSENTOptions, "scored_pairs",
+        "cosent", CoSENTOptions, "scored_pairs",
         Paper("Jianlin Su", "CoSENT: a more efficient sentence vector scheme than Sentence-BERT",
               "blog post (kexue.fm), 2022",
               "Su, Jianlin. CoSENT (1): a more efficient sentence vector scheme than Sentence-BERT. "
@@ -111,7 +124,7 @@ _RECORDS = (
         "CoSENT (Su, 2022): a ranking loss on the cosines of scored pairs",
     ),
     MethodRecord(
-        "esimcse", o.ESimCSEOptions, "lines",
+        "esimcse", ESimCSEOptions, "lines",
         Paper("Xing Wu, Chaochen Gao, Liangjun Zang, Jizhong Han, Zhongyuan Wang and Songlin Hu",
               "ESimCSE: Enhanced Sample Building Method for Contrastive Learning of Unsupervised Sentence "
               "Embedding", "COLING 2022",
@@ -122,7 +135,7 @@ _RECORDS = (
         "ESimCSE (Wu et al., 2022): word repetition positives, a momentum-encoded negative queue",
     ),
     MethodRecord(
-        "mixcse", o.MixCSEOptions, "lines",
+        "mixcse", MixCSEOptions, "lines",
         Paper("Yanzhao Zhang, Richong Zhang, Samuel Mensah, Xudong Liu and Yongyi Mao",
               "Unsupervised Sentence Representation via Contrastive Learning with Mixing Negatives",
               "AAAI 2022",
@@ -133,7 +146,7 @@ _RECORDS = (
         "MixCSE (Zhang et al., 2022): detached mixed hard negatives added to SimCSE",
     ),
     MethodRecord(
-        "arccse", o.ArcCSEOptions, "lines",
+        "arccse", ArcCSEOptions, "lines",
         Paper("Yuhao Zhang, Hongji Zhu, Yongliang Wang, Nan Xu, Xiaobo Li and Binqiang Zhao",
               "A Contrastive Framework for Learning Sentence Representations from Pairwise and Triple-wise "
               "Perspective in Angular Space", "ACL 2022",
@@ -144,7 +157,7 @@ _RECORDS = (
         "ArcCSE (Zhang et al., 2022): an angular margin on the positive + a triplet over masked views",
     ),
     MethodRecord(
-        "promptbert", o.PromptBERTOptions, "lines",
+        "promptbert", PromptBERTOptions, "lines",
         Paper("Ting Jiang, Jian Jiao, Shaohan Huang, Zihan Zhang, Deqing Wang, Fuzhen Zhuang, Furu Wei, "
               "Haizhen Huang, Denvy Deng and Qi Zhang",
               "PromptBERT: Improving BERT Sentence Embeddings with Prompts", "EMNLP 2022", _PROMPTBERT,
@@ -152,7 +165,7 @@ _RECORDS = (
         "PromptBERT (Jiang et al., 2022): the [MASK] state of a template, two templates as the positive",
     ),
     MethodRecord(
-        "sncse", o.SNCSEOptions, "lines",
+        "sncse", SNCSEOptions, "lines",
         Paper("Hao Wang, Yangguang Li, Zhen Huang, Yong Dou, Lingpeng Kong and Jing Shao",
               "SNCSE: Contrastive Learning for Unsupervised Sentence Embedding with Soft Negative Samples",
               "arXiv 2201.05979, 2022",
