@@ -86,3 +86,22 @@ def test_mend_jsonl_tail(tmp_path) -> None:  # noqa: ANN001
     assert path.read_text(encoding="utf-8") == '{"a": 1}\n{"a": 2}\n'
     path.write_text('{"a": 1}\n{"a": 2}', encoding="utf-8")  # complete, only its newline missing
     assert mend_jsonl_tail(path) is None and path.read_text(encoding="utf-8") == '{"a": 1}\n{"a": 2}\n'
+
+
+def test_json_readers_say_what_a_path_is(tmp_path) -> None:  # noqa: ANN001
+    """A FIFO (whose read would block), a folder and a symlink loop are named for what they are."""
+    import os
+
+    from sentcl.files import iter_jsonl, read_json
+
+    os.mkfifo(tmp_path / "fifo")
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    for name, what in (("fifo", "is a FIFO"), (".", "is a folder"), ("a", "is a symlink loop")):
+        with pytest.raises(FileNotFoundError, match=what):
+            read_json(tmp_path / name)
+        with pytest.raises(FileNotFoundError, match=what):
+            list(iter_jsonl(tmp_path / name))
+    (tmp_path / "bad.json").write_text('{"a": 1,\n "b": }\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"bad\.json: not valid JSON \(line 2, column 7"):
+        read_json(tmp_path / "bad.json")

@@ -39,8 +39,7 @@ def read_json(
     that is there but unusable (e.g. ``ModelFolderError`` for a model folder); a missing one is FileNotFoundError.
     """
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"{what + ' ' if what else ''}{path} does not exist")
+    require_regular_file(path, what)
     subject = f"{what} is " if what else ""
     try:
         text = path.read_text(encoding="utf-8")
@@ -79,6 +78,7 @@ def iter_jsonl(
     path: Path, expect: type = dict, error: type[ValueError] = ValueError
 ) -> Iterator[tuple[int, Any]]:
     """(line number, value) of every non-blank line of a JSONL file; bad UTF-8 or JSON names ``path:lineno``."""
+    require_regular_file(Path(path), "")
     for lineno, text in iter_text_lines(path):
         if text.strip():
             yield lineno, parse_json_line(path, lineno, text, expect, error)
@@ -237,6 +237,14 @@ def mend_jsonl_tail(path: Path) -> str | None:
             return f"{path}:{lineno}: torn last line dropped ({torn})"
         handle.write(b"\n")
     return None
+
+
+def require_regular_file(path: Path, what: str) -> None:
+    """FileNotFoundError unless ``path`` is a regular file, saying what it is instead (a folder, a FIFO that
+    would block the read, a symlink loop, missing)."""
+    problem = describe_not_a_file(path)
+    if problem is not None:
+        raise FileNotFoundError(f"{what + ' ' if what else ''}{path} {problem}")
 
 
 def read_yaml(path: str | Path, what: str, error: type[ValueError] = ValueError) -> Any:
