@@ -121,8 +121,13 @@ def test_resume_reads_runs_saved_before_method_scoped_options() -> None:
     assert changed_settings(saved, TrainConfig()) == {}
     saved["objective"] = dict(OLD_OBJECTIVE)
     assert changed_settings(saved, TrainConfig()) == {}
+    # cutoff_triplet's default temperature is now seed 003's 0.07: a run saved with the old shared default
+    # (0.05) resumes unchanged with its own temperature, and the new default is reported as a change
+    old_cutoff = {**saved, "objective": {**OLD_OBJECTIVE, "name": "cutoff_triplet"}}
+    cutoff = load_config(TrainConfig, None, ["objective.name=cutoff_triplet", "objective.temperature=0.05"])
+    assert changed_settings(old_cutoff, cutoff) == {}
     cutoff = load_config(TrainConfig, None, ["objective.name=cutoff_triplet"])
-    assert changed_settings({**saved, "objective": {**OLD_OBJECTIVE, "name": "cutoff_triplet"}}, cutoff) == {}
+    assert changed_settings(old_cutoff, cutoff) == {"objective.temperature": (0.05, 0.07)}
     # an old knob that was set to a non-default value is a real change (the run used an option now gone)
     saved["objective"]["margin"] = 0.2
     assert changed_settings(saved, TrainConfig()) == {"objective.margin": (0.2, None)}

@@ -1,17 +1,15 @@
 """sentcl: sentence embeddings by contrastive learning (SimCSE and its family)."""
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from sentcl.config import TrainConfig, load_config
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.version import __version__
 
-
-def __getattr__(name: str):  # noqa: ANN202 - PEP 562: open_model imported on first use (transformers is heavy)
-    if name == "open_model":
-        from sentcl.modeling.open import open_model
-
-        return open_model
-    raise AttributeError(f"module 'sentcl' has no attribute {name!r}")
+if TYPE_CHECKING:
+    from sentcl.modeling.encoder import SentenceEncoder
 
 
 def train(cfg: TrainConfig, resume: bool = False):  # noqa: ANN201 - lazy import keeps `import sentcl` light
@@ -44,6 +42,19 @@ def evaluate(
         tasks or ["sts"],
         transfer_protocol=transfer_protocol,
     )
+
+
+def __getattr__(name: str) -> Any:
+    """``SentenceEncoder`` and ``open_model`` are imported on first use: reading a config never loads torch."""
+    if name == "SentenceEncoder":
+        from sentcl.modeling.encoder import SentenceEncoder
+
+        return SentenceEncoder
+    if name == "open_model":
+        from sentcl.modeling.open import open_model
+
+        return open_model
+    raise AttributeError(f"module 'sentcl' has no attribute {name!r}")
 
 
 __all__ = ["SentenceEncoder", "TrainConfig", "__version__", "evaluate", "load_config", "open_model", "train"]

@@ -1,31 +1,36 @@
 """Typed configuration: the sections of a training recipe, YAML files and ``key=value`` overrides.
 
-Every field carries ``metadata["help"]``; the CLI prints these. Checks live in ``__post_init__`` so that a bad
-value fails before any work starts, and an unknown key lists the valid ones; the rules that span sections live
-in :mod:`sentcl.validation`. The generic dataclass <-> dict machinery is :mod:`sentcl.typed_config`, the
-method-scoped ``objective:`` section :mod:`sentcl.objective_config` (both re-exported here).
+Every field carries ``metadata["help"]``; the CLI prints these. Two more flags in the metadata carry the
+rules about a field: ``method_scoped`` (only the methods that list the key in their options' ``uses`` read it:
+a non-default value under another method is an error, sentcl.validation) and ``resume_safe`` (``--resume`` may
+change it, sentcl.training.run_folder). Checks live in ``__post_init__`` so that a bad value fails before any
+work starts, and an unknown key lists the valid ones; the rules that span sections live in
+:mod:`sentcl.validation`. The generic dataclass <-> dict machinery is :mod:`sentcl.typed_config`; the
+``objective:`` section is the chosen method's options class (:mod:`sentcl.method_options`), found by name in the
+method records (:mod:`sentcl.method_records`). Torch-free: reading a recipe imports no method code.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import os
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentcl.files import read_yaml
-from sentcl.modeling.pooling import POOLERS  # the one pooler list (contract 6)
-from sentcl.objective_config import (
-    AUGMENTATION_KEYS,
-    METHOD_SCOPED_KEYS,
-    ObjectiveConfig,
-    default_objective,
-    drop_other_methods_settings,
-    method_scoped_keys,
-    objective_option_classes,
+from sentcl.config_names import DEV_PREFIXES, DEV_TASKS
+from sentcl.defaults import DATA_ENV, TRAIN_MAX_LENGTH
+from sentcl.files import preview, read_yaml
+from sentcl.method_records import (
+    describe_objective,
     objective_options,
+    option_classes,
+    unknown_objective_key,
 )
+from sentcl.objective_config import AUGMENTATION_KEYS, ObjectiveConfig
+from sentcl.poolers import POOLERS  # the one pooler table
+from sentcl.prompt_templates import DENOISE_MODES, check_template
 from sentcl.typed_config import (
     ConfigError,
     T,
@@ -42,7 +47,6 @@ from sentcl.typed_config import (
 
 __all__ = [
     "AUGMENTATION_KEYS",
-    "METHOD_SCOPED_KEYS",
     "ConfigError",
     "DataConfig",
     "EvalConfig",
@@ -58,10 +62,12 @@ __all__ = [
     "from_dict",
     "load_config",
     "merge_override",
+    "flagged_keys",
     "method_scoped_keys",
     "objective_option_classes",
     "objective_options",
     "opt",
+    "resume_safe_keys",
     "parse_override",
     "to_dict",
 ]
@@ -79,12 +85,20 @@ class ModelConfig:
     dropout: float | None = opt(
         None, "Dropout rate for hidden and attention layers; null keeps the model's own."
     )
-    max_length: int = opt(32, "Maximum tokens per sentence in training (longer ones are truncated).")
-    same_dropout_mask: bool = opt(
-        False, "Both views share one dropout mask (the paper's 'fixed 0.1' collapse case)."
+    max_length: int = opt(
+        TRAIN_MAX_LENGTH, "Maximum tokens per sentence in training (longer ones are truncated)."
     )
-    two_encoders: bool = opt(False, "Separate encoders: f for view 0 (anchor), g for the other views.")
-    dual_embedding: str = opt("f", "Inference embedding of a two-encoder model: f, or concat ([f(s); g(s)]).")
+    same_dropout_mask: bool = opt(
+        False,
+        "Both views share one dropout mask (the paper's 'fixed 0.1' collapse case).",
+        method_scoped=True,
+    )
+    two_encoders: bool = opt(
+        False, "Separate encoders: f for view 0 (anchor), g for the other views.", method_scoped=True
+    )
+    dual_embedding: str = opt(
+        "f", "Inference embedding of a two-encoder model: f, or concat ([f(s); g(s)]).", method_scoped=True
+    )
     prompt_templates: list[str] | None = opt(
         None,
         'Pooler mask (PromptBERT): templates with [X] (the sentence) and [MASK], e.g. \'This sentence : "[X]" '
@@ -101,14 +115,12 @@ class ModelConfig:
     def __post_init__(self) -> None:
         if self.pooler is not None:
             check_choice("model.pooler", self.pooler, POOLERS)
-        check_choice("model.prompt_denoise", self.prompt_denoise, ("train", "always", "never"))
+        check_choice("model.prompt_denoise", self.prompt_denoise, DENOISE_MODES)
         if self.prompt_templates is not None:
             if self.pooler != "mask":
                 raise ConfigError(
                     "model.prompt_templates needs model.pooler=mask (PromptBERT's [MASK] state)"
                 )
-            from sentcl.modeling.prompt import check_template
-
             for template in self.prompt_templates:
                 try:
                     check_template(template)
@@ -122,7 +134,9 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    data_dir: str | None = opt(None, "Data folder (SentEval layout); default $SENTCL_DATA or ../shared/data.")
+    data_dir: str | None = opt(
+        None, f"Data folder (SentEval layout); default ${DATA_ENV} or ../shared/data.", resume_safe=True
+    )
     train_file: str = opt(
         "corpora/wiki1m_prefix.txt", "Training corpus, absolute or relative to the data folder."
     )
@@ -134,41 +148,52 @@ class DataConfig:
         "loading it: for corpora larger than memory; reader 'lines' only.",
     )
     cache_dir: str | None = opt(
-        None, "Cache folder of streaming corpora (default $SENTCL_CACHE or ~/.cache/sentcl)."
+        None,
+        "Cache folder of streaming corpora (default $SENTCL_CACHE or ~/.cache/sentcl).",
+        resume_safe=True,
     )
     no_duplicates_in_batch: bool = opt(False, "Keep identical texts out of the same batch (false negatives).")
     augmentation: str | None = opt(
         None,
         "Text augmentation of the positive view: crop, word_deletion, delete_one_word, "
         "synonym_replacement, mlm_replacement (null: none, dropout only).",
+        method_scoped=True,
     )
-    augmentation_rate: float = opt(0.1, "Fraction k of words the text augmentation crops/deletes/replaces.")
+    augmentation_rate: float = opt(
+        0.1, "Fraction k of words the text augmentation crops/deletes/replaces.", method_scoped=True
+    )
     token_augmentation: str | None = opt(
         None,
         "ConSERT augmentation of the positive view: token_shuffle, token_cutoff, span_cutoff, feature_cutoff.",
+        method_scoped=True,
     )
     token_augmentation_rate: float = opt(
-        0.1, "Fraction of tokens (or feature dims) the token augmentation cuts."
+        0.1, "Fraction of tokens (or feature dims) the token augmentation cuts.", method_scoped=True
     )
     cutoff_token: str = opt(
-        "unk", "Token that replaces cut-off tokens: unk, pad or mask (never [CLS]/[SEP])."
+        "unk", "Token that replaces cut-off tokens: unk, pad or mask (never [CLS]/[SEP]).", method_scoped=True
     )
     mlm_augmentation_model: str | None = opt(
-        None, "Masked-LM for mlm_replacement (null: the encoder's own checkpoint)."
+        None, "Masked-LM for mlm_replacement (null: the encoder's own checkpoint).", method_scoped=True
     )
     wordnet_dir: str | None = opt(
-        None, "WordNet dict folder for synonym_replacement (default $SENTCL_WORDNET or /usr/share/wordnet)."
+        None,
+        "WordNet dict folder for synonym_replacement (default $SENTCL_WORDNET or /usr/share/wordnet).",
+        method_scoped=True,
     )
     next_sentence_window: int = opt(
-        1, "next_sentence: positive is s_(i+1) (1) or one of the next 3 sentences (3)."
+        1, "next_sentence: positive is s_(i+1) (1) or one of the next 3 sentences (3).", method_scoped=True
     )
     use_neutral: bool = opt(
-        False, "Supervised: neutral hypotheses as extra hard negatives (needs them in the data)."
+        False,
+        "Supervised: neutral hypotheses as extra hard negatives (needs them in the data).",
+        method_scoped=True,
     )
     negation_file: str | None = opt(
         None,
         "sncse: a TSV of 'sentence<TAB>negation' lines giving every training sentence's negation (null: our "
         "rule-based English negator, sentcl.data.negation).",
+        method_scoped=True,
     )
 
     def __post_init__(self) -> None:
@@ -180,28 +205,45 @@ class DataConfig:
                 raise ConfigError(f"data.{name} must be in [0, 1), got {getattr(self, name)!r}")
 
 
+#: sentences per forward pass of the training run's evaluations (kept at 128, not defaults.ENCODE_BATCH_SIZE:
+#: another batch pads sentences differently, and the demo's printed table must not move)
+EVAL_BATCH_SIZE = 128
+
+#: the largest seed (numpy's and torch's generators take 0 .. 2**32 - 1)
+SEED_MAX = 2**32 - 1
+
+
 @dataclass
 class TrainingConfig:
-    output_dir: str = opt("runs/unsup_simcse", "Run folder: metrics, checkpoints, best model.")
+    output_dir: str = opt(
+        "runs/unsup_simcse", "Run folder: metrics, checkpoints, best model.", resume_safe=True
+    )
     batch_size: int = opt(64, "Sentences (not views) per batch.")
     learning_rate: float = opt(3e-5, "Peak learning rate of AdamW.")
     weight_decay: float = opt(0.0, "AdamW weight decay (biases and LayerNorm excluded).")
-    epochs: int = opt(1, "Passes over the training data.")
-    max_steps: int | None = opt(None, "Stop after this many optimizer steps (null: run all epochs).")
+    epochs: int = opt(1, "Passes over the training data.", resume_safe=True)
+    max_steps: int | None = opt(
+        None, "Stop after this many optimizer steps (null: run all epochs).", resume_safe=True
+    )
     warmup_steps: int = opt(0, "Linear warm-up steps before the linear decay.")
     max_grad_norm: float = opt(1.0, "Gradient clipping by global norm (0 disables).")
-    seed: int = opt(42, "Random seed for sampling, dropout and head initialisation.")
+    seed: int = opt(42, "Random seed for sampling, dropout and head initialisation (0 to 2**32 - 1).")
     eval_steps: int = opt(
         125,
         "Evaluate the dev task every N steps (and after the last step) and keep the best model in best/ "
         "(0: no dev evaluation at all; the last step's model becomes best/, best_dev_score null).",
+        resume_safe=True,
     )
-    log_steps: int = opt(10, "Write a metrics line every N steps.")
-    save_steps: int = opt(125, "Write a resumable checkpoint every N steps (0: only at the end).")
-    num_threads: int | None = opt(None, "torch CPU threads (null: torch's default).")
-    device: str = opt("auto", "Device: auto (cuda if available, else cpu), cpu, cuda, cuda:N.")
+    log_steps: int = opt(10, "Write a metrics line every N steps.", resume_safe=True)
+    save_steps: int = opt(
+        125, "Write a resumable checkpoint every N steps (0: only at the end).", resume_safe=True
+    )
+    num_threads: int | None = opt(None, "torch CPU threads (null: torch's default).", resume_safe=True)
+    device: str = opt(
+        "auto", "Device: auto (cuda if available, else cpu), cpu, cuda, cuda:N.", resume_safe=True
+    )
     precision: str = opt("fp32", "fp32, or autocast in bf16 (CPU or GPU) / fp16 (GPU, with loss scaling).")
-    progress: bool = opt(True, "Show a progress bar.")
+    progress: bool = opt(True, "Show a progress bar.", resume_safe=True)
     gradient_cache_chunk: int = opt(
         0,
         "GradCache: embed the batch without gradients, then re-run chunks of this many sentences with "
@@ -216,16 +258,19 @@ class TrainingConfig:
         "own longest row (same loss and gradients, less padding); 0: one padded batch, the default because "
         "on the 2-core CPU bench the extra weight-gradient passes cost more than the padding saved "
         "(docs/performance.md).",
+        resume_safe=True,
     )
     packed_tokens: bool = opt(
         True,
         "Run a BERT encoder's per-token layers on the batch's real tokens only, padding them only inside "
         "attention (sentcl.modeling.packed; exact, faster on the CPU bench); other architectures and poolers "
         "avg_top2, avg_first_last, mask use the padded forward.",
+        resume_safe=True,
     )
     report_to: str = opt(
         "none",
         "Experiment tracking: none, tensorboard (<output_dir>/tensorboard), wandb or mlflow (if installed).",
+        resume_safe=True,
     )
 
     def __post_init__(self) -> None:
@@ -238,7 +283,14 @@ class TrainingConfig:
         check_choice("training.report_to", self.report_to, ("none", "tensorboard", "wandb", "mlflow"))
         if not (self.device in ("auto", "cpu", "cuda") or self.device.startswith("cuda:")):
             raise ConfigError(
-                f"training.device={self.device!r} is not valid; choose auto, cpu, cuda or cuda:N"
+                f"training.device={preview(self.device)} is not valid; choose auto, cpu, cuda or cuda:N"
+            )
+        if not 0 <= self.seed <= SEED_MAX:
+            raise ConfigError(f"training.seed must be between 0 and 2**32 - 1, got {preview(self.seed)}")
+        if not self.output_dir.strip() or os.path.normpath(self.output_dir.strip()) == ".":
+            raise ConfigError(
+                f"training.output_dir={preview(self.output_dir)} would write the run into the current folder; "
+                "name a run folder (e.g. runs/my_run)"
             )
         for name in (
             "eval_steps",
@@ -253,16 +305,14 @@ class TrainingConfig:
 
 
 def check_dev_task_name(dev_task: str) -> None:
-    """A dev task is a task of sentcl.evaluation.runner's registry with a dev split, or PREFIX:PATH (the
-    runner's DEV_PREFIXES: pairs:FILE, retrieval:DIR): both lists are the runner's own."""
-    from sentcl.evaluation.runner import DEV_PREFIXES, dev_task_names
-
+    """A dev task is a task with a dev split, or PREFIX:PATH (pairs:FILE, retrieval:DIR): the names of
+    sentcl.config_names, which match the evaluation runner's registry."""
     default = EvalConfig.dev_task  # listed first
-    names = sorted(dev_task_names(), key=lambda name: name != default)
+    names = sorted(DEV_TASKS, key=lambda name: name != default)
     prefix, colon, path = dev_task.partition(":")
     if colon and prefix in DEV_PREFIXES:
         if not path.strip():
-            raise ConfigError(f"eval.dev_task={dev_task!r} needs a path, e.g. {prefix}:path/to/dev")
+            raise ConfigError(f"eval.dev_task={preview(dev_task)} needs a path, e.g. {prefix}:path/to/dev")
     else:
         check_choice("eval.dev_task", dev_task, (*names, *(f"{p}:PATH" for p in DEV_PREFIXES)))
 
@@ -270,18 +320,25 @@ def check_dev_task_name(dev_task: str) -> None:
 @dataclass
 class EvalConfig:
     dev_task: str = opt("stsb_dev", "Task scored during training to pick the best checkpoint.")
-    final_tasks: list[str] = opt(["sts"], "Tasks evaluated on the best model after training (sts, dev, ...).")
-    batch_size: int = opt(128, "Sentences per encoding batch during evaluation.")
+    final_tasks: list[str] = opt(
+        ["sts"], "Tasks evaluated on the best model after training (sts, dev, ...).", resume_safe=True
+    )
+    batch_size: int = opt(
+        EVAL_BATCH_SIZE, "Sentences per encoding batch during evaluation.", resume_safe=True
+    )
     track_alignment_uniformity: bool = opt(
-        False, "Also log alignment/uniformity on STS-B dev at step 0 and every eval (the paper's Figure 2)."
+        False,
+        "Also log alignment/uniformity on STS-B dev at step 0 and every eval (the paper's Figure 2).",
+        resume_safe=True,
     )
     compare_with_start: bool = opt(
-        False, "Also evaluate the starting model on final_tasks, for a side-by-side table."
+        False, "Also evaluate the starting model on final_tasks, for a side-by-side table.", resume_safe=True
     )
     transfer_protocol: str = opt(
         "senteval",
         "Classifier of the transfer tasks: senteval (SentEval's PyTorch logistic regression, as SimCSE reports) "
         "or sklearn (ours: scikit-learn's logistic regression with a C grid).",
+        resume_safe=True,
     )
 
     def __post_init__(self) -> None:
@@ -295,11 +352,62 @@ class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig, metadata={"help": "Encoder and pooler."})
     data: DataConfig = field(default_factory=DataConfig, metadata={"help": "Training data."})
     objective: ObjectiveConfig = field(
-        default_factory=default_objective,
-        metadata={"help": "Method (its options depend on objective.name)."},
+        default_factory=lambda: objective_options(ObjectiveConfig.name)(),
+        metadata={
+            "help": "Method (its options depend on objective.name).",
+            "resolve_class": lambda data: objective_options(data.get("name", ObjectiveConfig.name)),
+            "unknown_key": lambda key, where, data: unknown_objective_key(key, data),
+            "describe": lambda prefix: describe_objective(prefix),
+        },
     )
     training: TrainingConfig = field(default_factory=TrainingConfig, metadata={"help": "Optimisation."})
     eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "Evaluation."})
+
+
+def flagged_keys(flag: str) -> list[str]:
+    """Dotted keys of the fields whose metadata sets ``flag`` (``method_scoped``, ``resume_safe``)."""
+    sections = typing.get_type_hints(TrainConfig)
+    return [
+        f"{name}.{f.name}"
+        for name, cls in sections.items()
+        for f in dataclasses.fields(cls)
+        if f.metadata.get(flag)
+    ]
+
+
+def method_scoped_keys() -> list[str]:
+    """Keys of other sections that only some methods read (fields marked ``method_scoped``): a non-default
+    value under a method whose options do not list the key in ``uses`` is a ConfigError (sentcl.validation)."""
+    return flagged_keys("method_scoped")
+
+
+def resume_safe_keys() -> list[str]:
+    """Keys that ``--resume`` may change (fields marked ``resume_safe``): how long to train, what to evaluate
+    and report, where things are."""
+    return flagged_keys("resume_safe")
+
+
+def objective_option_classes() -> dict[str, type[ObjectiveConfig]]:
+    """Method name -> its options class, for every registered method (sentcl.method_records)."""
+    return option_classes()
+
+
+def drop_other_methods_settings(data: dict[str, Any], name: Any) -> None:
+    """An override that switches the recipe to method ``name`` leaves the recipe's settings of its own method
+    behind: its objective options that ``name`` lacks and the method-scoped keys that ``name`` does not use.
+    (The overrides themselves are applied afterwards, so a foreign option set by one is still an error.)"""
+    objective = data.get("objective")
+    objective = objective if isinstance(objective, dict) else {}
+    if objective.get("name", ObjectiveConfig.name) == name:
+        return
+    options = objective_options(name)
+    fields = {f.name for f in dataclasses.fields(options)}
+    if objective:
+        data["objective"] = {k: v for k, v in objective.items() if k in fields}
+    for dotted in method_scoped_keys():
+        section, key = dotted.split(".")
+        if dotted not in options.uses and isinstance(data.get(section), dict):
+            data[section].pop(key, None)
 
 
 def changed_settings(saved: typing.Mapping[str, Any], cfg: TrainConfig) -> dict[str, tuple[Any, Any]]:
@@ -315,7 +423,7 @@ def changed_settings(saved: typing.Mapping[str, Any], cfg: TrainConfig) -> dict[
     if old.get("objective.name") == cfg.objective.name:
         option_defaults = [
             (f"objective.{f.name}", getattr(c(), f.name))
-            for c in objective_option_classes().values()
+            for c in option_classes().values()
             for f in dataclasses.fields(c)
         ]
         for key in [k for k in old if k.startswith("objective.") and k not in new]:

@@ -37,9 +37,10 @@ from typing import Any
 import yaml
 
 from sentcl.builtin_recipes import builtin_path
-from sentcl.config import ConfigError, TrainConfig, load_config
+from sentcl.config import ConfigError, TrainConfig, from_dict, load_config
 from sentcl.evaluation.runner import TASKS, expand, headline
 from sentcl.files import read_yaml
+from sentcl.grid_schema import GRID_KEYS, GridFile
 from sentcl.postprocess.grid import (
     START,
     PostprocessPoint,
@@ -62,7 +63,6 @@ METRICS: dict[str, tuple[str, Callable[[Mapping[str, Any]], float], str]] = {
     "stsb": _metric("stsb"),
     "sts_avg": _metric("sts"),
 }
-GRID_KEYS = ("title", "description", "base", "metric", "vary", "points", "variants", "paper", "seeds")
 # config keys that say where or how a run goes, not what it trains: ignored when a finished run is reused
 # (training.length_buckets / packed_tokens change how the step's rows are batched, not the loss: exact up to
 # float rounding)
@@ -147,9 +147,10 @@ def load_grid(path: str | Path) -> GridSpec:
     data = read_yaml(path, "grid file", ConfigError)
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: a grid file is a mapping with keys {', '.join(GRID_KEYS)}")
-    unknown = [k for k in data if k not in GRID_KEYS]
-    if unknown:
-        raise ConfigError(f"{path}: unknown grid key(s) {', '.join(unknown)}; valid: {', '.join(GRID_KEYS)}")
+    try:  # the keys and their types, by the recipe's typed parser (errors read the same)
+        from_dict(GridFile, data)
+    except ConfigError as err:
+        raise ConfigError(f"{path}: {err}") from None
     for key in ("title", "base", "variants"):
         if key not in data:
             raise ConfigError(f"{path}: missing the grid key {key!r}")

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import json
 import math
+import reprlib
+import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -23,7 +25,7 @@ import numpy as np
 import yaml
 
 from sentcl.atomic import atomic_write_json
-from sentcl.pathcheck import check_input_file
+from sentcl.pathcheck import check_input_file, input_file_problem
 
 _KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string"}
 
@@ -60,7 +62,7 @@ def read_json(
     that is there but unusable (e.g. ``ModelFolderError`` for a model folder); a missing one is FileNotFoundError.
     """
     path = Path(path)
-    check_input_file(path, what, error)  # missing: FileNotFoundError; a FIFO, a directory, a link loop: error
+    require_regular_file(path, what)
     subject = f"{what} is " if what else ""
     try:
         text = path.read_text(encoding="utf-8")
@@ -99,23 +101,188 @@ def iter_jsonl(
     path: Path, expect: type = dict, error: type[ValueError] = ValueError
 ) -> Iterator[tuple[int, Any]]:
     """(line number, value) of every non-blank line of a JSONL file; bad UTF-8 or JSON names ``path:lineno``."""
+    require_regular_file(Path(path), "")
     for lineno, text in iter_text_lines(path):
         if text.strip():
             yield lineno, parse_json_line(path, lineno, text, expect, error)
 
 
-def read_yaml(path: str | Path, what: str, error: type[ValueError] = ValueError) -> Any:
-    """The YAML value of ``path`` (an empty file: {}); a missing file or invalid YAML is an error naming it as
-    ``what`` (e.g. "config file"). The caller checks the top level's shape (its message knows the keys)."""
-    path = Path(path)
+#: the most YAML nodes a document may expand to (aliases counted at every use): a billion-laughs file of a
+#: few hundred bytes expands to billions and is refused before it is built
+YAML_MAX_NODES = 100_000
+#: the longest preview of a value echoed in an error message
+PREVIEW_CHARS = 80
+
+
+def preview(value: Any, limit: int = PREVIEW_CHARS) -> str:
+    """``repr(value)`` cut to ``limit`` characters, built in bounded time (deep or huge values are elided)."""
+    short = reprlib.Repr()
+    short.maxlevel, short.maxstring, short.maxother = 3, limit, limit
+    short.maxlist = short.maxtuple = short.maxdict = short.maxset = 8
+    text = short.repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def cut(text: object, limit: int = PREVIEW_CHARS) -> str:
+    """``str(text)`` cut to ``limit`` characters (for names echoed as written, e.g. a key)."""
+    text = str(text) if isinstance(text, str) else preview(text, limit)
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """SafeLoader that refuses a key written twice in one mapping (PyYAML silently keeps the last)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if isinstance(key, typing.Hashable) and key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None,
+                    None,
+                    f"duplicate key {preview(key)} (first at line {seen[key]})",
+                    key_node.start_mark,
+                )
+            if isinstance(key, typing.Hashable):
+                seen[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+def _expanded_size(root: yaml.Node, limit: int) -> int:
+    """How many nodes ``root`` expands to, aliases counted at every use (memoised per node, so a bomb is
+    measured without being expanded); stops once past ``limit``. A recursive alias is a ValueError."""
+    sizes: dict[int, int] = {}
+    active: set[int] = set()
+
+    def size(node: yaml.Node) -> int:
+        key = id(node)
+        if key in sizes:
+            return sizes[key]
+        if key in active:
+            raise ValueError("a recursive alias (a node that contains itself)")
+        active.add(key)
+        total = 1
+        if isinstance(node, yaml.SequenceNode):
+            children: list[yaml.Node] = list(node.value)
+        elif isinstance(node, yaml.MappingNode):
+            children = [n for pair in node.value for n in pair]
+        else:
+            children = []
+        for child in children:
+            total += size(child)
+            if total > limit:
+                break
+        active.discard(key)
+        sizes[key] = total
+        return total
+
+    return size(root)
+
+
+def yaml_problem(err: yaml.YAMLError) -> str:
+    """A YAML error as one line: ``line L, column C: what went wrong`` (PyYAML's own text spans lines)."""
+    if not isinstance(err, yaml.MarkedYAMLError):
+        return " ".join(str(err).split())
+    mark = err.problem_mark or err.context_mark
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    what = "; ".join(p for p in (err.context, err.problem) if p)
+    return preview_text(where + " ".join(what.split()), 300)
+
+
+def preview_text(text: str, limit: int = PREVIEW_CHARS) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError) -> Any:
+    """The YAML value of ``text`` (``source`` names it in errors: a file, or ``--set key``). Refused, as
+    ``error``: invalid YAML, a key written twice in one mapping (its line named), aliases that expand past
+    YAML_MAX_NODES nodes, a recursive alias, nesting too deep to read."""
+    loader = _StrictLoader(text)
     try:
-        check_input_file(path, what, error)  # never opens a FIFO; says what a path that exists is
-    except FileNotFoundError as err:
-        raise error(str(err)) from None
-    try:
-        return yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        nodes = _expanded_size(node, YAML_MAX_NODES)
+        if nodes > YAML_MAX_NODES:
+            raise error(
+                f"{source}: its aliases (*name) expand to more than {YAML_MAX_NODES:,} values; refused (an "
+                "alias bomb?)"
+            )
+        return loader.construct_document(node)
     except yaml.YAMLError as err:
-        raise error(f"{what} {path} is not valid YAML: {err}") from err
+        raise error(f"{source} is not valid YAML: {yaml_problem(err)}") from None
+    except RecursionError:
+        raise error(f"{source}: nested too deeply to read") from None
+    except ValueError as err:
+        if isinstance(err, error):
+            raise
+        raise error(f"{source}: {err}") from None
+    finally:
+        loader.dispose()
+
+
+def describe_not_a_file(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a regular file ("is a folder", "is a FIFO", "is a symbolic link loop",
+    "does not exist", ...), or None when it is one: ``sentcl.pathcheck``'s answer, the one home of that rule."""
+    found = input_file_problem(path)
+    return None if found is None else found[0]
+
+
+def mend_jsonl_tail(path: Path) -> str | None:
+    """A JSON Lines file that a kill cut mid-write ends in a line without its newline. That line is cut off
+    when it is not JSON (returned, for the caller's warning: ``path:line``); a complete one gets its newline,
+    so the next append starts a line of its own. Lines before it are not read here (``iter_jsonl`` names a bad
+    one with ``path:line``)."""
+    with open(path, "rb+") as handle:
+        data = handle.read()
+        if not data or data.endswith(b"\n"):
+            return None
+        start = data.rfind(b"\n") + 1
+        try:
+            json.loads(data[start:].decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError):
+            handle.truncate(start)
+            lineno = data.count(b"\n") + 1
+            torn = preview(data[start:].decode("utf-8", "replace"))
+            return f"{path}:{lineno}: torn last line dropped ({torn})"
+        handle.write(b"\n")
+    return None
+
+
+def require_regular_file(path: Path, what: str) -> None:
+    """FileNotFoundError unless ``path`` is a regular file, saying what it is instead (a folder, a FIFO that
+    would block the read, a symlink loop, missing)."""
+    problem = describe_not_a_file(path)
+    if problem is not None:
+        raise FileNotFoundError(f"{what + ' ' if what else ''}{path} {problem}")
+
+
+def read_yaml(path: str | Path, what: str, error: type[ValueError] = ValueError) -> Any:
+    """The YAML value of ``path`` (an empty file: {}), read by ``load_yaml_text``; a path that is no regular
+    file, bytes that are not UTF-8 or a refused document is ``error`` naming it as ``what`` (e.g. "config
+    file"). The caller checks the top level's shape (its message knows the keys)."""
+    path = Path(path)
+    problem = describe_not_a_file(path)
+    if problem is not None:
+        raise error(f"{what} {path} {problem}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as err:
+        bom = (
+            " (it starts with a UTF-16 byte-order mark)"
+            if path.read_bytes()[:2] in (b"\xff\xfe", b"\xfe\xff")
+            else ""
+        )
+        raise error(
+            f"{what} {path} is not UTF-8 text{bom}: byte {err.start} cannot be decoded; save it as UTF-8"
+        ) from None
+    except OSError as err:
+        raise error(f"{what} {path} cannot be read: {err.strerror or err}") from None
+    value = load_yaml_text(text, f"{what} {path}", error)
+    return {} if value is None else value
 
 
 def json_safe(value: Any) -> Any:

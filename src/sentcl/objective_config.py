@@ -1,19 +1,20 @@
-"""The ``objective:`` section, scoped by method: its base options, the method's own options class, and the keys
-of other sections that only some methods read.
+"""The ``objective:`` section's base options: what every method accepts, and the option fields several methods
+share (temperature, similarity). Torch-free: the twelve methods' own options classes (``sentcl.method_options``)
+derive from these, and their records (``sentcl.method_records``) register them by name, so reading a recipe never
+imports a method's code.
 
-Each method declares its options as a dataclass subclass of :class:`ObjectiveConfig` (registered with
-``sentcl.methods.register_method(name, options=...)``); parsing picks the subclass from ``objective.name``, so an
-option of another method is an error that lists the chosen method's own.
+Each value is checked once, here or in the method's options class; the objectives built from a typed options
+instance trust it.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sentcl.typed_config import ConfigError, describe_fields, opt
+from sentcl.defaults import TEMPERATURE
+from sentcl.typed_config import ConfigError, check_choice, check_positive, opt
 
 if TYPE_CHECKING:
     from sentcl.config import TrainConfig
@@ -29,27 +30,20 @@ AUGMENTATION_KEYS = (
     "data.cutoff_token",
 )
 
-#: keys of other sections that only some methods read: a non-default value under a method whose options class
-#: does not list the key in ``uses`` is a ConfigError (sentcl.validation); a key that any method lists in its
-#: ``uses`` is scoped the same way (method_scoped_keys)
-METHOD_SCOPED_KEYS = (
-    *AUGMENTATION_KEYS,
-    "data.next_sentence_window",
-    "data.use_neutral",
-    "data.negation_file",
-    "model.same_dropout_mask",
-    "model.two_encoders",
-    "model.dual_embedding",
-)
+#: the model options of methods that may train two encoders (f for view 0, g for the others; SimCSE Table 2)
+TWO_ENCODER_KEYS = ("model.two_encoders", "model.dual_embedding")
+
+#: logits of InfoNCE-like objectives: cosine / tau (the papers) or the dot product / tau
+SIMILARITIES = ("cosine", "dot")
 
 
 @dataclass
 class ObjectiveConfig:
     """The ``objective:`` section: the method's name and the wrapper options every method accepts.
 
-    Each method declares its own options as a dataclass subclass (registered with
-    ``sentcl.methods.register_method(name, options=...)``); parsing picks the subclass from ``name``, so
-    ``cfg.objective`` is an instance of the chosen method's options class."""
+    Each method declares its own options as a dataclass subclass (``sentcl.method_options``), registered by name
+    in ``sentcl.method_records``; parsing picks the subclass from ``name``, so ``cfg.objective`` is an instance
+    of the chosen method's options class."""
 
     name: str = opt("unsup_simcse", "Training method (views + objective), e.g. unsup_simcse.")
     mlm_weight: float = opt(0.0, "Auxiliary MLM loss weight lambda (SimCSE uses 0.1; 0 disables).")
@@ -61,8 +55,10 @@ class ObjectiveConfig:
         "strictly decreasing list (null: off).",
     )
 
-    #: the METHOD_SCOPED_KEYS this method reads
+    #: the method-scoped keys of other sections (fields marked ``method_scoped``) this method reads
     uses: typing.ClassVar[tuple[str, ...]] = ()
+    #: the views are sentences written into templates (model.pooler=mask reads their [MASK])
+    templated_views: typing.ClassVar[bool] = False
 
     def check(self, cfg: TrainConfig) -> None:
         """The method's rules on other sections (e.g. a pooler it needs); run by ``sentcl.validation``."""
@@ -80,82 +76,37 @@ class ObjectiveConfig:
                 f"objective.matryoshka_dims must be positive and strictly decreasing, got {dims!r}"
             )
 
-    @classmethod
-    def resolve_class(cls, data: dict[str, Any]) -> type[ObjectiveConfig]:
-        """The options class of the method the section names (``sentcl.typed_config.from_dict``'s hook)."""
-        return objective_options(data.get("name", ObjectiveConfig.name))
 
-    @classmethod
-    def unknown_key(cls, key: str, where: str, data: dict[str, Any]) -> ConfigError:
-        """``objective.margin is not an option of unsup_simcse; its options: ...``"""
-        method = data.get("name", "unsup_simcse")
-        base = [f.name for f in dataclasses.fields(ObjectiveConfig)]
-        own = [f.name for f in dataclasses.fields(cls) if f.name not in base]
-        owners = [
-            m for m, c in objective_option_classes().items() if key in {f.name for f in dataclasses.fields(c)}
-        ]
-        of = f" (it is an option of {', '.join(owners)})" if owners else ""
-        options = ", ".join([base[0], *own, *base[1:]])
-        return ConfigError(
-            f"{where or 'objective'}.{key} is not an option of {method}{of}; its options: {options}"
-        )
-
-    @classmethod
-    def describe_fields(cls, prefix: str) -> list[tuple[str, str, str]]:
-        """The base options' rows, then each method's own options, marked ``[method]``."""
-        rows = describe_fields(ObjectiveConfig, prefix)
-        base = {f.name for f in dataclasses.fields(ObjectiveConfig)}
-        for method, options in objective_option_classes().items():
-            rows.extend(
-                (k, d, f"[{method}] {h}")
-                for k, d, h in describe_fields(options, prefix)
-                if k.rsplit(".", 1)[-1] not in base
-            )
-        return rows
+def temperature_option(default: float = TEMPERATURE) -> Any:
+    return opt(default, "Temperature tau of InfoNCE: logits are cos(h_i, h_j) / tau.")
 
 
-def objective_options(name: Any) -> type[ObjectiveConfig]:
-    """The options class of method ``name`` (``objective.name``)."""
-    from sentcl.methods import method_spec  # importing the methods registers their options classes
-
-    if not isinstance(name, str):
-        from sentcl.methods import METHODS
-
-        raise ConfigError(f"objective.name: unknown method {name!r}; valid: {', '.join(METHODS.names())}")
-    return method_spec(name).options
+def similarity_option() -> Any:
+    return opt(
+        "cosine",
+        "Logits are cos(h_i, h_j) / tau ('cosine', the paper) or h_i . h_j / tau ('dot', SimCSE Table D.1's "
+        "N/A column, with tau = 1).",
+    )
 
 
-def objective_option_classes() -> dict[str, type[ObjectiveConfig]]:
-    """Method name -> its options class, for every registered method."""
-    from sentcl.methods import METHODS
+@dataclass
+class TemperatureOptions(ObjectiveConfig):
+    """The options of a method with an InfoNCE-like temperature (its own options follow). The one check of
+    ``temperature > 0``."""
 
-    return {name: METHODS.build(name).options for name in METHODS.names()}
+    temperature: float = temperature_option()
 
-
-def method_scoped_keys() -> list[str]:
-    """METHOD_SCOPED_KEYS and every other key a method lists in its options' ``uses`` (e.g. a data file only
-    that method reads)."""
-    classes = objective_option_classes().values()
-    return list(dict.fromkeys([*METHOD_SCOPED_KEYS, *(key for c in classes for key in c.uses)]))
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.temperature", self.temperature)
 
 
-def default_objective() -> ObjectiveConfig:
-    return objective_options("unsup_simcse")()
+@dataclass
+class InfoNCEOptions(TemperatureOptions):
+    """The options of a method scored by InfoNCE: temperature and similarity (its own options follow)."""
 
+    similarity: str = similarity_option()
 
-def drop_other_methods_settings(data: dict[str, Any], name: Any) -> None:
-    """An override that switches the recipe to method ``name`` leaves the recipe's settings of its own method
-    behind: its objective options that ``name`` lacks and the METHOD_SCOPED_KEYS that ``name`` does not use.
-    (The overrides themselves are applied afterwards, so a foreign option set by one is still an error.)"""
-    objective = data.get("objective")
-    objective = objective if isinstance(objective, dict) else {}
-    if objective.get("name", ObjectiveConfig.name) == name:
-        return
-    options = objective_options(name)
-    fields = {f.name for f in dataclasses.fields(options)}
-    if objective:
-        data["objective"] = {k: v for k, v in objective.items() if k in fields}
-    for dotted in method_scoped_keys():
-        section, key = dotted.split(".")
-        if dotted not in options.uses and isinstance(data.get(section), dict):
-            data[section].pop(key, None)
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("objective.similarity", self.similarity, SIMILARITIES)

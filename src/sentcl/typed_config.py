@@ -1,12 +1,15 @@
 """Dataclasses <-> nested dicts: fields with a help line, type-checked building, dotted keys and overrides.
 
-Nothing here knows sentcl's sections (those live in :mod:`sentcl.config`). Two optional class hooks let a
-section pick its own class from its data and word its own unknown-key error:
+Nothing here knows sentcl's sections (those live in :mod:`sentcl.config`). A field's metadata carries its
+facts: ``help`` (the --help line), flags read by other checks (e.g. ``method_scoped``, ``resume_safe``), and
+three optional hooks by which a section field picks its own class from its data and words its own errors:
 
-- ``resolve_class(data: dict) -> type``: the dataclass to build a section of this annotation (e.g. the chosen
-  method's options class for ``objective:``);
-- ``unknown_key(key, where, data) -> ConfigError``: the error for a key the class does not have;
-- ``describe_fields(prefix) -> rows``: its rows in :func:`describe_fields` (e.g. every method's options).
+- ``resolve_class(data: dict) -> type``: the dataclass to build the section from (e.g. the chosen method's
+  options class for ``objective:``);
+- ``unknown_key(key, where, data) -> ConfigError``: the error for a key that class does not have;
+- ``describe(prefix) -> rows``: the section's rows in :func:`describe_fields` (e.g. every method's options).
+
+Every value echoed in an error is cut to a short preview (``sentcl.files.preview``).
 """
 
 from __future__ import annotations
@@ -18,16 +21,17 @@ import typing
 from dataclasses import field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-import yaml
+from sentcl.files import load_yaml_text, preview
 
 T = TypeVar("T")
 
 
-def opt(default: Any, help: str, **kw: Any) -> Any:  # noqa: A002 - mirrors argparse
-    """A dataclass field with a help line."""
+def opt(default: Any, help: str, **flags: Any) -> Any:  # noqa: A002 - mirrors argparse
+    """A dataclass field with a help line; ``flags`` go to its metadata (e.g. ``resume_safe=True``)."""
+    metadata = {"help": help, **flags}
     if isinstance(default, list | dict):
-        return field(default_factory=lambda: type(default)(default), metadata={"help": help}, **kw)
-    return field(default=default, metadata={"help": help}, **kw)
+        return field(default_factory=lambda: type(default)(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
 
 
 class ConfigError(ValueError):
@@ -36,8 +40,10 @@ class ConfigError(ValueError):
 
 def check_choice(name: str, value: Any, valid: typing.Iterable[Any]) -> None:
     valid = list(valid)
-    if value not in valid:
-        raise ConfigError(f"{name}={value!r} is not valid; choose one of: {', '.join(map(str, valid))}")
+    if not isinstance(value, typing.Hashable) or value not in valid:
+        raise ConfigError(
+            f"{name}={preview(value)} is not valid; choose one of: {', '.join(map(str, valid))}"
+        )
 
 
 def check_positive(name: str, value: float | int | None, allow_none: bool = False) -> None:
@@ -46,7 +52,7 @@ def check_positive(name: str, value: float | int | None, allow_none: bool = Fals
     if isinstance(value, float) and not math.isfinite(value):
         raise ConfigError(f"{name}={value!r} is not a finite number")
     if value is None or value <= 0:
-        raise ConfigError(f"{name} must be positive, got {value!r}")
+        raise ConfigError(f"{name} must be positive, got {preview(value)}")
 
 
 def _type_ok(value: Any, annotation: Any) -> bool:
@@ -96,31 +102,87 @@ def _type_name(annotation: Any) -> str:
     return getattr(annotation, "__name__", None) or str(annotation).replace("typing.", "")
 
 
-def from_dict(cls: type[T], data: dict[str, Any], where: str = "") -> T:
-    """Build dataclass ``cls`` from nested dicts; unknown keys and wrong types are ConfigErrors."""
-    if not isinstance(data, dict):
-        raise ConfigError(f"{where or 'config'} must be a mapping, got {type(data).__name__}")
+class RawText(str):
+    """A ``--set`` value given as text: YAML could not read it (``[1``, ``a : b``; ``problem`` says why), or it
+    read as a string (``problem`` None). Kept until the field's type is known: a string field takes it as
+    written, a list-of-strings field as its one item (``--set model.prompt_templates=...``); any other field
+    gets the ordinary type check, or, for text YAML could not read, an error saying how to quote it."""
+
+    problem: str | None
+
+    def __new__(cls, text: str, problem: str | None = None) -> RawText:
+        self = super().__new__(cls, text)
+        self.problem = problem
+        return self
+
+    @property
+    def text(self) -> str:
+        return str.__str__(self)
+
+    def resolve(self, annotation: Any, name: str) -> Any:
+        if _type_ok(self.text, annotation):
+            return self.text
+        if _type_ok([self.text], annotation):  # a list of strings: this one string
+            return [self.text]
+        if self.problem is None:
+            return self.text
+        raise ConfigError(
+            f"--set {name}={preview(self.text)}: the value is not valid YAML ({self.problem}); write a value of type "
+            f"{_type_name(annotation)} (quote text with single quotes inside the argument: "
+            f"--set \"{name}='...'\")"
+        )
+
+
+def _section(value: Any, name: str) -> dict[str, Any]:
+    """A section's data: a mapping; null (or absent) means all defaults; anything else is an error."""
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        shown = value.text if isinstance(value, RawText) else value
+        raise ConfigError(
+            f"{name} must be a mapping of its settings (null or absent: the defaults), got "
+            f"{'str' if isinstance(value, str) else type(value).__name__} {preview(shown)}"
+        )
+    return value
+
+
+def _leaf(value: Any, annotation: Any, name: str) -> Any:
+    """A leaf value checked against its field's annotation (ints become floats where floats are expected)."""
+    if isinstance(value, RawText):
+        value = value.resolve(annotation, name)
+    value = _float_from_text(value, annotation)
+    if not _type_ok(value, annotation):
+        raise ConfigError(f"{name}={preview(value)} has the wrong type; expected {_type_name(annotation)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ConfigError(f"{name}={value!r} is not a finite number")
+    return _coerce(value, annotation)
+
+
+def from_dict(
+    cls: type[T],
+    data: dict[str, Any],
+    where: str = "",
+    unknown_key: typing.Callable[..., Exception] | None = None,
+) -> T:
+    """Build dataclass ``cls`` from nested dicts; unknown keys, wrong types and sections that are not
+    mappings are ConfigErrors. ``unknown_key``: the section field's own hook for a key ``cls`` lacks."""
+    data = _section(data, where or "config")
     hints = typing.get_type_hints(cls)
     fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
     kwargs: dict[str, Any] = {}
     for key, value in data.items():
-        name = f"{where}.{key}" if where else key
-        if key not in fields and hasattr(cls, "unknown_key"):
-            raise cls.unknown_key(key, where, data)  # type: ignore[attr-defined]
+        name = f"{where}.{key}" if where else str(key)
+        if key not in fields and unknown_key is not None:
+            raise unknown_key(key, where, data)
         if key not in fields:
-            raise ConfigError(f"unknown config key {name!r}; valid keys here: {', '.join(fields)}")
-        annotation = hints[key]
-        if hasattr(annotation, "resolve_class"):  # e.g. the chosen method's options class
-            annotation = annotation.resolve_class(value if isinstance(value, dict) else {})
+            raise ConfigError(f"unknown config key {preview(name)}; valid keys here: {', '.join(fields)}")
+        annotation, meta = hints[key], fields[key].metadata
+        if "resolve_class" in meta:  # e.g. the chosen method's options class
+            annotation = meta["resolve_class"](value if isinstance(value, dict) else {})
         if dataclasses.is_dataclass(annotation):
-            kwargs[key] = from_dict(annotation, value or {}, name)  # type: ignore[arg-type]
-            continue
-        value = _float_from_text(value, annotation)
-        if not _type_ok(value, annotation):
-            raise ConfigError(f"{name}={value!r} has the wrong type; expected {_type_name(annotation)}")
-        if isinstance(value, float) and not math.isfinite(value):
-            raise ConfigError(f"{name}={value!r} is not a finite number")
-        kwargs[key] = _coerce(value, annotation)
+            kwargs[key] = from_dict(annotation, _section(value, name), name, meta.get("unknown_key"))  # type: ignore[arg-type]
+        else:
+            kwargs[key] = _leaf(value, annotation, name)
     return cls(**kwargs)
 
 
@@ -140,20 +202,35 @@ def flatten(data: typing.Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 
 def parse_override(text: str) -> tuple[list[str], Any]:
-    """``'training.batch_size=32'`` -> (['training', 'batch_size'], 32); the value is parsed as YAML."""
+    """``'training.batch_size=32'`` -> (['training', 'batch_size'], 32); the value is read as YAML (the same
+    reader as files: no duplicate keys, bounded aliases). Text YAML cannot read becomes ``RawText``, which a
+    string field takes as written."""
     if "=" not in text:
-        raise ConfigError(f"override {text!r} must look like section.key=value")
+        raise ConfigError(f"override {preview(text)} must look like section.key=value")
     key, raw = text.split("=", 1)
-    value = yaml.safe_load(raw) if raw.strip() else None
-    return key.strip().split("."), value
+    if not raw.strip():
+        return key.strip().split("."), None
+    try:
+        value = load_yaml_text(raw, f"--set {key.strip()}", ConfigError)
+    except ConfigError as err:
+        if "alias" in str(err) or "duplicate key" in str(err) or "nested too deeply" in str(err):
+            raise
+        return key.strip().split("."), RawText(raw, str(err).split(": ", 1)[-1].splitlines()[0])
+    return key.strip().split("."), RawText(value) if isinstance(value, str) else value
 
 
 def merge_override(data: dict[str, Any], keys: list[str], value: Any) -> None:
     node = data
-    for key in keys[:-1]:
-        node = node.setdefault(key, {})
+    for depth, key in enumerate(keys[:-1], start=1):
+        if node.get(key) is None:  # absent, or a section written as null (its defaults)
+            node[key] = {}
+        node = node[key]
         if not isinstance(node, dict):
-            raise ConfigError(f"cannot set {'.'.join(keys)}: {key} is not a section")
+            section = ".".join(keys[:depth])
+            raise ConfigError(
+                f"cannot set {'.'.join(keys)}: {section} must be a mapping of its settings (null or absent: the "
+                f"defaults), got {type(node).__name__} {preview(node)}"
+            )
     node[keys[-1]] = value
 
 
@@ -164,8 +241,8 @@ def describe_fields(cls: type[Any], prefix: str = "") -> list[tuple[str, str, st
     instance = cls()
     for f in dataclasses.fields(cls):
         key, annotation = f"{prefix}{f.name}", hints[f.name]
-        if hasattr(annotation, "describe_fields"):
-            rows.extend(annotation.describe_fields(key + "."))
+        if "describe" in f.metadata:
+            rows.extend(f.metadata["describe"](key + "."))
         elif dataclasses.is_dataclass(annotation):
             rows.extend(describe_fields(annotation, key + "."))  # type: ignore[arg-type]
         else:

@@ -3,15 +3,20 @@
 Rules inside one section live in the section's ``__post_init__`` (a bad value fails while parsing); this pass
 holds the rest, so that ``train()`` fails in its first line and never after it created a run folder, read the
 corpus or took a step. A method's own cross-section rules live with its options (``ObjectiveConfig.check``).
+
+The pure part (``environment=False``) imports no torch: names are checked against ``sentcl.config_names`` and
+the method records. The environment part resolves the data folder, the training file and the device, and
+``validate`` returns them (``Resolved``), so the run uses what was checked instead of resolving again.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sentcl import config_names
 from sentcl.config import (
     ConfigError,
     TrainConfig,
@@ -19,6 +24,21 @@ from sentcl.config import (
     method_scoped_keys,
     objective_option_classes,
 )
+from sentcl.files import describe_not_a_file, preview
+from sentcl.method_records import method_record
+
+if TYPE_CHECKING:
+    import torch
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What ``validate`` resolved on this machine: the data folder, the training file and the device (None
+    for each with ``environment=False``)."""
+
+    data_dir: Path | None = None
+    train_path: Path | None = None
+    device: torch.device | None = None
 
 
 def _value(cfg: TrainConfig, dotted: str) -> Any:
@@ -39,35 +59,36 @@ def check_method_scoped_keys(cfg: TrainConfig) -> None:
             continue
         users = [m for m, options in objective_option_classes().items() if key in options.uses]
         raise ConfigError(
-            f"{key}={_value(cfg, key)!r} is ignored by {cfg.objective.name}; it is used by "
+            f"{key}={preview(_value(cfg, key))} is ignored by {cfg.objective.name}; it is used by "
             f"{', '.join(users) or 'no method'} (objective.name)"
         )
 
 
 def check_data(cfg: TrainConfig, reader: str) -> None:
-    from sentcl.data.augment import TEXT_AUGMENTATIONS
-    from sentcl.data.sources import NEUTRAL_READERS, READERS
-    from sentcl.methods.views import TOKEN_AUGMENTATION_NAMES
-
     d = cfg.data
     if d.augmentation is not None:
-        check_choice("data.augmentation", d.augmentation, TEXT_AUGMENTATIONS.names())
+        check_choice("data.augmentation", d.augmentation, config_names.TEXT_AUGMENTATIONS)
     if d.token_augmentation is not None:
-        check_choice("data.token_augmentation", d.token_augmentation, TOKEN_AUGMENTATION_NAMES)
-    if reader not in READERS:
-        raise ConfigError(f"data.reader={reader!r} is not a reader; valid: {', '.join(READERS.names())}")
+        check_choice("data.token_augmentation", d.token_augmentation, config_names.TOKEN_AUGMENTATIONS)
+    if reader not in config_names.READERS:
+        raise ConfigError(
+            f"data.reader={preview(reader)} is not a reader; valid: {', '.join(config_names.READERS)}"
+        )
     if cfg.data.streaming and reader != "lines":
         raise ConfigError(
             f"data.streaming reads plain text files (reader 'lines'); {cfg.objective.name} uses reader {reader!r}"
         )
-    nli_readers = ("nli_csv", *NEUTRAL_READERS)  # the readers that give sup_simcse its neutral hypotheses
+    nli_readers = (
+        "nli_csv",
+        *config_names.NEUTRAL_READERS,
+    )  # the readers that give sup_simcse its neutral hypotheses
     if cfg.data.use_neutral and reader not in nli_readers:
         raise ConfigError(f"data.use_neutral needs an NLI reader ({', '.join(nli_readers)}), not {reader!r}")
 
 
 def check_model(cfg: TrainConfig) -> None:
     m = cfg.model
-    if m.pooler == "mask" and not getattr(type(cfg.objective), "templated_views", False):
+    if m.pooler == "mask" and not type(cfg.objective).templated_views:
         raise ConfigError(
             "model.pooler=mask reads the [MASK] token of a prompt template: only methods whose views are "
             f"templates use it (promptbert, sncse), not {cfg.objective.name}"
@@ -84,58 +105,73 @@ def check_model(cfg: TrainConfig) -> None:
         )
 
 
-def check_files(cfg: TrainConfig) -> None:
-    """The data folder, the training file and a PREFIX:PATH dev task (read once)."""
+def check_files(cfg: TrainConfig) -> tuple[Path, Path]:
+    """The data folder, the training file and a PREFIX:PATH dev task (read once); returns the data folder and
+    the training file."""
     from sentcl.evaluation.runner import check_dev_task
     from sentcl.paths import data_file, resolve_data_dir
 
     data_dir = resolve_data_dir(cfg.data.data_dir)
-    if not Path(cfg.data.train_file).is_absolute():
-        data_file(data_dir, cfg.data.train_file)
-    elif not os.path.lexists(cfg.data.train_file):  # a FIFO or a link loop exists: the reader says what
-        raise FileNotFoundError(f"data.train_file {cfg.data.train_file} does not exist")
+    given = Path(cfg.data.train_file)
+    train_path = given if given.is_absolute() else data_dir / given
+    problem = describe_not_a_file(train_path)
+    if problem == "does not exist":
+        if given.is_absolute():
+            raise FileNotFoundError(f"data.train_file {given} does not exist")
+        data_file(data_dir, cfg.data.train_file)  # the error that says how to get the data
+    if problem is not None and not train_path.is_dir():  # a folder: a reader of split folders (senteval_snli)
+        raise ConfigError(f"data.train_file {train_path} {problem}")
     check_dev_task(cfg.eval.dev_task, data_dir)  # pairs:FILE / retrieval:DIR: read once, errors name the file
+    return data_dir, train_path
 
 
 def check_eval(cfg: TrainConfig) -> None:
-    from sentcl.evaluation.runner import check_tasks
+    unknown = config_names.unknown_tasks(cfg.eval.final_tasks)
+    if unknown:
+        valid = [*config_names.EVAL_TASKS, *config_names.EVAL_GROUPS]
+        raise ConfigError(
+            f"eval.final_tasks: unknown evaluation task(s) {', '.join(map(preview, unknown))}; valid: "
+            f"{', '.join(valid)}"
+        )
 
-    try:
-        check_tasks(cfg.eval.final_tasks)
-    except ValueError as err:
-        raise ConfigError(f"eval.final_tasks: {err}") from None
 
-
-def check_training(cfg: TrainConfig) -> None:
+def check_training(cfg: TrainConfig) -> torch.device:
+    """The device and its precision, the tracker; returns the device."""
     from sentcl.training.precision import check_precision, resolve_device
     from sentcl.training.tracking import check_report_to
 
+    device = resolve_device(cfg.training.device)
     try:
-        check_precision(cfg.training.precision, resolve_device(cfg.training.device))
+        check_precision(cfg.training.precision, device)
     except ValueError as err:
         raise ConfigError(str(err)) from None
     check_report_to(cfg.training.report_to)
+    return device
 
 
-def validate(cfg: TrainConfig, *, environment: bool = True) -> None:
-    """Raise ConfigError (or FileNotFoundError for a missing file) for the first rule ``cfg`` breaks.
+def validate(cfg: TrainConfig, *, environment: bool = True) -> Resolved:
+    """Raise ConfigError (or FileNotFoundError for a missing file) for the first rule ``cfg`` breaks; return
+    what the environment part resolved.
 
     ``environment=False`` leaves out the rules that depend on this machine: the device and its precision, an
-    installed tracker, the data files (a GPU recipe checked on a laptop)."""
-    from sentcl.methods import method_spec
-
-    spec = method_spec(cfg)
-    if not isinstance(cfg.objective, spec.options):
+    installed tracker, the data files (a GPU recipe checked on a laptop); that part imports no torch."""
+    try:
+        record = method_record(cfg.objective.name)
+    except KeyError as err:
+        raise ConfigError(f"objective.name: {err.args[0]}") from None
+    if not isinstance(cfg.objective, record.options):
         raise ConfigError(
-            f"objective is a {type(cfg.objective).__name__}; {cfg.objective.name} takes {spec.options.__name__}"
+            f"objective is a {type(cfg.objective).__name__}; {cfg.objective.name} takes {record.options.__name__}"
         )
     for section in dataclasses.fields(cfg):  # values set after parsing get their section's checks again
         getattr(cfg, section.name).__post_init__()
     check_method_scoped_keys(cfg)
-    check_data(cfg, cfg.data.reader or spec.reader)
+    check_data(cfg, cfg.data.reader or record.reader)
     check_model(cfg)
     cfg.objective.check(cfg)
     check_eval(cfg)
-    if environment:
-        check_training(cfg)
-        check_files(cfg)
+    if not environment:
+        return Resolved()
+    device = check_training(cfg)
+    data_dir, train_path = check_files(cfg)
+    return Resolved(data_dir, train_path, device)

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from sentcl.method_options import UnsupSimCSEOptions
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE
 
@@ -67,8 +68,8 @@ def test_swapping_positives_raises_the_loss() -> None:
 
 
 def test_rejects_bad_shapes_and_temperature() -> None:
-    with pytest.raises(ValueError, match="temperature"):
-        InfoNCE(0.0)
+    with pytest.raises(ValueError, match="temperature"):  # checked once, by the options class
+        UnsupSimCSEOptions(temperature=0.0)
     with pytest.raises(ValueError, match=r"\(batch, 2, dim\)"):
         InfoNCE()(torch.zeros(4, 3, 5))
 

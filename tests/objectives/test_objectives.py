@@ -9,6 +9,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
+from sentcl.method_options import SupSimCSEOptions
 from sentcl.objectives import (
     CutoffTriplet,
     QuickThoughts,
@@ -91,8 +92,8 @@ def test_supervised_default_temperature_and_view_check() -> None:
     assert objective.temperature == 0.05
     with pytest.raises(ValueError, match=r"\(batch, 3, dim\)"):
         objective(_views(4, 2, 6, seed=3))
-    with pytest.raises(ValueError, match="temperature"):
-        SupervisedInfoNCE(temperature=0.0)
+    with pytest.raises(ValueError, match="temperature"):  # checked once, by the options class
+        SupSimCSEOptions(temperature=0.0)
 
 
 # ------------------------------------------------------------------ Quick-Thoughts

@@ -7,6 +7,7 @@ import math
 import pytest
 import torch
 
+from sentcl.method_options import SNCSEOptions
 from sentcl.objectives.sncse import SNCSE
 
 
@@ -41,4 +42,4 @@ def test_bml_is_zero_inside_the_band_and_linear_outside() -> None:
         z = torch.stack([h, pos, neg], dim=1)  # (1, 3, 2)
         assert float(SNCSE()(z)["bml"]) == pytest.approx(expected, abs=1e-6)
     with pytest.raises(ValueError, match="alpha <= beta"):
-        SNCSE(alpha=0.5, beta=0.3)
+        SNCSEOptions(bml_alpha=0.5, bml_beta=0.3)  # checked once, by the options class

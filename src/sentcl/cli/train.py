@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 
 from sentcl.builtin_recipes import resolve_recipe
@@ -52,10 +53,10 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.training.step import TrainingDiverged
 
     overrides = list(args.overrides)
-    if args.data_dir:
-        overrides.append(f"data.data_dir={args.data_dir}")
-    if args.output_dir:
-        overrides.append(f"training.output_dir={args.output_dir}")
+    if args.data_dir is not None:  # as quoted YAML text: a folder named 'yes', '123' or '[a' stays a path
+        overrides.append(f"data.data_dir={json.dumps(args.data_dir)}")
+    if args.output_dir is not None:
+        overrides.append(f"training.output_dir={json.dumps(args.output_dir)}")
     recipe = resolve_recipe(args.config) if args.config is not None else None
     cfg = load_config(TrainConfig, recipe, overrides)
     try:

@@ -20,6 +20,8 @@ import yaml
 
 from sentcl.atomic import atomic_write_text
 from sentcl.evaluation.sts import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
+from sentcl.files import load_yaml_text
+from sentcl.method_records import METHODS, method_record
 from sentcl.modeling.st_folder import is_st_folder
 from sentcl.poolers import pooler_info
 
@@ -33,14 +35,6 @@ _DATASET_IDS = {
     "nli_for_simcse.csv": "princeton-nlp/datasets-for-simcse",  # SimCSE's SNLI + MNLI triplets
     "sts-train.csv": "sentence-transformers/stsb",  # STS Benchmark's training split
     "SNLI": "stanfordnlp/snli",
-}
-_PAPERS = {
-    "unsup_simcse": "SimCSE (Gao et al., 2021), unsupervised: dropout noise as the positive",
-    "sup_simcse": "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
-    "quick_thoughts": "Quick-Thoughts (Logeswaran & Lee, 2018): classify the context sentences",
-    "cutoff_triplet": "token cutoff views with a triplet term",
-    "promptbert": "PromptBERT (Jiang et al., 2022): the [MASK] state of a template, two templates as the positive",
-    "sncse": "SNCSE (Wang et al., 2022): PromptBERT's [MASK] state + the negation as a soft negative (BML)",
 }
 
 
@@ -108,6 +102,28 @@ def card_metadata(
     return meta
 
 
+def _method_section(name: str) -> tuple[str, list[str]]:
+    """The method's one line and its card section (paper, citation, the paper's headline number), from its
+    record (sentcl.method_records); a name with no record (a run of an older sentcl) gets the name alone."""
+    if name not in METHODS:
+        return name, []
+    record = method_record(name)
+    paper = record.paper
+    headline = (
+        f"- the paper's headline number: {paper.headline:g} ({paper.headline_what})"
+        if paper.headline is not None
+        else f"- the paper's headline number: {paper.headline_what}"
+    )
+    return record.summary, [
+        "## Method\n",
+        f"`{name}`: {record.summary}.\n",
+        f"- paper: {paper.line()}",
+        headline + "\n",
+        "Citation:\n",
+        "```\n" + paper.citation + "\n```\n",
+    ]
+
+
 def _dev_table(dev_history: Sequence[tuple[int, float]], dev_task: str, best_step: int | None) -> str:
     lines = [f"| step | {dev_task} |", "|---:|---:|"]
     for step, score in dev_history:
@@ -136,7 +152,7 @@ def render_card(
         config["objective"],
         config["training"],
     )
-    method = _PAPERS.get(objective["name"], objective["name"])
+    method, method_part = _method_section(objective["name"])
     pooler = pooler or model.get("pooler") or "cls"
     head = pooler == "cls" and not model.get("mlp_only_train", False)  # the head is part of the embedding
     front = yaml.safe_dump(meta, sort_keys=False, allow_unicode=True)
@@ -146,6 +162,7 @@ def render_card(
         f"# {name}\n",
         f"A sentence encoder trained with sentcl from `{meta['base_model']}`: {method}. "
         f"Pooler `{pooler}`; embeddings are compared by cosine similarity.\n",
+        *method_part,
         "## Training\n",
         _data_line(data["train_file"])
         + (f", {train_examples:,} examples" if train_examples is not None else ""),
@@ -255,7 +272,7 @@ def read_card_metadata(path: str | Path) -> dict[str, Any]:
     end = text.find("\n---\n", 4)
     if end < 0:
         raise ValueError(f"{path}: the YAML front matter has no closing '---' line")
-    return yaml.safe_load(text[4:end])
+    return load_yaml_text(text[4:end], f"{path}: the YAML front matter")  # sentcl's one YAML reader
 
 
 def dev_history(metrics_file: Path, dev_task: str) -> list[tuple[int, float]]:

@@ -1,17 +1,18 @@
 """Training methods: which views each example yields, how they are encoded, and which objective scores them.
 
-The record, registry and options live in :mod:`sentcl.methods.base`, the view helpers in
-:mod:`sentcl.methods.views`, and each method in a module of its own. A new method is a new module and one import
-line below (the import registers it).
+Each method's record (options class, reader, paper) is torch-free in :mod:`sentcl.method_records`, its options
+in :mod:`sentcl.method_options`; ``Method`` and the builders' registry live in :mod:`sentcl.methods.base`, the
+view helpers in :mod:`sentcl.methods.views`, and each builder in a module of its own. A new method is a record,
+an options class, a new module and one import line below (the import registers its builder).
 """
 
+from sentcl.method_records import METHODS, MethodRecord
 from sentcl.methods.base import (
-    METHODS,
+    BUILDERS,
     Builder,
     EmbeddingAugment,
     Example,
     Method,
-    MethodSpec,
     TokenAugment,
     ViewFn,
     build_method,
@@ -40,12 +41,13 @@ from sentcl.methods import promptbert  # noqa: E402, F401  isort: skip
 from sentcl.methods import sncse  # noqa: E402, F401  isort: skip
 
 __all__ = [
+    "BUILDERS",
     "METHODS",
     "Builder",
     "EmbeddingAugment",
     "Example",
     "Method",
-    "MethodSpec",
+    "MethodRecord",
     "TokenAugment",
     "ViewFn",
     "build_method",

@@ -1,14 +1,13 @@
-"""The method record, its options and the registry.
+"""What a method builds (``Method``) and the registry of builders.
 
 A method is data + objective, nothing about optimisation:
 
     example --views--> (v_1..v_V) --tokenize--> (B·V, L) --[token/feature aug per view]--> encoder(s)
             --> (B, V, D) --> objective
 
-Register a method with ``@register_method(name, reader=..., options=OptionsClass)`` on a builder
-``(cfg, corpus, tokenizer) -> Method``: the reader names the training-file format it needs, the options class
-(a dataclass subclass of :class:`sentcl.config.ObjectiveConfig`) declares the ``objective.*`` keys it reads;
-``cfg.objective`` is an instance of it.
+Each method has a torch-free record (``sentcl.method_records``: options class, reader, paper) and a builder
+here, registered with ``@register_method(name)`` on ``(cfg, options, corpus, tokenizer) -> Method``; the
+builder receives ``cfg.objective`` as ``options``, an instance of the record's options class, and trusts it.
 """
 
 from __future__ import annotations
@@ -16,14 +15,16 @@ from __future__ import annotations
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import torch
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.config import ConfigError, ObjectiveConfig, TrainConfig, check_choice, check_positive, opt
+from sentcl.config import ConfigError, ObjectiveConfig, TrainConfig
 from sentcl.data.readers import Corpus
+from sentcl.files import preview
+from sentcl.method_records import METHODS, MethodRecord, method_record
 from sentcl.objectives.base import Objective
 from sentcl.objectives.matryoshka import matryoshka_wrap
 from sentcl.objectives.mlm import mlm_wrap
@@ -94,43 +95,43 @@ class Method:
 #: seeds per step for a method's stochastic parts (their index is the stream)
 STOCHASTIC_STREAMS = 31
 
-Builder = Callable[[TrainConfig, Corpus, PreTrainedTokenizerBase], Method]
+OptionsT = TypeVar("OptionsT", bound=ObjectiveConfig)
+#: (cfg, its objective options typed as the method's options class, corpus, tokenizer) -> Method
+Builder = Callable[[TrainConfig, Any, Corpus, PreTrainedTokenizerBase], Method]
 
-
-@dataclass(frozen=True)
-class MethodSpec:
-    reader: str
-    build: Builder
-    #: the method's ``objective:`` section (a dataclass subclass of ObjectiveConfig)
-    options: type[ObjectiveConfig] = ObjectiveConfig
-
-
-METHODS: Registry[MethodSpec] = Registry("method")
+BUILDERS: Registry[Builder] = Registry("method builder")
 
 
 def register_method(
-    name: str, reader: str = "lines", options: type[ObjectiveConfig] = ObjectiveConfig
-) -> Callable[[Builder], Builder]:
-    """Register builder ``(cfg, corpus, tokenizer) -> Method`` as ``objective.name=name``."""
+    name: str,
+) -> Callable[[Callable[[TrainConfig, OptionsT, Corpus, PreTrainedTokenizerBase], Method]], Any]:
+    """Register the builder of method ``name``, which must have a record (sentcl.method_records)."""
+    if name not in METHODS:
+        raise ValueError(f"method {name!r} has no record in sentcl.method_records")
 
-    def decorator(build: Builder) -> Builder:
-        METHODS.register(name)(lambda: MethodSpec(reader, build, options))
+    def decorator(build: Callable[[TrainConfig, OptionsT, Corpus, PreTrainedTokenizerBase], Method]) -> Any:
+        BUILDERS.register(name)(lambda: build)
         return build
 
     return decorator
 
 
-def method_spec(cfg: TrainConfig | str) -> MethodSpec:
-    """The registered method of ``cfg.objective.name`` (or of a name)."""
+def method_spec(cfg: TrainConfig | str) -> MethodRecord:
+    """The record of ``cfg.objective.name`` (or of a name): options class, reader, paper."""
     name = cfg if isinstance(cfg, str) else cfg.objective.name
     try:
-        return METHODS.build(name)
+        return method_record(name)
     except KeyError as err:
         raise ConfigError(f"objective.name: {err.args[0]}") from None
 
 
 def build_method(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
-    method = method_spec(cfg).build(cfg, corpus, tokenizer)
+    record = method_spec(cfg)
+    if not isinstance(cfg.objective, record.options):
+        raise ConfigError(
+            f"objective is a {type(cfg.objective).__name__}; {record.name} takes {record.options.__name__}"
+        )
+    method = BUILDERS.build(record.name)(cfg, cfg.objective, corpus, tokenizer)
     # ---- objective wrappers (the base options every method accepts), applied here and only here:
     # Matryoshka (objective.matryoshka_dims) on the embeddings, then MLM (objective.mlm_weight) outermost.
     method.objective = matryoshka_wrap(method.objective, cfg.objective.matryoshka_dims)
@@ -141,48 +142,16 @@ def build_method(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenize
     return method
 
 
-# --------------------------------------------------------------------------- options shared by several methods
-
-#: the model options of methods that may train two encoders (f for view 0, g for the others; SimCSE Table 2)
-TWO_ENCODER_KEYS = ("model.two_encoders", "model.dual_embedding")
-
-
-def temperature_option(default: float = 0.05) -> Any:
-    return opt(default, "Temperature tau of InfoNCE: logits are cos(h_i, h_j) / tau.")
-
-
-def similarity_option() -> Any:
-    return opt(
-        "cosine",
-        "Logits are cos(h_i, h_j) / tau ('cosine', the paper) or h_i . h_j / tau ('dot', SimCSE Table D.1's "
-        "N/A column, with tau = 1).",
-    )
-
-
-def check_similarity(options: Any) -> None:
-    check_choice("objective.similarity", options.similarity, ("cosine", "dot"))
-
-
-@dataclass
-class TemperatureOptions(ObjectiveConfig):
-    """The options of a method with an InfoNCE-like temperature (its own options follow)."""
-
-    temperature: float = temperature_option()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive("objective.temperature", self.temperature)
-
-
-@dataclass
-class InfoNCEOptions(TemperatureOptions):
-    """The options of a method scored by InfoNCE: temperature and similarity (its own options follow)."""
-
-    similarity: str = similarity_option()
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_similarity(self)
+def check_scores_vary(corpus: Corpus, method: str, score: Callable[[Example], float]) -> None:
+    """A ranking loss on gold scores learns nothing when every score is equal (loss 0, weights unchanged):
+    a ConfigError naming the file, as ``sentcl eval --pairs`` refuses constant scores."""
+    scores = {score(example) for example in corpus.examples}
+    if len(scores) < 2:
+        value = next(iter(scores), None)
+        raise ConfigError(
+            f"{method}: every score in {corpus.path} is {value!r}; a ranking loss on scores needs two or more "
+            "different scores (it would train nothing)"
+        )
 
 
 def check_examples(corpus: Corpus, ok: Callable[[Example], bool], method: str, needs: str, hint: str) -> None:
@@ -191,6 +160,6 @@ def check_examples(corpus: Corpus, ok: Callable[[Example], bool], method: str, n
     bad = next((i for i, example in enumerate(corpus.examples) if not ok(example)), None)
     if bad is not None:
         raise ConfigError(
-            f"{method} needs {needs} examples; example {bad} of {corpus.path} is {corpus.examples[bad]!r} "
+            f"{method} needs {needs} examples; example {bad} of {corpus.path} is {preview(corpus.examples[bad])} "
             f"({hint})"
         )

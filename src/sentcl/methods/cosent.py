@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import torch
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.config import ObjectiveConfig, TrainConfig, check_positive, opt
+from sentcl.config import TrainConfig
 from sentcl.data.readers import Corpus
-from sentcl.methods.base import Example, Method, check_examples, register_method
-from sentcl.objectives.cosent import SCALE, CoSENT
-
-
-@dataclass
-class CoSENTOptions(ObjectiveConfig):
-    scale: float = opt(
-        SCALE, "CoSENT: lambda of log(1 + sum_{s_i > s_j} exp(lambda (cos_j - cos_i))); the paper's 20."
-    )
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive("objective.scale", self.scale)
+from sentcl.method_options import CoSENTOptions
+from sentcl.methods.base import Example, Method, check_examples, check_scores_vary, register_method
+from sentcl.objectives.cosent import CoSENT
 
 
 def _is_scored_pair(example: Example) -> bool:
@@ -41,14 +30,13 @@ def scores_meta(examples: Sequence[Example]) -> dict[str, Tensor]:
     return {"scores": torch.tensor([float(e[2]) for e in examples], dtype=torch.float32)}
 
 
-@register_method("cosent", reader="scored_pairs", options=CoSENTOptions)
-def cosent(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+@register_method("cosent")
+def cosent(cfg: TrainConfig, o: CoSENTOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
     """Su 2022: views (s1, s2) of each scored pair; L = log(1 + Σ_{s_i > s_j} e^{λ(cos_j − cos_i)}), λ = 20.
 
     Examples come from ``data.reader=scored_pairs`` (a user's TSV/CSV/JSONL with sentence1, sentence2, score,
     in any language: KorSTS, the Chinese STS-B, ...) or ``stsb`` (STS Benchmark's own TSV layout).
     """
-    o: CoSENTOptions = cfg.objective  # type: ignore[assignment]
     check_examples(
         corpus,
         _is_scored_pair,
@@ -56,6 +44,7 @@ def cosent(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase)
         "(sentence1, sentence2, score)",
         "data.reader must be scored_pairs or stsb",
     )
+    check_scores_vary(corpus, "cosent", lambda example: float(example[2]))
     return Method(
         views=lambda example: (example[0], example[1]),
         objective=CoSENT(o.scale),

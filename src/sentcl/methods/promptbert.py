@@ -16,39 +16,15 @@ inference); an MLP over the [MASK] state in training only (``model.mlp_only_trai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.config import ConfigError, ObjectiveConfig, TrainConfig, check_positive
+from sentcl.config import ConfigError, TrainConfig
 from sentcl.data.readers import Corpus
-from sentcl.methods.base import Method, ViewFn, register_method, temperature_option
-from sentcl.modeling.prompt import PROMPTBERT_BERT_TEMPLATES, Prompt
+from sentcl.method_options import PromptBERTOptions, check_mask_pooler
+from sentcl.methods.base import Method, ViewFn, register_method
+from sentcl.modeling.prompt import Prompt
 from sentcl.objectives.infonce import InfoNCE
-
-
-@dataclass
-class PromptBERTOptions(ObjectiveConfig):
-    temperature: float = temperature_option()
-
-    #: the views are sentences written into templates (model.pooler=mask reads their [MASK])
-    templated_views: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive("objective.temperature", self.temperature)
-
-    def check(self, cfg: TrainConfig) -> None:
-        check_mask_pooler(cfg)
-
-
-def check_mask_pooler(cfg: TrainConfig) -> None:
-    if cfg.model.pooler != "mask":
-        raise ConfigError(
-            f"{cfg.objective.name} needs model.pooler=mask (the [MASK] state of a template), got "
-            f"{cfg.model.pooler!r}"
-        )
+from sentcl.prompt_templates import PROMPTBERT_BERT_TEMPLATES
 
 
 def training_prompt(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase) -> Prompt:
@@ -77,10 +53,11 @@ def two_templates(prompt: Prompt) -> tuple[int, int]:
     return 0, min(1, len(prompt.templates) - 1)
 
 
-@register_method("promptbert", reader="lines", options=PromptBERTOptions)
-def promptbert(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+@register_method("promptbert")
+def promptbert(
+    cfg: TrainConfig, o: PromptBERTOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
+) -> Method:
     """PromptBERT: views (template 0 (s), template 1 (s)), InfoNCE with in-batch negatives."""
-    o: PromptBERTOptions = cfg.objective  # type: ignore[assignment]
     prompt = training_prompt(cfg, tokenizer)
     return Method(
         views=template_views(prompt, cfg.model.max_length, two_templates(prompt)),

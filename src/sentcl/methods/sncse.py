@@ -16,43 +16,16 @@ that do not end in punctuation, and their negations come from their own generato
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import ClassVar
 
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.config import ConfigError, ObjectiveConfig, TrainConfig, check_positive, opt
+from sentcl.config import ConfigError, TrainConfig
 from sentcl.data.negation import negate, read_negations
 from sentcl.data.readers import Corpus
-from sentcl.methods.base import Method, register_method, temperature_option
-from sentcl.methods.promptbert import check_mask_pooler, training_prompt, two_templates
+from sentcl.method_options import SNCSEOptions
+from sentcl.methods.base import Method, register_method
+from sentcl.methods.promptbert import training_prompt, two_templates
 from sentcl.objectives.sncse import SNCSE
-
-
-@dataclass
-class SNCSEOptions(ObjectiveConfig):
-    temperature: float = temperature_option()
-    bml_alpha: float = opt(
-        0.1, "alpha of BML = ReLU(Δ + alpha) + ReLU(-Δ - beta), Δ = cos(h, h_neg) - cos(h, h+)."
-    )
-    bml_beta: float = opt(0.3, "beta of the bidirectional margin loss (Δ is kept within [-beta, -alpha]).")
-    bml_weight: float = opt(1e-3, "Weight of the bidirectional margin loss added to InfoNCE.")
-
-    uses: ClassVar[tuple[str, ...]] = ("data.negation_file",)
-    templated_views: ClassVar[bool] = True
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_positive("objective.temperature", self.temperature)
-        if not 0.0 <= self.bml_alpha <= self.bml_beta:
-            raise ConfigError(
-                f"objective.bml_alpha and bml_beta need 0 <= alpha <= beta, got {self.bml_alpha}, {self.bml_beta}"
-            )
-        if self.bml_weight < 0:
-            raise ConfigError(f"objective.bml_weight must be >= 0, got {self.bml_weight!r}")
-
-    def check(self, cfg: TrainConfig) -> None:
-        check_mask_pooler(cfg)
 
 
 def negator(cfg: TrainConfig, corpus: Corpus) -> Callable[[str], str]:
@@ -69,10 +42,9 @@ def negator(cfg: TrainConfig, corpus: Corpus) -> Callable[[str], str]:
     return table.__getitem__
 
 
-@register_method("sncse", reader="lines", options=SNCSEOptions)
-def sncse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+@register_method("sncse")
+def sncse(cfg: TrainConfig, o: SNCSEOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
     """SNCSE: views (t0(s), t1(s), t1(neg(s))), InfoNCE(h, h+) + λ·BML(h, h+, h_neg)."""
-    o: SNCSEOptions = cfg.objective  # type: ignore[assignment]
     prompt = training_prompt(cfg, tokenizer)
     first, second = two_templates(prompt)
     negation = negator(cfg, corpus)

@@ -2,34 +2,29 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
 from sentcl.data.readers import Corpus
-from sentcl.methods.base import Example, InfoNCEOptions, Method, check_examples, register_method
+from sentcl.method_options import SupPairsOptions
+from sentcl.methods.base import Example, Method, check_examples, register_method
 from sentcl.objectives.infonce import InfoNCE
-
-
-@dataclass
-class SupPairsOptions(InfoNCEOptions):
-    pass
 
 
 def is_pair(example: Example) -> bool:
     return isinstance(example, tuple) and len(example) >= 2
 
 
-@register_method("sup_pairs", reader="pairs", options=SupPairsOptions)
-def sup_pairs(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+@register_method("sup_pairs")
+def sup_pairs(
+    cfg: TrainConfig, o: SupPairsOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
+) -> Method:
     """Gao et al. 2021, Table 4 / Table 7's "no hard negative": supervised pairs (x, x+), no hard negatives.
 
     InfoNCE (eq. 1) with x+ as the positive and the other examples' x+ as in-batch negatives. Examples are
     two-column pair files (``data.reader=pairs``: QQP, Flickr30k captions, ParaNMT, ...), or the first two
     fields (premise, entailment) of an NLI reader's triples ("entailment only").
     """
-    o: SupPairsOptions = cfg.objective  # type: ignore[assignment]
     check_examples(corpus, is_pair, "sup_pairs", "(sentence, positive)", "check data.reader")
     return Method(
         views=lambda example: (example[0], example[1]),

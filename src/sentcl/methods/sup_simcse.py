@@ -2,42 +2,24 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.config import TrainConfig, opt
+from sentcl.config import TrainConfig
 from sentcl.data.readers import Corpus
+from sentcl.method_options import SupSimCSEOptions
 from sentcl.methods.base import (
     Method,
-    TemperatureOptions,
     check_examples,
-    check_similarity,
     register_method,
-    similarity_option,
 )
 from sentcl.objectives.supervised import SupervisedInfoNCE
 
 
-@dataclass
-class SupSimCSEOptions(TemperatureOptions):
-    hard_negative_weight: float = opt(
-        0.0, "w added to the logit of the anchor's own hard negative (alpha = e^w; 0 is alpha = 1)."
-    )
-    similarity: str = similarity_option()
-
-    uses: ClassVar[tuple[str, ...]] = ("data.use_neutral",)
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        check_similarity(self)
-
-
-@register_method("sup_simcse", reader="nli_csv", options=SupSimCSEOptions)
-def sup_simcse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+@register_method("sup_simcse")
+def sup_simcse(
+    cfg: TrainConfig, o: SupSimCSEOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
+) -> Method:
     """Gao et al. 2021, supervised: (premise, entailment, contradiction[, neutral]) triples, eq. 5."""
-    o: SupSimCSEOptions = cfg.objective  # type: ignore[assignment]
     views = 4 if cfg.data.use_neutral else 3
     check_examples(
         corpus,

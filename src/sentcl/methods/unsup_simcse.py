@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import ClassVar
-
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.config import AUGMENTATION_KEYS, ConfigError, TrainConfig, opt
+from sentcl.config import TrainConfig
 from sentcl.data.readers import Corpus
-from sentcl.methods.base import TWO_ENCODER_KEYS, InfoNCEOptions, Method, register_method
+from sentcl.method_options import UnsupSimCSEOptions
+from sentcl.methods.base import Method, register_method
 from sentcl.methods.views import (
     duplicate_view,
     positive_view_augmented,
@@ -19,31 +17,16 @@ from sentcl.methods.views import (
 from sentcl.objectives.infonce import InfoNCE
 
 
-@dataclass
-class UnsupSimCSEOptions(InfoNCEOptions):
-    symmetric: bool = opt(
-        False,
-        "A symmetric loss (views interleaved, 2N x 2N cosine matrix with the diagonal masked, "
-        "cross-entropy for every row); not the paper's eq. 1.",
-    )
-
-    uses: ClassVar[tuple[str, ...]] = (*AUGMENTATION_KEYS, "model.same_dropout_mask", *TWO_ENCODER_KEYS)
-
-    def check(self, cfg: TrainConfig) -> None:
-        d = cfg.data
-        if cfg.model.same_dropout_mask and (d.augmentation or d.token_augmentation):
-            raise ConfigError("model.same_dropout_mask encodes one view for both: it excludes augmentations")
-
-
-@register_method("unsup_simcse", reader="lines", options=UnsupSimCSEOptions)
-def unsup_simcse(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
+@register_method("unsup_simcse")
+def unsup_simcse(
+    cfg: TrainConfig, o: UnsupSimCSEOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
+) -> Method:
     """Gao et al. 2021, unsupervised: (s, s) with independent dropout masks, InfoNCE with in-batch negatives.
 
     Ablations: ``data.augmentation`` (a discrete augmentation of the positive view), ``data.token_augmentation``
     (ConSERT's token shuffle / token cutoff / span cutoff / feature cutoff), ``model.same_dropout_mask``,
     ``objective.similarity=dot``; ``objective.symmetric`` is seed 004's symmetric 2N x 2N loss (not eq. 1).
     """
-    o: UnsupSimCSEOptions = cfg.objective  # type: ignore[assignment]
     text_aug = text_augmentation(cfg)
     token_aug, embedding_aug = token_augmentation(cfg, tokenizer)
     return Method(

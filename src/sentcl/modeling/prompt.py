@@ -20,32 +20,17 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-SENTENCE, MASK = "[X]", "[MASK]"
-#: the templates of PromptBERT's unsupervised BERT-base run (the authors' run.sh "unsup-bert"): view 0's, also
-#: the inference template, then view 1's
-PROMPTBERT_BERT_TEMPLATES = (
-    'This sentence of "[X]" means [MASK] .',
-    'This sentence : "[X]" means [MASK] .',
+from sentcl.prompt_templates import (  # noqa: F401 - the templates as text (torch-free), re-exported
+    DENOISE_MODES,
+    MASK,
+    PROMPTBERT_BERT_TEMPLATES,
+    SENTENCE,
+    SNCSE_BERT_TEMPLATES,
+    check_template,
 )
-#: SNCSE's (the authors' train_SNCSE.py): view 0 and inference, then view 1 and the negation's
-SNCSE_BERT_TEMPLATES = PROMPTBERT_BERT_TEMPLATES[::-1]
-#: when template denoising applies: ``train`` (in training only: PromptBERT's unsupervised BERT run), ``always``
-#: (training and inference), ``never`` (SNCSE's code)
-DENOISE_MODES = ("train", "always", "never")
+
 # model types whose position ids start after the padding index (RoBERTa's offset of pad_token_id + 1)
 _PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
-
-
-def check_template(template: str) -> None:
-    """A template has exactly one [X] and exactly one [MASK], [X] first."""
-    if not isinstance(template, str):
-        raise ValueError(f"prompt template must be a string, got {template!r}")
-    if template.count(SENTENCE) != 1 or template.count(MASK) != 1:
-        raise ValueError(
-            f"prompt template {template!r} must hold exactly one {SENTENCE} (the sentence) and one {MASK}"
-        )
-    if template.index(MASK) < template.index(SENTENCE):
-        raise ValueError(f"prompt template {template!r}: {MASK} must come after {SENTENCE}")
 
 
 @dataclass(frozen=True)

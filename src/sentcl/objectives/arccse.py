@@ -26,6 +26,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from sentcl.defaults import TEMPERATURE
 from sentcl.objectives.base import Objective
 from sentcl.similarity import cosine_matrix
 
@@ -62,18 +63,12 @@ class ArcCSELoss(Objective):
 
     def __init__(
         self,
-        temperature: float = 0.05,
+        temperature: float = TEMPERATURE,
         margin_degrees: float = 10.0,
         triplet_margin_degrees: float = 0.0,
         triplet_weight: float = 1.0,
     ) -> None:
-        super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
-        if not 0 <= margin_degrees < 90 or not 0 <= triplet_margin_degrees < 90:
-            raise ValueError("ArcCSE margins must lie in [0, 90) degrees")
-        if triplet_weight < 0:
-            raise ValueError(f"triplet_weight must be non-negative, got {triplet_weight}")
+        super().__init__()  # checked once, by the options class (ArcCSEOptions)
         self.temperature = temperature
         self.margin = math.radians(margin_degrees)
         self.triplet_margin = math.radians(triplet_margin_degrees)

@@ -18,9 +18,10 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from sentcl.method_options import COSENT_SCALE
 from sentcl.objectives.base import Objective
 
-SCALE = 20.0
+SCALE = COSENT_SCALE
 
 
 def cosent_loss(u: Tensor, v: Tensor, scores: Tensor, scale: float = SCALE) -> Tensor:
@@ -44,9 +45,7 @@ class CoSENT(Objective):
     num_views = 2
 
     def __init__(self, scale: float = SCALE) -> None:
-        super().__init__()
-        if scale <= 0:
-            raise ValueError(f"CoSENT scale lambda must be positive, got {scale}")
+        super().__init__()  # checked once, by the options class (CoSENTOptions)
         self.scale = scale
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:

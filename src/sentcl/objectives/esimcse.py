@@ -17,6 +17,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from sentcl.defaults import TEMPERATURE
 from sentcl.objectives.base import Objective
 from sentcl.similarity import cosine_matrix
 
@@ -41,10 +42,8 @@ class ESimCSELoss(Objective):
     #: keyword inputs that are embeddings too (the Matryoshka wrapper cuts them to the same prefix)
     embedding_meta = ("queue",)
 
-    def __init__(self, temperature: float = 0.05) -> None:
-        super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
+    def __init__(self, temperature: float = TEMPERATURE) -> None:
+        super().__init__()  # checked once, by the options class
         self.temperature = temperature
 
     def forward(self, z: Tensor, queue: Tensor | None = None, **meta: Any) -> dict[str, Tensor]:

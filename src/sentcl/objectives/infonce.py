@@ -22,10 +22,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sentcl.defaults import TEMPERATURE
+from sentcl.objective_config import SIMILARITIES
 from sentcl.objectives.base import Objective
 from sentcl.similarity import cosine_matrix
-
-SIMILARITIES = ("cosine", "dot")
 
 
 def similarity_matrix(a: Tensor, b: Tensor, similarity: str = "cosine") -> Tensor:
@@ -72,13 +72,9 @@ class InfoNCE(Objective):
     num_views = 2
 
     def __init__(
-        self, temperature: float = 0.05, similarity: str = "cosine", symmetric: bool = False
+        self, temperature: float = TEMPERATURE, similarity: str = "cosine", symmetric: bool = False
     ) -> None:
-        super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
-        if similarity not in SIMILARITIES:
-            raise ValueError(f"unknown similarity {similarity!r}; valid: {', '.join(SIMILARITIES)}")
+        super().__init__()  # values checked once, by the options class (sentcl.objective_config)
         self.temperature = temperature
         self.similarity = similarity
         self.symmetric = symmetric

@@ -31,10 +31,12 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from sentcl.defaults import TEMPERATURE
+from sentcl.method_options import MIX_PARTNERS
 from sentcl.objectives.base import Objective
 from sentcl.similarity import cosine_matrix
 
-PARTNERS = ("one", "all")
+PARTNERS = MIX_PARTNERS
 
 
 def mixed_negatives(positives: Tensor, lam: float, partners: str = "one") -> Tensor:
@@ -80,14 +82,8 @@ class MixCSELoss(Objective):
 
     num_views = 2
 
-    def __init__(self, temperature: float = 0.05, lam: float = 0.2, partners: str = "one") -> None:
-        super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
-        if not 0.0 <= lam <= 1.0:
-            raise ValueError(f"lambda must lie in [0, 1], got {lam}")
-        if partners not in PARTNERS:
-            raise ValueError(f"unknown partners {partners!r}; valid: {', '.join(PARTNERS)}")
+    def __init__(self, temperature: float = TEMPERATURE, lam: float = 0.2, partners: str = "one") -> None:
+        super().__init__()  # checked once, by the options class (MixCSEOptions)
         self.temperature, self.lam, self.partners = temperature, lam, partners
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:

@@ -29,10 +29,10 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sentcl.method_options import QT_DIAGONALS, QT_REDUCTIONS
 from sentcl.objectives.base import Objective
 
-REDUCTIONS = ("pairs", "rows", "kl")
-DIAGONALS = ("mask", "zero")
+REDUCTIONS, DIAGONALS = QT_REDUCTIONS, QT_DIAGONALS
 
 
 def quick_thoughts_embedding(f_emb: Tensor, g_emb: Tensor) -> Tensor:
@@ -124,13 +124,7 @@ class QuickThoughts(Objective):
     num_views = 2
 
     def __init__(self, context_size: int = 1, reduction: str = "pairs", diagonal: str = "mask") -> None:
-        super().__init__()
-        if context_size < 1:
-            raise ValueError(f"context_size must be at least 1, got {context_size}")
-        if reduction not in REDUCTIONS:
-            raise ValueError(f"unknown reduction {reduction!r}; valid: {', '.join(REDUCTIONS)}")
-        if diagonal not in DIAGONALS:
-            raise ValueError(f"unknown diagonal {diagonal!r}; valid: {', '.join(DIAGONALS)}")
+        super().__init__()  # checked once, by the options class (QuickThoughtsOptions)
         self.context_size = context_size
         self.reduction = reduction
         self.diagonal = diagonal

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sentcl.defaults import TEMPERATURE
 from sentcl.objectives.base import Objective
 from sentcl.objectives.infonce import info_nce
 
@@ -37,15 +38,13 @@ class SNCSE(Objective):
     num_views = 3
 
     def __init__(
-        self, temperature: float = 0.05, alpha: float = 0.1, beta: float = 0.3, bml_weight: float = 1e-3
+        self,
+        temperature: float = TEMPERATURE,
+        alpha: float = 0.1,
+        beta: float = 0.3,
+        bml_weight: float = 1e-3,
     ) -> None:
-        super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
-        if alpha > beta:
-            raise ValueError(
-                f"SNCSE needs alpha <= beta (Δ is kept in [-beta, -alpha]), got {alpha} > {beta}"
-            )
+        super().__init__()  # checked once, by the options class (SNCSEOptions: 0 <= alpha <= beta)
         self.temperature, self.alpha, self.beta, self.bml_weight = temperature, alpha, beta, bml_weight
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:

@@ -23,8 +23,9 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sentcl.defaults import TEMPERATURE
 from sentcl.objectives.base import Objective
-from sentcl.objectives.infonce import SIMILARITIES, similarity_matrix
+from sentcl.objectives.infonce import similarity_matrix
 
 
 def supervised_info_nce(
@@ -67,17 +68,13 @@ class SupervisedInfoNCE(Objective):
 
     def __init__(
         self,
-        temperature: float = 0.05,
+        temperature: float = TEMPERATURE,
         hard_negative_weight: float = 0.0,
         num_hard_negatives: int = 1,
         similarity: str = "cosine",
     ) -> None:
-        super().__init__()
-        if similarity not in SIMILARITIES:
-            raise ValueError(f"unknown similarity {similarity!r}; valid: {', '.join(SIMILARITIES)}")
+        super().__init__()  # temperature and similarity checked once, by the options class
         self.similarity = similarity
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
         if num_hard_negatives < 1:
             raise ValueError(f"num_hard_negatives must be at least 1, got {num_hard_negatives}")
         self.temperature = temperature

@@ -25,11 +25,9 @@ from typing import Any
 from torch import Tensor
 from torch.nn import functional as F
 
+from sentcl.method_options import CUTOFF_TRIPLET_TEMPERATURE
 from sentcl.objectives.base import Objective
 from sentcl.objectives.infonce import info_nce
-
-#: "paper": (s, s', s*, s**) with NT-Xent on (s, s'); "weak_positive" (ours): (s, s*, s**), InfoNCE on (s, s*)
-TRIPLET_FORMS = ("paper", "weak_positive")
 
 
 def weak_strong_triplet(anchors: Tensor, weak: Tensor, strong: Tensor, margin: float) -> Tensor:
@@ -45,20 +43,12 @@ class CutoffTriplet(Objective):
 
     def __init__(
         self,
-        temperature: float = 0.07,
+        temperature: float = CUTOFF_TRIPLET_TEMPERATURE,
         margin: float = 0.0,
         triplet_weight: float = 1.0,
         form: str = "paper",
     ) -> None:
-        super().__init__()
-        if temperature <= 0:
-            raise ValueError(f"temperature must be positive, got {temperature}")
-        if margin < 0:
-            raise ValueError(f"margin must be non-negative, got {margin}")
-        if triplet_weight < 0:
-            raise ValueError(f"triplet_weight must be non-negative, got {triplet_weight}")
-        if form not in TRIPLET_FORMS:
-            raise ValueError(f"unknown cutoff-triplet form {form!r}; valid: {', '.join(TRIPLET_FORMS)}")
+        super().__init__()  # checked once, by the options class (CutoffTripletOptions)
         self.temperature = temperature
         self.margin = margin
         self.triplet_weight = triplet_weight

@@ -78,9 +78,17 @@ def epoch_batches(
 
 def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     """Train a sentence encoder as ``cfg`` says; returns where it went and how it scored."""
-    validate(cfg)  # every config rule, before any work
-    t = cfg.training
-    run = start_run(cfg, resume)
+    resolved = validate(cfg)  # every config rule, before any work; the data folder, training file, device
+    run = start_run(cfg, resume, resolved)  # rank 0 locks the run folder until the run ends
+    try:
+        return _train(run, resume)
+    finally:
+        run.close()
+
+
+def _train(run: Run, resume: bool) -> TrainResult:
+    """The run, in its locked folder: data, model and method, optimizer, steps, the final evaluation."""
+    cfg, t = run.cfg, run.cfg.training
     corpus = read_corpus(run, cfg.data.reader or method_spec(cfg).reader)
     tracker = open_run_folder(run, corpus)
 

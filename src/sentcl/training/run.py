@@ -18,7 +18,6 @@ from sentcl.config import TrainConfig, to_dict
 from sentcl.data.readers import Corpus
 from sentcl.data.sources import read_training_data
 from sentcl.data.streaming import StreamingCorpus
-from sentcl.paths import data_file, resolve_data_dir
 from sentcl.rng import rng_state, set_rng_state
 from sentcl.training.allocator import fix_mmap_threshold
 from sentcl.training.checkpoint import (
@@ -31,11 +30,12 @@ from sentcl.training.checkpoint import (
 )
 from sentcl.training.companion import Companion
 from sentcl.training.optim import build_optimizer, linear_schedule
-from sentcl.training.precision import grad_scaler, resolve_device
+from sentcl.training.precision import grad_scaler
 from sentcl.training.provenance import write_provenance
-from sentcl.training.run_folder import file_fingerprint, prepare_output_dir
+from sentcl.training.run_folder import RunLock, file_fingerprint, prepare_output_dir
 from sentcl.training.step import check_finite_grad_norm, check_finite_loss, check_finite_weights
 from sentcl.training.tracking import Tracker
+from sentcl.validation import Resolved
 
 logger = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 2
@@ -90,32 +90,42 @@ class Run:
     config_changes: list[str]
     metrics: MetricsLog
     tracker: Tracker | None = None
+    #: rank 0's lock on the run folder (sentcl.training.run_folder.RunLock), released by ``close``
+    lock: RunLock | None = None
+
+    def close(self) -> None:
+        """Release the run folder's lock (the run ended, or failed)."""
+        if self.lock is not None:
+            self.lock.release()
+            self.lock = None
 
     @property
     def global_batch(self) -> int:
         return self.cfg.training.batch_size * self.world
 
 
-def start_run(cfg: TrainConfig, resume: bool) -> Run:
-    """Processes, threads, device; rank 0 checks the output folder (a model, another run, a broken resume)."""
+def start_run(cfg: TrainConfig, resume: bool, resolved: Resolved) -> Run:
+    """Processes, threads, device; rank 0 checks the output folder (a model, another run, a broken resume) and
+    locks it for the run. ``resolved``: the data folder, training file and device that ``validate`` resolved."""
     tcfg = cfg.training
     is_dist = distributed.init_from_env()
-    data_dir = resolve_data_dir(cfg.data.data_dir)
-    train_path = Path(cfg.data.train_file)
-    if not train_path.is_absolute():
-        train_path = data_file(data_dir, cfg.data.train_file)
+    if resolved.data_dir is None or resolved.train_path is None or resolved.device is None:
+        raise ValueError("start_run needs validate(cfg)'s resolved paths and device (environment=True)")
+    data_dir, train_path = resolved.data_dir, resolved.train_path
     if tcfg.num_threads:
         torch.set_num_threads(tcfg.num_threads)
     if tcfg.gradient_cache_chunk:
         fix_mmap_threshold()  # keeps the resident set at one chunk's activations (sentcl.training.allocator)
-    device = distributed.default_device() if is_dist else resolve_device(tcfg.device)
+    device = distributed.default_device() if is_dist else resolved.device
     out, main = Path(tcfg.output_dir), distributed.is_main_process()
-    changes = prepare_output_dir(out, cfg, resume, train_path) if main else []
+    changes, lock = prepare_output_dir(out, cfg, resume, train_path) if main else ([], None)
     for change in changes:
         logger.info("--resume with a changed setting: %s", change)
     world, rank = distributed.world_size(), distributed.rank()
     metrics = MetricsLog(out / "metrics.jsonl", enabled=main)
-    return Run(cfg, out, data_dir, train_path, device, is_dist, world, rank, main, changes, metrics)
+    return Run(
+        cfg, out, data_dir, train_path, device, is_dist, world, rank, main, changes, metrics, lock=lock
+    )
 
 
 def read_corpus(run: Run, reader: str) -> Corpus:

@@ -2,19 +2,22 @@
 
 A new run needs a folder that can be written and that holds neither a model (its ``config.json`` would be
 overwritten) nor another run (its checkpoints would be mixed with the new run's); ``--resume`` continues a
-run only with the config it was trained with, except for the settings in ``SAFE_TO_CHANGE``.
+run only with the config it was trained with, except for the fields marked ``resume_safe``
+(``sentcl.config.resume_safe_keys``). The run holds a lock on its folder (``fcntl.flock`` on ``LOCK_FILE``) from
+these checks to its end, so a second ``sentcl train`` into the same folder is refused with the holder's PID.
 """
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
-import json
 import logging
 import os
 import tempfile
 from pathlib import Path
 
-from sentcl.config import ConfigError, TrainConfig, changed_settings
+from sentcl.config import ConfigError, TrainConfig, changed_settings, resume_safe_keys
+from sentcl.files import iter_jsonl, mend_jsonl_tail, read_json
 from sentcl.training.checkpoint import STATE_FILE, list_checkpoints, recover_run_folder
 
 logger = logging.getLogger(__name__)
@@ -22,36 +25,46 @@ logger = logging.getLogger(__name__)
 # a Hugging Face / sentence-transformers / sentcl model folder has one of these
 MODEL_FILES = ("model.safetensors", "model.safetensors.index.json", "pytorch_model.bin", "modules.json")
 MODEL_FILES += ("sentcl.json", "tokenizer_config.json", "config.json")
-# keys that --resume may change: how long to train, what to evaluate and report, where things are
-SAFE_TO_CHANGE = (
-    "training.max_steps",
-    "training.epochs",
-    "training.eval_steps",
-    "training.save_steps",
-    "training.log_steps",
-    "training.progress",
-    "training.report_to",
-    "training.num_threads",
-    "training.device",
-    "training.length_buckets",
-    "training.packed_tokens",
-    "training.output_dir",
-    "data.data_dir",
-    "data.cache_dir",
-    "eval.final_tasks",
-    "eval.batch_size",
-    "eval.track_alignment_uniformity",
-    "eval.compare_with_start",
-    "eval.transfer_protocol",
-)
+#: the run's lock file inside its folder (holds the PID of the process that trains into it)
+LOCK_FILE = ".sentcl-train.lock"
+METRICS_FILE = "metrics.jsonl"
+
+
+class RunLock:
+    """An exclusive ``flock`` on ``<out>/LOCK_FILE``, held until ``release`` (or the process ends)."""
+
+    def __init__(self, out: Path) -> None:
+        path = out / LOCK_FILE
+        try:
+            self.fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        except OSError as err:
+            raise ConfigError(f"training.output_dir {out} cannot be written: {err.strerror or err}") from None
+        try:
+            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            holder = os.pread(self.fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+            os.close(self.fd)
+            raise ConfigError(
+                f"training.output_dir {out} is in use by another sentcl train (PID {holder}, lock {path}); "
+                "wait for it to end, or choose another folder"
+            ) from None
+        os.ftruncate(self.fd, 0)
+        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+
+    def release(self) -> None:
+        if self.fd is not None:
+            os.ftruncate(self.fd, 0)  # no PID left behind: the folder is free
+            fcntl.flock(self.fd, fcntl.LOCK_UN)
+            os.close(self.fd)
+            self.fd = None
 
 
 def _is_run_config(path: Path) -> bool:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = read_json(path)
     except (OSError, ValueError):
         return False
-    return isinstance(data, dict) and "training" in data and "model" in data
+    return "training" in data and "model" in data
 
 
 def _check_is_folder(out: Path) -> None:
@@ -84,10 +97,26 @@ def _run_contents(out: Path) -> list[str]:
     return found
 
 
-def prepare_output_dir(out: Path, cfg: TrainConfig, resume: bool, train_path: Path) -> list[str]:
-    """Check ``training.output_dir`` for a new run or a resume (rank 0, before any work), then make it usable:
-    put back what an interrupted write left half-renamed, remove stale temporaries. Returns the config
-    changes a resume allowed (``resume_changes``)."""
+def _mend_metrics(out: Path) -> None:
+    """Before a resume: a torn last line of metrics.jsonl (a kill mid-write) is dropped with a warning; a bad
+    line before it is an error naming ``file:line``."""
+    metrics = out / METRICS_FILE
+    if not metrics.is_file():
+        return
+    dropped = mend_jsonl_tail(metrics)
+    if dropped:
+        logger.warning("--resume: %s", dropped)
+    for _ in iter_jsonl(metrics, error=ConfigError):
+        pass
+
+
+def prepare_output_dir(
+    out: Path, cfg: TrainConfig, resume: bool, train_path: Path
+) -> tuple[list[str], RunLock]:
+    """Check ``training.output_dir`` for a new run or a resume (rank 0, before any work), lock it, then make it
+    usable: put back what an interrupted write left half-renamed, remove stale temporaries, mend a torn
+    metrics line. Returns the config changes a resume allowed (``resume_changes``) and the folder's lock, which
+    the caller releases when the run ends."""
     out = Path(out)
     _check_is_folder(out)
     if out.is_dir() and not resume:
@@ -99,23 +128,33 @@ def prepare_output_dir(out: Path, cfg: TrainConfig, resume: bool, train_path: Pa
                 f"training.output_dir {out} holds a model ({', '.join(model_files)}), which the run would "
                 "overwrite; choose a new folder"
             )
+    no_checkpoint = f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}"
+    if resume and not out.is_dir():
+        raise FileNotFoundError(no_checkpoint)
+    _check_writable(out)
+    lock = RunLock(out)  # before the checks that a concurrent run would change: one writer at a time
+    try:
         run = _run_contents(out)
-        if run:
+        if run and not resume:
             raise ConfigError(
                 f"training.output_dir {out} holds another run ({', '.join(run)}); pass --resume to continue "
                 "it, or choose a new folder"
             )
-    if resume and not list_checkpoints(out):
-        raise FileNotFoundError(f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}")
-    changes = resume_changes(out, cfg, train_path) if resume else []
-    _check_writable(out)
-    recover_run_folder(out)
-    if not resume and (out / "metrics.jsonl").is_file():
-        logger.warning(
-            "%s: a run that stopped before its first checkpoint; its metrics.jsonl is replaced", out
-        )
-        (out / "metrics.jsonl").unlink()
-    return changes
+        if resume and not list_checkpoints(out):
+            raise FileNotFoundError(no_checkpoint)
+        if resume:
+            _mend_metrics(out)
+        changes = resume_changes(out, cfg, train_path) if resume else []
+        recover_run_folder(out)
+        if not resume and (out / METRICS_FILE).is_file():
+            logger.warning(
+                "%s: a run that stopped before its first checkpoint; its metrics.jsonl is replaced", out
+            )
+            (out / METRICS_FILE).unlink()
+    except BaseException:
+        lock.release()
+        raise
+    return changes, lock
 
 
 def file_fingerprint(path: Path) -> str:
@@ -132,14 +171,10 @@ def file_fingerprint(path: Path) -> str:
 def _recorded_fingerprint(out: Path) -> str | None:
     """The training file's fingerprint that the run recorded (metrics.jsonl's last ``data`` event)."""
     recorded = None
-    metrics = out / "metrics.jsonl"
+    metrics = out / METRICS_FILE
     if metrics.is_file():
-        for line in metrics.read_text(encoding="utf-8").splitlines():
-            try:
-                record = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(record, dict) and record.get("event") == "data" and record.get("fingerprint"):
+        for _, record in iter_jsonl(metrics, error=ConfigError):
+            if record.get("event") == "data" and record.get("fingerprint"):
                 recorded = record["fingerprint"]
     return recorded
 
@@ -152,20 +187,15 @@ def resume_changes(out: Path, cfg: TrainConfig, train_path: Path) -> list[str]:
     if not saved_file.is_file():
         logger.warning("%s is missing: the resumed config cannot be compared with the run's", saved_file)
         return []
-    try:
-        saved_data = json.loads(saved_file.read_text(encoding="utf-8"))
-    except ValueError as err:
-        raise ConfigError(
-            f"{saved_file} is not valid JSON ({err}); cannot check the resumed config"
-        ) from None
+    saved_data = read_json(saved_file, what="the run's config", error=ConfigError)
     differences = changed_settings(saved_data, cfg)
     changed = list(differences)
     described = {k: f"{k}: {old!r} -> {new!r}" for k, (old, new) in differences.items()}
-    safe: tuple[str, ...] = SAFE_TO_CHANGE
+    safe = tuple(resume_safe_keys())
     recorded = _recorded_fingerprint(Path(out))
     if recorded is not None and train_path.is_file():  # judge the training file by its contents
         if file_fingerprint(train_path) == recorded:
-            safe = (*SAFE_TO_CHANGE, "data.train_file")
+            safe = (*safe, "data.train_file")
             if "data.train_file" in described:
                 described["data.train_file"] += " (same contents)"
         else:
@@ -175,6 +205,6 @@ def resume_changes(out: Path, cfg: TrainConfig, train_path: Path) -> list[str]:
     if unsafe:
         raise ConfigError(
             f"--resume: the config differs from the run's ({saved_file}) in ways that break the resume: "
-            f"{'; '.join(unsafe)} (only these may change: {', '.join(SAFE_TO_CHANGE)})"
+            f"{'; '.join(unsafe)} (only these may change: {', '.join(resume_safe_keys())})"
         )
     return [described[k] for k in changed if k != "training.output_dir"]

@@ -1,0 +1,273 @@
+"""Each method's own ``objective:`` options, torch-free: one dataclass per method, checked once here.
+
+The record of each method (``sentcl.method_records``) names its options class; the method's builder
+(``sentcl.methods.<name>``) receives an instance of it and trusts it. The choice lists and defaults that the
+objectives also use (``TRIPLET_FORMS``, ``MIX_PARTNERS``, ``COSENT_SCALE``, ...) live here, once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from sentcl.objective_config import (
+    AUGMENTATION_KEYS,
+    TWO_ENCODER_KEYS,
+    InfoNCEOptions,
+    ObjectiveConfig,
+    TemperatureOptions,
+    similarity_option,
+    temperature_option,
+)
+from sentcl.objective_config import SIMILARITIES as SIMILARITIES
+from sentcl.typed_config import ConfigError, check_choice, check_positive, opt
+
+if TYPE_CHECKING:
+    from sentcl.config import TrainConfig
+
+#: "paper": (s, s', s*, s**) with NT-Xent on (s, s'); "weak_positive" (ours): (s, s*, s**), InfoNCE on (s, s*)
+TRIPLET_FORMS = ("paper", "weak_positive")
+#: seed 003's reported BERT-base temperature (configs/cutoff_triplet_bert_base.yaml; RoBERTa-base: 0.05)
+CUTOFF_TRIPLET_TEMPERATURE = 0.07
+#: MixCSE's mixing partners: the next sentence of the batch (the paper) or every other one (ours)
+MIX_PARTNERS = ("one", "all")
+#: CoSENT's lambda (Su 2022: 20)
+COSENT_SCALE = 20.0
+#: Quick-Thoughts' reductions and diagonal treatments
+QT_REDUCTIONS = ("pairs", "rows", "kl")
+QT_DIAGONALS = ("mask", "zero")
+
+
+def _in_unit(name: str, value: float, closed: bool = False) -> None:
+    """``value`` in [0, 1) (or [0, 1] with ``closed``)."""
+    if not (0.0 <= value <= 1.0 if closed else 0.0 <= value < 1.0):
+        raise ConfigError(f"objective.{name} must be in [0, 1{']' if closed else ')'}, got {value!r}")
+
+
+def _non_negative(name: str, value: float) -> None:
+    if value < 0:
+        raise ConfigError(f"objective.{name} must be >= 0, got {value!r}")
+
+
+@dataclass
+class UnsupSimCSEOptions(InfoNCEOptions):
+    symmetric: bool = opt(
+        False,
+        "A symmetric loss (views interleaved, 2N x 2N cosine matrix with the diagonal masked, "
+        "cross-entropy for every row); not the paper's eq. 1.",
+    )
+
+    uses: ClassVar[tuple[str, ...]] = (*AUGMENTATION_KEYS, "model.same_dropout_mask", *TWO_ENCODER_KEYS)
+
+    def check(self, cfg: TrainConfig) -> None:
+        d = cfg.data
+        if cfg.model.same_dropout_mask and (d.augmentation or d.token_augmentation):
+            raise ConfigError("model.same_dropout_mask encodes one view for both: it excludes augmentations")
+
+
+@dataclass
+class SupSimCSEOptions(TemperatureOptions):
+    hard_negative_weight: float = opt(
+        0.0, "w added to the logit of the anchor's own hard negative (alpha = e^w; 0 is alpha = 1)."
+    )
+    similarity: str = similarity_option()
+
+    uses: ClassVar[tuple[str, ...]] = ("data.use_neutral",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("objective.similarity", self.similarity, SIMILARITIES)
+
+
+@dataclass
+class SupPairsOptions(InfoNCEOptions):
+    pass
+
+
+@dataclass
+class CutoffTripletOptions(TemperatureOptions):
+    temperature: float = temperature_option(CUTOFF_TRIPLET_TEMPERATURE)
+    margin: float = opt(
+        0.0,
+        "Margin m of max(0, m + sim(s, s**) - sim(s, s*)); the paper prints none (0), our weak_positive "
+        "recipe uses 0.2.",
+    )
+    triplet_form: str = opt(
+        "paper",
+        "'paper' (NT-Xent on (s, s) with dropout + triplet on s*, s**; 4 views) or 'weak_positive' (ours: "
+        "InfoNCE with the weak view s* as positive; 3 views).",
+    )
+    triplet_weight: float = opt(1.0, "Weight of the triplet term added to InfoNCE.")
+    weak_cutoff: float = opt(0.1, "Fraction of tokens cut in the weak view s*.")
+    strong_cutoff: float = opt(0.2, "Fraction of tokens cut in the strong view s** (more than weak_cutoff).")
+    strong_activation: str = opt("leaky_relu", "Head activation of the strong view (tanh or leaky_relu).")
+
+    uses: ClassVar[tuple[str, ...]] = ("data.cutoff_token",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("objective.strong_activation", self.strong_activation, ("tanh", "leaky_relu"))
+        check_choice("objective.triplet_form", self.triplet_form, TRIPLET_FORMS)
+        _non_negative("margin", self.margin)
+        _non_negative("triplet_weight", self.triplet_weight)
+        _in_unit("weak_cutoff", self.weak_cutoff)
+        _in_unit("strong_cutoff", self.strong_cutoff)
+        if self.strong_cutoff <= self.weak_cutoff:
+            raise ConfigError(
+                f"cutoff_triplet needs objective.strong_cutoff > weak_cutoff, got {self.strong_cutoff} <= "
+                f"{self.weak_cutoff}"
+            )
+
+    def check(self, cfg: TrainConfig) -> None:
+        if cfg.model.pooler not in (None, "cls"):  # None: the start model's own, cls for a plain backbone
+            raise ConfigError(
+                "cutoff_triplet needs model.pooler=cls: the strong view's MLP head uses LeakyReLU"
+            )
+
+
+@dataclass
+class NextSentenceOptions(TemperatureOptions):
+    uses: ClassVar[tuple[str, ...]] = ("data.next_sentence_window", *TWO_ENCODER_KEYS)
+
+
+@dataclass
+class QuickThoughtsOptions(ObjectiveConfig):
+    context_size: int = opt(1, "Neighbours on each side that are targets.")
+    quick_thoughts_reduction: str = opt(
+        "pairs",
+        "'pairs' (one cross-entropy per (sentence, neighbour), the paper), 'rows' (unit target mass spread "
+        "over a row's neighbours, the authors' code) or 'kl' (KL(targets || softmax), the KL form of Quick-Thoughts).",
+    )
+    quick_thoughts_diagonal: str = opt(
+        "mask", "The source sentence's own score: 'mask' (-inf) or 'zero' (0, in the softmax)."
+    )
+
+    uses: ClassVar[tuple[str, ...]] = TWO_ENCODER_KEYS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.context_size", self.context_size)
+        check_choice("objective.quick_thoughts_reduction", self.quick_thoughts_reduction, QT_REDUCTIONS)
+        check_choice("objective.quick_thoughts_diagonal", self.quick_thoughts_diagonal, QT_DIAGONALS)
+
+
+@dataclass
+class CoSENTOptions(ObjectiveConfig):
+    scale: float = opt(
+        COSENT_SCALE,
+        "CoSENT: lambda of log(1 + sum_{s_i > s_j} exp(lambda (cos_j - cos_i))); the paper's 20.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.scale", self.scale)
+
+
+@dataclass
+class ESimCSEOptions(TemperatureOptions):
+    dup_rate: float = opt(
+        0.32,
+        "Maximum word-repetition rate: the positive view repeats dup_len ~ U{0..max(2, int(dup_rate * n))} "
+        "of its n words in place (the paper's BERT-base value 0.32).",
+    )
+    momentum: float = opt(0.995, "Momentum m of the momentum encoder: theta_m <- m theta_m + (1 - m) theta.")
+    queue_factor: float = opt(
+        2.5,
+        "Queue of momentum-encoded negatives of queue_factor x training.batch_size sentences (the paper: "
+        "2.5; 0 disables the queue).",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _in_unit("dup_rate", self.dup_rate, closed=True)
+        _in_unit("momentum", self.momentum)
+        _non_negative("queue_factor", self.queue_factor)
+
+
+@dataclass
+class MixCSEOptions(TemperatureOptions):
+    mix_lambda: float = opt(
+        0.2, "lambda of the mixed negative lambda h_i^+ + (1 - lambda) h_j (the paper's BERT-base 0.2)."
+    )
+    mix_partners: str = opt(
+        "one",
+        "'one': one mixed negative per anchor, with the next sentence of the (random) batch (the paper's "
+        "formula); 'all' (ours): one with every other sentence of the batch.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("objective.mix_partners", self.mix_partners, MIX_PARTNERS)
+        _in_unit("mix_lambda", self.mix_lambda, closed=True)
+
+    def check(self, cfg: TrainConfig) -> None:
+        if cfg.training.batch_size < 2:
+            raise ConfigError("mixcse mixes a positive with another sentence of the batch: batch_size >= 2")
+
+
+@dataclass
+class ArcCSEOptions(TemperatureOptions):
+    angular_margin: float = opt(
+        10.0, "Additive angular margin m on the positive, in degrees (the paper: 10)."
+    )
+    triplet_margin: float = opt(
+        0.0, "Margin of the triplet term on angles, in degrees (not verified against the paper: 0)."
+    )
+    triplet_weight: float = opt(1.0, "Weight of the triplet term (not verified against the paper: 1).")
+    weak_mask: float = opt(
+        0.1, "Fraction of tokens masked (one span) in the less-masked view x' (unverified)."
+    )
+    strong_mask: float = opt(
+        0.2, "Fraction masked in the more-masked view x'' (its span contains x''s; unverified)."
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("angular_margin", "triplet_margin"):
+            if not 0.0 <= getattr(self, name) < 90.0:
+                raise ConfigError(f"objective.{name} must be in [0, 90) degrees, got {getattr(self, name)!r}")
+        _non_negative("triplet_weight", self.triplet_weight)
+        if not 0.0 < self.weak_mask < self.strong_mask < 1.0:
+            raise ConfigError(
+                f"arccse needs 0 < objective.weak_mask < strong_mask < 1, got {self.weak_mask}, {self.strong_mask}"
+            )
+
+
+def check_mask_pooler(cfg: TrainConfig) -> None:
+    """PromptBERT's representation is the [MASK] state of a template: ``model.pooler=mask``."""
+    if cfg.model.pooler != "mask":
+        raise ConfigError(
+            f"{cfg.objective.name} needs model.pooler=mask (the [MASK] state of a template), got "
+            f"{cfg.model.pooler!r}"
+        )
+
+
+@dataclass
+class PromptBERTOptions(TemperatureOptions):
+    templated_views: ClassVar[bool] = True
+
+    def check(self, cfg: TrainConfig) -> None:
+        check_mask_pooler(cfg)
+
+
+@dataclass
+class SNCSEOptions(TemperatureOptions):
+    bml_alpha: float = opt(
+        0.1, "alpha of BML = ReLU(Δ + alpha) + ReLU(-Δ - beta), Δ = cos(h, h_neg) - cos(h, h+)."
+    )
+    bml_beta: float = opt(0.3, "beta of the bidirectional margin loss (Δ is kept within [-beta, -alpha]).")
+    bml_weight: float = opt(1e-3, "Weight of the bidirectional margin loss added to InfoNCE.")
+
+    uses: ClassVar[tuple[str, ...]] = ("data.negation_file",)
+    templated_views: ClassVar[bool] = True
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.bml_alpha <= self.bml_beta:
+            raise ConfigError(
+                f"objective.bml_alpha and bml_beta need 0 <= alpha <= beta, got {self.bml_alpha}, {self.bml_beta}"
+            )
+        _non_negative("bml_weight", self.bml_weight)
+
+    def check(self, cfg: TrainConfig) -> None:
+        check_mask_pooler(cfg)

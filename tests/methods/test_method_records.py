@@ -1,0 +1,93 @@
+"""Every registered method has a complete record (issue 20, item 5): its paper, a citation, the paper's headline
+number with what it measures; a builder; a reader and option keys the config knows. The model card of a run of
+each method names its paper."""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+import re
+import typing
+
+import pytest
+
+from sentcl import config_names
+from sentcl.config import TrainConfig, load_config, method_scoped_keys, resume_safe_keys, to_dict
+from sentcl.interop.model_card import render_card
+from sentcl.method_records import METHODS, method_record
+from sentcl.methods import BUILDERS
+from sentcl.objective_config import ObjectiveConfig
+
+
+def test_every_method_has_a_builder_and_every_builder_a_record() -> None:
+    assert BUILDERS.names() == METHODS.names()
+    assert len(METHODS.names()) == 12
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_record_is_complete(name: str) -> None:
+    record = method_record(name)
+    paper = record.paper
+    assert record.name == name and record.summary.strip()
+    assert paper.authors.strip() and paper.title.strip() and paper.citation.strip()
+    published = re.search(r"(19|20)\d\d", paper.venue)
+    assert published or "unpublished" in paper.venue, f"{name}: venue/year {paper.venue!r}"
+    assert paper.title.split(":")[0] in paper.citation or "seed 003" in paper.citation
+    if paper.headline is None:
+        assert paper.headline_what.startswith("none:"), "a missing number says why"
+    else:
+        assert 0 < paper.headline <= 100 and ("STS" in paper.headline_what)
+    assert record.reader in config_names.READERS
+    assert issubclass(record.options, ObjectiveConfig)
+    assert set(record.options.uses) <= set(method_scoped_keys()), "a used key is a method-scoped field"
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_builder_takes_the_records_options_typed(name: str) -> None:
+    """Builders receive typed options: the second parameter is annotated with the record's options class."""
+    build = BUILDERS.build(name)
+    hints = typing.get_type_hints(build)
+    second = list(inspect.signature(build).parameters)[1]
+    assert hints[second] is method_record(name).options
+
+
+def test_config_names_match_the_registries() -> None:
+    """The torch-free names the config checks equal the registries beside the code (one list each)."""
+    from sentcl.data.augment import FEATURE_AUGMENTATIONS, TEXT_AUGMENTATIONS, TOKEN_AUGMENTATIONS
+    from sentcl.data.sources import NEUTRAL_READERS, READERS
+    from sentcl.evaluation.runner import DEV_PREFIXES, GROUPS, TASKS, dev_task_names
+
+    assert tuple(READERS.names()) == config_names.READERS
+    assert NEUTRAL_READERS == config_names.NEUTRAL_READERS
+    assert tuple(TEXT_AUGMENTATIONS.names()) == config_names.TEXT_AUGMENTATIONS
+    tokens = sorted([*TOKEN_AUGMENTATIONS.names(), *FEATURE_AUGMENTATIONS.names()])
+    assert tuple(tokens) == config_names.TOKEN_AUGMENTATIONS
+    assert tuple(TASKS) == config_names.EVAL_TASKS and tuple(GROUPS) == config_names.EVAL_GROUPS
+    assert tuple(dev_task_names()) == config_names.DEV_TASKS
+    assert tuple(DEV_PREFIXES) == config_names.DEV_PREFIXES
+
+
+def test_rules_are_field_metadata() -> None:
+    """The resume and scope rules are read from the fields' metadata (no table beside them)."""
+    scoped, safe = set(method_scoped_keys()), set(resume_safe_keys())
+    assert {"data.augmentation", "model.two_encoders", "data.negation_file"} <= scoped
+    assert {"training.max_steps", "eval.final_tasks", "training.output_dir"} <= safe
+    assert not scoped & safe
+    assert "training.learning_rate" not in safe and "training.seed" not in safe
+    for section in dataclasses.fields(TrainConfig):
+        for f in dataclasses.fields(typing.get_type_hints(TrainConfig)[section.name]):
+            key = f"{section.name}.{f.name}"
+            assert (key in scoped) == bool(f.metadata.get("method_scoped"))
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_card_names_the_paper(name: str) -> None:
+    paper = method_record(name).paper
+    overrides = [f"objective.name={name}"]
+    if method_record(name).options.templated_views:
+        overrides.append("model.pooler=mask")
+    config = to_dict(load_config(TrainConfig, None, overrides))
+    card = render_card(config, "run", steps=4, best_step=4)
+    method = card.split("## Method\n", 1)[1].split("## Training", 1)[0]
+    assert paper.title in method and paper.citation in method
+    assert (f"{paper.headline:g}" if paper.headline is not None else paper.headline_what) in method
