@@ -20,8 +20,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import tiny_recipe, write_corpus
 from harness import Case, parametrize, run_case
+from helpers.data import tiny_recipe, write_corpus
 
 from sentcl.cli import main
 from sentcl.files import YAML_MAX_NODES

@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import yaml
-from conftest import tiny_recipe, write_corpus
 from harness import Case, parametrize, run_case
+from helpers.data import tiny_recipe, write_corpus
 
 from sentcl.cli import SIGPIPE_EXIT, main
 from sentcl.data import download as dl
