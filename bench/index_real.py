@@ -108,6 +108,11 @@ def one_size(kind: str, index: Any, base: np.ndarray, n: int, ctx: dict[str, Any
     ann = AnnIndex(Path("."), index, {"type": kind, "dim": base.shape[1]})
     ann._shards = Prefix(base[:n])  # type: ignore[assignment]
     t = tuning.tune(ann, kind, ctx["params"], ctx["probe"], ctx["target"], {})
+    test_probe = tuning.Probe(ctx["queries"], None, ctx["exact_ids"], "STS-B test")
+    for r in t["sweep"]:  # each tried setting's recall on the STS-B queries beside the held-out one
+        setting = {k: r[k] for k in ("nprobe", "ef_search", "refine") if k in r}
+        r["sts_b_recall_at_10"] = tuning.measure(ann, test_probe, setting)["recall_at_10"]
+    ann.configure(**t["setting"])
     _, ids = ann.search(ctx["queries"], tuning.K)
     qps, qps_one = timed(lambda q: ann.search(q, tuning.K), ctx["queries"], ctx["rounds"], ctx["one"])
     return {
@@ -116,6 +121,7 @@ def one_size(kind: str, index: Any, base: np.ndarray, n: int, ctx: dict[str, Any
         "params": ctx["params"],
         "setting": t["setting"],
         "tune_recall_at_10": t["recall_at_10"],
+        "sweep": t["sweep"],
         "recall_at_10": round(tuning.recall(ids, ctx["exact_ids"]), 4),
         "qps": qps,
         "qps_one_query": qps_one,

@@ -45,7 +45,9 @@ def test_tuned_setting_is_the_cheapest_reaching_the_target(
     measured = numpy_recall(out, vectors, queries)  # opened at the stored setting
     assert measured == pytest.approx(tuned["recall_at_10"], abs=1e-4)
     assert open_index(out).setting() == setting
-    lower = [r[key] for r in tuned["sweep"] if r[key] < setting[key] and r.get("refine") == setting.get("refine")]
+    lower = [
+        r[key] for r in tuned["sweep"] if r[key] < setting[key] and r.get("refine") == setting.get("refine")
+    ]
     if lower:  # the step below on the ladder misses the target, measured independently
         assert numpy_recall(out, vectors, queries, **{**setting, key: max(lower)}) < 0.95
 
@@ -63,7 +65,9 @@ def test_held_out_corpus_rows_and_explicit_setting(shards: tuple[Path, np.ndarra
     assert meta["tuning"]["setting"] == {"nprobe": 1} and meta["params"]["nprobe"] == 1
     assert [r["nprobe"] for r in meta["tuning"]["sweep"]] == [1]  # measured, not tuned
     assert meta["tuning"]["recall_at_10"] == pytest.approx(
-        numpy_recall(fixed, vectors, vectors[np.sort(np.random.default_rng([0, 21]).choice(2000, 1000, False))]),
+        numpy_recall(
+            fixed, vectors, vectors[np.sort(np.random.default_rng([0, 21]).choice(2000, 1000, False))]
+        ),
         abs=0.06,  # the build leaves each query's own row out; this check keeps it in
     )
 
@@ -73,7 +77,18 @@ def test_cli_build_info_and_search_override(
 ) -> None:
     folder, vectors = shards
     out = tmp_path / "idx"
-    argv = ["index", "build", "--embeddings", str(folder), "--type", "ivf", "--nlist", "64", "--output", str(out)]
+    argv = [
+        "index",
+        "build",
+        "--embeddings",
+        str(folder),
+        "--type",
+        "ivf",
+        "--nlist",
+        "64",
+        "--output",
+        str(out),
+    ]
     assert main([*argv, "--target-recall", "0.9"]) == 0
     printed = capsys.readouterr().out
     meta = json.loads((out / "faiss.json").read_text())
