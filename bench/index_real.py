@@ -5,13 +5,12 @@ SentEval transfer tasks, SICK, STS; about 200k), encoded with all-MiniLM-L6-v2 b
 (``sentcl.index.shards.encode_shards``, normalised, cached and resumable under ``--cache``). Queries: the
 distinct STS-B test sentences (not in the corpus), encoded once and cached.
 
-At each of three corpus sizes (the first N/4, N/2 and N rows), for each type:
+At each of three corpus sizes (the first quarter, half and all of the shards), for each type:
 
-1. build with ``sentcl index build``'s code and defaults (``IndexParams()``; hnsw is grown by adding rows,
-   which gives the graph a build on the prefix gives);
-2. tune its search setting as ``sentcl index build`` does (``sentcl.index.tuning``: 1,000 held-out corpus
-   rows, target recall@10 0.95);
-3. measure on the STS-B queries at that setting: recall@10 against exact search (faiss ``IndexFlatIP``),
+1. build and tune it with ``sentcl index build``'s code and defaults (``build_from_shards``,
+   ``IndexParams()``: 1,000 corpus rows held out while tuning, target recall@10 0.95), open it as
+   ``sentcl search`` does (memory-mapped, at the stored setting);
+2. measure on the STS-B queries at that setting: recall@10 against exact search (faiss ``IndexFlatIP``),
    QPS with all queries in one batch (median of ``--rounds``) and one query at a time (``--one-query``
    queries), beside exact search's QPS measured the same way.
 
@@ -39,18 +38,8 @@ from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
 TYPES = ("ivf", "hnsw", "ivfpq")
 
 
-class Prefix:
-    """The first rows of the corpus standing in for a ShardSet (``gather``) for ivfpq's refine step."""
-
-    def __init__(self, base: np.ndarray) -> None:
-        self.base = base
-
-    def gather(self, rows: np.ndarray) -> np.ndarray:
-        return self.base[np.asarray(rows, dtype=np.int64)]  # (n, D)
-
-
-def encoded(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
-    """(corpus (N, D), queries (Q, D)) unit rows; encoded once into ``args.cache`` (resumable)."""
+def encoded(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
+    """(the corpus's ShardSet, queries (Q, D) unit rows); encoded once into ``args.cache`` (resumable)."""
     from sentcl.index.shards import ShardSet, encode_shards, read_manifest
     from sentcl.modeling.dual import load_encoder
 
@@ -72,9 +61,7 @@ def encoded(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray]:
         recs = sorted(manifest["shards"], key=lambda r: r["start_line"])
         keep = [r for i, r in enumerate(recs) if r["start_line"] == 1 + sum(x["rows"] for x in recs[:i])]
         manifest = {**manifest, "shards": keep, "rows": sum(r["rows"] for r in keep), "complete": True}
-    shards = ShardSet(shards_dir, manifest)
-    base = np.concatenate([np.asarray(a) for _, a in shards.iter_arrays()])  # (N, D)
-    return base, np.load(qfile)
+    return ShardSet(shards_dir, manifest), np.load(qfile)
 
 
 def timed(search: Any, queries: np.ndarray, rounds: int, one: int) -> tuple[float, float]:
@@ -90,100 +77,88 @@ def timed(search: Any, queries: np.ndarray, rounds: int, one: int) -> tuple[floa
     return len(queries) / median(times), min(one, len(queries)) / (time.perf_counter() - start)
 
 
-def held_out_probe(flat: Any, base: np.ndarray, n: int, seed: int) -> Any:
-    """1,000 of the first n corpus rows as tuning queries, their exact top-10 without themselves."""
-    from sentcl.index import tuning
+def prefix(shards: Any, n_shards: int) -> Any:
+    """The first ``n_shards`` shards as a ShardSet of their own."""
+    from sentcl.index.shards import ShardSet
 
-    rows = np.sort(np.random.default_rng([seed, 21]).choice(n, size=min(1000, n), replace=False))
-    _, ids = flat.search(base[rows], tuning.K + 1)  # (R, K + 1)
-    exact = np.stack([row[row != own][: tuning.K] for row, own in zip(ids, rows, strict=True)])
-    return tuning.Probe(base[rows], rows, exact, f"{len(rows)} held-out corpus rows")
+    recs = shards.manifest["shards"][:n_shards]
+    return ShardSet(shards.folder, {**shards.manifest, "shards": recs, "rows": sum(r["rows"] for r in recs)})
 
 
-def one_size(kind: str, index: Any, base: np.ndarray, n: int, ctx: dict[str, Any]) -> dict[str, Any]:
-    """Tune ``index`` (over base[:n]) on held-out rows, then measure it on the STS-B queries."""
-    from sentcl.index import tuning
-    from sentcl.index.faiss_index import AnnIndex
+def one_type(kind: str, part: Any, out: Path, ctx: dict[str, Any]) -> dict[str, Any]:
+    """Build + tune with ``sentcl index build``'s code, open it as search does, measure on the STS-B queries."""
+    from sentcl.index import open_index, tuning
+    from sentcl.index.faiss_index import IndexParams, build_from_shards
 
-    ann = AnnIndex(Path("."), index, {"type": kind, "dim": base.shape[1]})
-    ann._shards = Prefix(base[:n])  # type: ignore[assignment]
-    t = tuning.tune(ann, kind, ctx["params"], ctx["probe"], ctx["target"], {})
+    params = IndexParams(target_recall=ctx["target"], **ctx["overrides"])
+    start = time.perf_counter()
+    build_from_shards(part, out, kind, params, seed=ctx["seed"])
+    total_s = time.perf_counter() - start
+    ann = open_index(out)
+    t = ann.meta["tuning"]
     test_probe = tuning.Probe(ctx["queries"], None, ctx["exact_ids"], "STS-B test")
     for r in t["sweep"]:  # each tried setting's recall on the STS-B queries beside the held-out one
-        setting = {k: r[k] for k in ("nprobe", "ef_search", "refine") if k in r}
-        r["sts_b_recall_at_10"] = tuning.measure(ann, test_probe, setting)["recall_at_10"]
+        r["sts_b_recall_at_10"] = tuning.measure(ann, test_probe, {k: r[k] for k in ann.setting() if k in r})[
+            "recall_at_10"
+        ]
     ann.configure(**t["setting"])
     _, ids = ann.search(ctx["queries"], tuning.K)
     qps, qps_one = timed(lambda q: ann.search(q, tuning.K), ctx["queries"], ctx["rounds"], ctx["one"])
     return {
         "type": kind,
-        "n": n,
-        "params": ctx["params"],
+        "n": part.rows,
+        "params": ann.meta["params"],
         "setting": t["setting"],
         "tune_recall_at_10": t["recall_at_10"],
-        "sweep": t["sweep"],
         "recall_at_10": round(tuning.recall(ids, ctx["exact_ids"]), 4),
         "qps": qps,
         "qps_one_query": qps_one,
         "x_exact_batched": qps / ctx["exact_qps"],
         "x_exact_one_query": qps_one / ctx["exact_qps_one"],
-        "build_s": ctx["build_s"],
+        "build_s": ann.meta["build_seconds"],
+        "build_and_tune_s": total_s,
+        "index_mb": (out / "index.faiss").stat().st_size / 2**20,
+        "sweep": t["sweep"],
     }
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
+    import tempfile
+
     import faiss
 
-    from sentcl.index.faiss_index import IndexParams, train_and_fill
-
     faiss.omp_set_num_threads(args.threads)
-    base, queries = encoded(args)
-    total = len(base) if args.n is None else min(args.n, len(base))
-    sizes = [total // 4, total // 2, total]
+    shards, queries = encoded(args)
+    count = len(shards.manifest["shards"])
+    if args.n:
+        count = min(count, max(1, args.n // shards.manifest["shard_size"]))
     rows: list[dict[str, Any]] = []
-    params = IndexParams(**{k: v for k, v in (("hnsw_m", args.hnsw_m), ("nlist", args.nlist)) if v})
-    hnsw, hnsw_n, hnsw_s = None, 0, 0.0
-    for n in sizes:
+    overrides = {k: v for k, v in (("hnsw_m", args.hnsw_m), ("nlist", args.nlist)) if v}
+    for n_shards in sorted({max(1, count // 4), max(1, count // 2), count}):
+        part = prefix(shards, n_shards)
+        base = np.concatenate([np.asarray(a) for _, a in part.iter_arrays()])  # (n, D)
         flat = faiss.IndexFlatIP(base.shape[1])
-        flat.add(base[:n])
+        flat.add(base)
         _, exact_ids = flat.search(queries, 10)  # (Q, 10)
-        exact_qps, exact_one = timed(
-            lambda q, flat=flat: flat.search(q, 10), queries, args.rounds, args.one_query
-        )
+        exact_qps, exact_one = timed(lambda q, f=flat: f.search(q, 10), queries, args.rounds, args.one_query)
+        n = part.rows
         rows.append(
             {"type": "flat", "n": n, "qps": exact_qps, "qps_one_query": exact_one, "recall_at_10": 1.0}
         )
+        del flat, base
         ctx = {"queries": queries, "exact_ids": exact_ids, "exact_qps": exact_qps, "exact_qps_one": exact_one}
-        ctx.update(rounds=args.rounds, one=args.one_query, target=args.target_recall)
-        ctx["probe"] = held_out_probe(flat, base, n, args.seed)
+        ctx.update(rounds=args.rounds, one=args.one_query, target=args.target_recall, seed=args.seed)
+        ctx["overrides"] = overrides
         for kind in args.types.split(","):
-            resolved = params.resolved(kind, base.shape[1], n)
-            start = time.perf_counter()
-            if kind == "hnsw":  # grown: the rows hnsw_n..n added to the graph of the previous size
-                hnsw = hnsw or train_and_fill(kind, base.shape[1], 0, None, lambda: iter(()), resolved)
-                hnsw.add(base[hnsw_n:n])
-                hnsw_n, hnsw_s = n, hnsw_s + time.perf_counter() - start
-                index, build_s = hnsw, hnsw_s
-            else:
-                pick = np.random.default_rng(args.seed)
-                index = train_and_fill(
-                    kind,
-                    base.shape[1],
-                    n,
-                    lambda k, n=n, pick=pick: base[np.sort(pick.choice(n, size=k, replace=False))],
-                    lambda n=n: (base[i : min(i + 100_000, n)] for i in range(0, n, 100_000)),
-                    resolved,
-                )
-                build_s = time.perf_counter() - start
-            ctx.update(params=resolved, build_s=build_s)
-            rows.append(one_size(kind, index, base, n, ctx))
+            with tempfile.TemporaryDirectory(dir=args.cache) as tmp:
+                rows.append(one_type(kind, part, Path(tmp) / kind, ctx))
             r = rows[-1]
             print(
-                f"n={n} {kind} {r['setting']} recall {r['recall_at_10']:.4f} "
-                f"x{r['x_exact_batched']:.1f} / x{r['x_exact_one_query']:.1f} build {build_s:.0f}s",
+                f"n={n} {kind} {r['setting']} recall {r['recall_at_10']:.4f} (tuning {r['tune_recall_at_10']}) "
+                f"x{r['x_exact_batched']:.1f} / x{r['x_exact_one_query']:.1f} build {r['build_and_tune_s']:.0f}s",
                 file=sys.stderr,
             )
-    return {"n": total, "queries": len(queries), "sizes": sizes, "rows": rows}
+    return {"n": rows[-1]["n"], "queries": len(queries), "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

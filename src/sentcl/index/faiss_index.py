@@ -33,6 +33,7 @@ import numpy as np
 
 from sentcl import __version__
 from sentcl.files import read_json
+from sentcl.index.atomic import load_npy
 from sentcl.index.shards import ShardSet
 
 logger = logging.getLogger(__name__)
@@ -43,6 +44,8 @@ SQ8_TRAIN_SIZE = 65_536
 MMAP_FLAGS = {"flat": "IO_FLAG_MMAP_IFC", "ivf": "IO_FLAG_MMAP", "ivfpq": "IO_FLAG_MMAP"}
 INDEX_FILE = "index.faiss"
 META_FILE = "faiss.json"
+# the corpus row of each index id, when tuning held rows out and added them last (int64, memory-mapped)
+ROW_MAP_FILE = "rows.npy"
 FORMAT = "sentcl-faiss-index"
 FAISS_HELP = "faiss is not installed: pip install faiss-cpu (or pip install 'sentcl[faiss]')"
 
@@ -183,7 +186,7 @@ IDENTITY_KEYS = ("model", "model_path", "model_fingerprint", "pooler", "max_leng
 
 
 def build_from_shards(
-    embeddings: str | Path,
+    embeddings: str | Path | ShardSet,
     output: str | Path,
     kind: str,
     params: IndexParams | None = None,
@@ -202,48 +205,55 @@ def build_from_shards(
     if output.exists() and not output.is_dir():
         raise ValueError(f"--output {output} is a file, not a folder")
     params = params or IndexParams()
-    shards = ShardSet.open(embeddings)
+    shards = embeddings if isinstance(embeddings, ShardSet) else ShardSet.open(embeddings)
     resolved = params.resolved(kind, shards.dim, shards.rows)
+    tune = kind != "flat" and params.target_recall is not None
+    held = tuning.held_out_rows(shards.rows, params.tune_queries, seed) if tune and not queries else None
+    kept = None if held is None else np.setdiff1d(np.arange(shards.rows), held)  # (N - H,) row of each id
+
+    def chunks() -> Any:  # the shards in order, the held-out rows left out until tuned
+        for start, arr in shards.iter_arrays():
+            yield arr if held is None else arr[~np.isin(np.arange(start, start + len(arr)), held)]
+
     start = time.perf_counter()
-    index = train_and_fill(
-        kind,
-        shards.dim,
-        shards.rows,
-        lambda n: shards.sample(n, seed),
-        lambda: (arr for _, arr in shards.iter_arrays()),
-        resolved,
-    )
-    build_seconds = round(time.perf_counter() - start, 3)
+    index = train_and_fill(kind, shards.dim, shards.rows, lambda n: shards.sample(n, seed), chunks, resolved)
     m = shards.manifest
     meta = {
         "format": FORMAT,
         "sentcl_version": __version__,
         "type": kind,
         "dim": shards.dim,
-        "count": int(index.ntotal),
+        "count": shards.rows,
         "metric": "inner_product",
         "normalized": True,
         **{k: m.get(k) for k in IDENTITY_KEYS if k in m or k in ("model", "pooler", "max_length")},
-        "embeddings": str(Path(embeddings).resolve()),
+        "embeddings": str(Path(shards.folder).resolve()),
         "params": resolved,
         "seed": seed,
-        "build_seconds": build_seconds,
+        "build_seconds": round(time.perf_counter() - start, 3),
     }
-    if kind != "flat" and params.target_recall is not None:
-        ann = AnnIndex(output, index, meta)
+    row_map = None
+    if tune:
+        ann = AnnIndex(output, index, meta, row_map=kept)
         ann._shards = shards
         probe = (
-            tuning.probe_from_file(shards, Path(queries))
-            if queries
-            else tuning.probe_from_corpus(shards, params.tune_queries, seed)
+            tuning.probe_from_file(shards, Path(queries)) if queries else tuning.probe_from_rows(shards, held)  # type: ignore[arg-type]
         )
         meta["tuning"] = tuning.tune(ann, kind, resolved, probe, params.target_recall, params.explicit(kind))
         meta["params"] = {**resolved, **meta["tuning"]["setting"]}  # the tuned setting: one home, params
-    _save_folder(faiss, index, meta, output)
+        if held is not None:  # now the held-out rows join the index, as the last ids
+            index.add(unit_rows(shards.gather(held)))
+            row_map = np.concatenate([kept, held])  # type: ignore[list-item]
+            meta["row_map"] = ROW_MAP_FILE
+    if int(index.ntotal) != shards.rows:
+        raise RuntimeError(f"the index holds {index.ntotal} vectors, the shards {shards.rows}")
+    _save_folder(faiss, index, meta, output, row_map)
     return output
 
 
-def _save_folder(faiss: ModuleType, index: Any, meta: dict[str, Any], output: Path) -> None:
+def _save_folder(
+    faiss: ModuleType, index: Any, meta: dict[str, Any], output: Path, row_map: np.ndarray | None = None
+) -> None:
     """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``.
 
     A folder that cannot be written (read-only, full disk) raises ``OSError("could not write the index
@@ -258,6 +268,8 @@ def _save_folder(faiss: ModuleType, index: Any, meta: dict[str, Any], output: Pa
             faiss.write_index(index, str(tmp / INDEX_FILE))
         except RuntimeError as err:  # faiss reports a failed fwrite/fopen as RuntimeError
             raise OSError(str(err).strip().splitlines()[-1] if str(err).strip() else "write failed") from None
+        if row_map is not None:
+            np.save(tmp / ROW_MAP_FILE, np.asarray(row_map, dtype=np.int64))
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
     try:
@@ -280,10 +292,13 @@ class AnnIndex:
     """An opened index: ``search(queries, k) -> (scores, ids)``, ``texts(ids)``, ``lines(ids)``;
     ``configure(nprobe=, ef_search=, refine=)`` sets the search setting."""
 
-    def __init__(self, folder: Path, index: Any, meta: dict[str, Any]) -> None:
+    def __init__(
+        self, folder: Path, index: Any, meta: dict[str, Any], row_map: np.ndarray | None = None
+    ) -> None:
         self.folder = folder
         self.index = index
         self.meta = meta
+        self.row_map = row_map  # (ntotal,) corpus row of each faiss id; None: the id is the row
         self.refine = 1
         self._shards: ShardSet | None = None
 
@@ -354,6 +369,8 @@ class AnnIndex:
         k = min(k, len(self))
         wide = min(k * self.refine, len(self))
         scores, ids = self.index.search(q, wide)  # (Q, wide), (Q, wide)
+        if self.row_map is not None:
+            ids = np.where(ids >= 0, np.asarray(self.row_map)[np.maximum(ids, 0)], -1)  # (Q, wide) rows
         if wide > k:
             scores, ids = self._rescore(q, np.asarray(ids, dtype=np.int64), k)
         return np.asarray(scores, dtype=np.float32), np.asarray(ids, dtype=np.int64)
@@ -436,7 +453,14 @@ def open_index(
             f"{path} holds {index.ntotal} x {index.d} vectors but {folder / META_FILE} says "
             f"{meta['count']} x {meta['dim']}; rebuild the index"
         )
-    ann = AnnIndex(folder, index, meta)
+    row_map = None
+    if meta.get("row_map"):
+        row_map = load_npy(folder / ROW_MAP_FILE)
+        if row_map.shape != (meta["count"],):
+            raise ValueError(
+                f"{folder / ROW_MAP_FILE} holds {row_map.shape} ids, not {meta['count']}; rebuild"
+            )
+    ann = AnnIndex(folder, index, meta, row_map)
     saved = meta["params"]
     ann.configure(saved.get("nprobe"), saved.get("ef_search"), saved.get("refine"))
     ann.configure(nprobe, ef_search, refine)
