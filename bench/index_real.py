@@ -96,7 +96,7 @@ def one_type(kind: str, part: Any, out: Path, ctx: dict[str, Any]) -> dict[str, 
     total_s = time.perf_counter() - start
     ann = open_index(out)
     t = ann.meta["tuning"]
-    test_probe = tuning.Probe(ctx["queries"], None, ctx["exact_ids"], "STS-B test")
+    test_probe = tuning.Probe(ctx["queries"], None, ctx["exact_ids"], "STS-B test", outside=True)
     for r in t["sweep"]:  # each tried setting's recall on the STS-B queries beside the held-out one
         r["sts_b_recall_at_10"] = tuning.measure(ann, test_probe, {k: r[k] for k in ann.setting() if k in r})[
             "recall_at_10"

@@ -115,6 +115,8 @@ def run_build(args: argparse.Namespace) -> int:
 def tuning_line(t: dict) -> str:
     setting = ", ".join(f"{k} {v}" for k, v in t["setting"].items())
     verdict = "reached" if t["reached"] else "NOT reached (best setting kept)"
+    if t.get("tuned_to", t["target_recall"]) != t["target_recall"]:
+        verdict += f"; tuned to {t['tuned_to']} on held-out corpus rows"
     return (
         f"search setting {setting}: recall@10 {t['recall_at_10']:.4f} (target {t['target_recall']} {verdict}), "
         f"{t['qps']:.0f} queries/s batched, {t['qps_one_query']:.0f} one at a time; on {t['queries']}"
