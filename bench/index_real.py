@@ -95,6 +95,7 @@ def one_type(kind: str, part: Any, out: Path, ctx: dict[str, Any]) -> dict[str, 
     build_from_shards(part, out, kind, params, seed=ctx["seed"])
     total_s = time.perf_counter() - start
     ann = open_index(out)
+    ann._shards = part  # the refine step reads these rows (the encode may still be running)
     t = ann.meta["tuning"]
     test_probe = tuning.Probe(ctx["queries"], None, ctx["exact_ids"], "STS-B test", outside=True)
     for r in t["sweep"]:  # each tried setting's recall on the STS-B queries beside the held-out one

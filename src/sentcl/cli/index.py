@@ -102,7 +102,12 @@ def run_build(args: argparse.Namespace) -> int:
 
     params = settings_from_args(IndexParams, args)  # --nlist, --nprobe, --hnsw-m, ..., --target-recall
     output = args.output or args.embeddings / f"index-{args.type}"
-    build_from_shards(args.embeddings, output, args.type, params, seed=args.seed, queries=args.queries)
+    try:
+        build_from_shards(args.embeddings, output, args.type, params, seed=args.seed, queries=args.queries)
+    except OSError as err:
+        if isinstance(err, FileNotFoundError) or not str(err).startswith("could not write the index"):
+            raise
+        raise ValueError(str(err)) from None  # one "sentcl index: error: ..." line, exit 2
     meta = json.loads((output / "faiss.json").read_text(encoding="utf-8"))
     print(
         f"built {args.type} index of {meta['count']} x {meta['dim']} vectors in {meta['build_seconds']}s: {output}"
