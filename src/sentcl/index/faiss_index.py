@@ -350,10 +350,10 @@ class AnnIndex:
         (``sentcl.index.identity``; both values named) unless ``allow``, then warned; the dim always."""
         from sentcl.index.identity import check_encoder, model_identity
 
+        self.check_dim(int(encoder.embedding_dim), f"model {model!r}")  # never searchable, allowed or not
         now = model_identity(model, encoder, max_length)
         for found in check_encoder(self.folder, self.meta, now, allow):
             logger.warning("%s: %s (--allow-model-mismatch)", self.folder, found)
-        self.check_dim(int(encoder.embedding_dim), f"model {model!r}")
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows per query by cosine: scores (Q, k) float32 descending, ids (Q, k) int64 (k capped at N).
