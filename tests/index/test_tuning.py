@@ -56,7 +56,7 @@ def test_held_out_corpus_rows_and_explicit_setting(shards: tuple[Path, np.ndarra
     folder, vectors = shards
     out = build_from_shards(folder, tmp_path / "ivf", "ivf", IndexParams(nlist=64))
     tuned = json.loads((out / "faiss.json").read_text())["tuning"]
-    assert "200 corpus rows held out" in tuned["queries"] and tuned["recall_at_10"] >= 0.995
+    assert "200 corpus rows held out" in tuned["queries"] and tuned["recall_at_10"] >= 0.99
     # on other queries of the same mixture (corpus rows moved by noise) the tuned index also holds
     near = vectors[::10] + 0.1 * np.random.default_rng(3).standard_normal((200, 16)).astype(np.float32)
     assert numpy_recall(out, vectors, near) >= 0.9
@@ -91,8 +91,8 @@ def test_cli_build_info_and_search_override(
     printed = capsys.readouterr().out
     meta = json.loads((out / "faiss.json").read_text())
     nprobe = meta["params"]["nprobe"]
-    assert meta["tuning"]["tuned_to"] == pytest.approx(0.99)  # held-out corpus rows: 1 - (1 - 0.9) / 10
-    assert meta["tuning"]["recall_at_10"] >= 0.99
+    assert meta["tuning"]["tuned_to"] == pytest.approx(0.98)  # held-out corpus rows, ivf: 1 - (1 - 0.9) / 5
+    assert meta["tuning"]["recall_at_10"] >= 0.98
     assert f"nprobe {nprobe}: recall@10 {meta['tuning']['recall_at_10']:.4f} (target 0.9 reached" in printed
     assert main(["index", "info", str(out)]) == 0
     captured = capsys.readouterr()
