@@ -77,8 +77,8 @@ def load_search_index(
         return AnnSearchIndex(ann)
     if not (folder / "index.json").is_file():
         raise ValueError(
-            f"{folder} is neither a folder built by `sentcl index build` (faiss.json) nor a cache saved by "
-            "`sentcl search --index` (index.json)"
+            f"{folder} is not a saved index: neither a folder built by `sentcl index build` (faiss.json) nor a "
+            "cache saved by `sentcl search --index` (index.json)"
         )
     index = load_index(folder)
     if index.texts is None:
