@@ -15,6 +15,7 @@ in a rotating order (the machine is shared); the median per type. Recall@10 = |A
 sweep is one row.
 
     python -m bench.index --n 1000000 --threads 1         # from the repository root
+    python -m bench.index --real                          # real embeddings: bench/index_real.py
 """
 
 from __future__ import annotations
@@ -74,6 +75,10 @@ def _with_setting(index: Any, kind: str, value: int) -> None:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
+    if "--real" in (sys.argv[1:] if argv is None else argv):  # real sentence embeddings: bench/index_real.py
+        from bench.index_real import main as real_main
+
+        return real_main(argv)
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--n", type=int, default=1_000_000)
     p.add_argument("--dim", type=int, default=384)
@@ -85,7 +90,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--threads", type=int, default=1, help="faiss (OpenMP) threads while searching.")
     p.add_argument("--build-threads", type=int, help="faiss threads while building (default: --threads).")
-    p.add_argument("--nlist", type=int, help="IVF cells (default 4·√N, as sentcl index build).")
+    p.add_argument(
+        "--nlist", type=int, help="IVF cells (default: sentcl index build's, round(4·√N) capped at N // 39)."
+    )
     p.add_argument("--hnsw-m", type=int, default=32)
     p.add_argument("--ef-construction", type=int, default=40)
     p.add_argument("--hnsw-storage", choices=("flat", "sq8"), default="flat")

@@ -148,15 +148,20 @@ def run_ann_search(
     model_backend: str = "auto",
     nprobe: int | None = None,
     ef_search: int | None = None,
+    refine: int | None = None,
+    allow_model_mismatch: bool = False,
 ) -> list[list[Hit]]:
-    """Top-k hits per query from an index built by ``sentcl index build`` (texts read from its input)."""
+    """Top-k hits per query from an index built by ``sentcl index build`` (texts read from its input).
+
+    The model is loaded with ``pooler`` or its own (never the index's); its identity, pooler, max length
+    and truncation must equal the index's manifest unless ``allow_model_mismatch``."""
     from sentcl.index import open_index
 
     if not queries:
         raise ValueError("no query: give --query TEXT and/or --queries FILE")
-    index = open_index(index_dir, nprobe=nprobe, ef_search=ef_search)
-    encoder = load_search_encoder(model, pooler or index.meta.get("pooler"), model_backend)
-    index.check_dim(int(encoder.embedding_dim), f"model {model!r}")
+    index = open_index(index_dir, nprobe=nprobe, ef_search=ef_search, refine=refine)
+    encoder = load_search_encoder(model, pooler, model_backend)
+    index.check_encoder(model, encoder, max_length, allow_model_mismatch)
     q = encoder.encode(
         list(queries), batch_size=batch_size, max_length=max_length or index.meta.get("max_length")
     )

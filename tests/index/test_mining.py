@@ -33,8 +33,8 @@ def brute_force(
             cos.append((dot / (na * nc), j))
         by_id = dict((j, v) for v, j in cos)
         pool = sorted(cos, key=lambda t: (-t[0], t[1]))[
-            : range_max + max_pos + (1 if s.exclude_anchor else 0)
-        ]
+            : range_max + max_pos + (1 if s.exclude_anchor and anchor_ids[q] is not None else 0)
+        ]  # one extra candidate only where the anchor's own text is in the corpus and dropped
         p = min(by_id[j] for j in positives[q])
         kept = []
         for v, j in pool:

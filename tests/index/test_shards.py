@@ -121,6 +121,7 @@ def test_torchrun_ranks_encode_disjoint_shards(tmp_path: Path, tiny_bert: Path) 
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     done = subprocess.run(launch, capture_output=True, text=True, env=env, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("wrote 24 x") == 1, done.stdout  # rank 0 alone reports the result
     manifest = json.loads((tmp_path / "multi" / "manifest.json").read_text())
     assert manifest["complete"] and [s["rank"] for s in manifest["shards"]] == [0, 1, 0, 1, 0]
     encode_one_npy(tiny_bert, corpus, tmp_path / "one.npy")

@@ -88,6 +88,7 @@ def run_sharded(args: argparse.Namespace) -> int:
         raise ValueError(f"--output {args.output} is a file; with --shard-size it must be a folder")
     check_output_dir(args.output, "--output")
     joined = distributed.init_from_env()
+    main_process = distributed.is_main_process()  # asked before shutdown: afterwards every rank reads as 0
     try:
         model = load_model(args)
         if joined and hasattr(model, "to"):
@@ -105,7 +106,7 @@ def run_sharded(args: argparse.Namespace) -> int:
     finally:
         if joined:
             distributed.shutdown()
-    if distributed.is_main_process():
+    if main_process:
         print(
             f"wrote {manifest['rows']} x {manifest['dim']} embeddings in {len(manifest['shards'])} shards "
             f"to {args.output} ({args.output / 'manifest.json'})"

@@ -14,7 +14,7 @@ logger = logging.getLogger("sentcl")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.index.faiss_index import HNSW_STORAGES, TYPES, IndexParams
+    from sentcl.index.faiss_index import DEFAULT_TARGET_RECALL, HNSW_STORAGES, TYPES, IndexParams
 
     d = IndexParams()
     p = sub.add_parser("index", help="Build or inspect a faiss ANN index over sharded embeddings.")
@@ -27,12 +27,33 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--type", choices=TYPES, default="ivf", help="flat (exact), ivf, hnsw or ivfpq (default ivf)."
     )
     b.add_argument("--output", type=Path, help="Index folder (default: EMBEDDINGS/index-TYPE).")
-    b.add_argument("--nlist", type=positive_int, help="ivf/ivfpq: k-means cells (default 4·√N).")
+    b.add_argument(
+        "--nlist",
+        type=positive_int,
+        help="ivf/ivfpq: k-means cells (default round(4·√N), at most N // 39 so each cell has 39 training rows).",
+    )
+    b.add_argument(
+        "--target-recall",
+        type=recall_target,
+        default=DEFAULT_TARGET_RECALL,
+        help="ivf/hnsw/ivfpq: pick the cheapest search setting (nprobe, efSearch, ivfpq refine) whose "
+        "recall@10 against exact search reaches this on held-out queries; stored with the measured recall "
+        f"and QPS in faiss.json, used by search and serve (default {DEFAULT_TARGET_RECALL}; 0 turns tuning off).",
+    )
+    b.add_argument(
+        "--queries",
+        type=Path,
+        help="A .npy file of query embeddings (Q, D) to tune on, instead of 1,000 of the corpus's own rows.",
+    )
     b.add_argument(
         "--nprobe",
         type=positive_int,
-        default=d.nprobe,
-        help=f"ivf/ivfpq: cells searched (default {d.nprobe}).",
+        help="ivf/ivfpq: cells searched, fixed instead of tuned (without a target: 32).",
+    )
+    b.add_argument(
+        "--refine",
+        type=positive_int,
+        help="ivfpq: re-score the top REFINE·k candidates with the exact vectors, fixed instead of tuned.",
     )
     b.add_argument(
         "--hnsw-m", type=positive_int, default=d.hnsw_m, help=f"hnsw: links per node (default {d.hnsw_m})."
@@ -40,7 +61,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--ef-construction", type=positive_int, default=d.ef_construction, help="hnsw: build beam width."
     )
-    b.add_argument("--ef-search", type=positive_int, default=d.ef_search, help="hnsw: search beam width.")
+    b.add_argument(
+        "--ef-search",
+        type=positive_int,
+        help="hnsw: search beam width, fixed instead of tuned (without a target: 128).",
+    )
     b.add_argument(
         "--hnsw-storage",
         choices=HNSW_STORAGES,
@@ -55,29 +80,70 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--seed", type=int, default=0, help="Seed of the training sample.")
     b.set_defaults(func=run_build)
-    i = isub.add_parser("info", help="Print an index folder's metadata (faiss.json).")
+    i = isub.add_parser(
+        "info", help="Print an index folder's search setting, measured recall and QPS, then faiss.json."
+    )
     i.add_argument("folder", type=Path)
     i.set_defaults(func=run_info)
+
+
+def recall_target(text: str) -> float | None:
+    """--target-recall: a number in (0, 1], or 0 for no tuning."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or 0, got {text!r}") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"expected a number in (0, 1] or 0, got {text!r}")
+    return value or None
 
 
 def run_build(args: argparse.Namespace) -> int:
     from sentcl.index.faiss_index import IndexParams, build_from_shards
 
-    params = settings_from_args(IndexParams, args)  # --nlist, --nprobe, --hnsw-m, ..., --train-size
+    params = settings_from_args(IndexParams, args)  # --nlist, --nprobe, --hnsw-m, ..., --target-recall
     check_input_dir(args.embeddings, "--embeddings")
     output = args.output or args.embeddings / f"index-{args.type}"
     check_output_dir(output, "--output", whole=True)  # before the build, not after it
-    build_from_shards(args.embeddings, output, args.type, params, seed=args.seed)
+    try:
+        build_from_shards(args.embeddings, output, args.type, params, seed=args.seed, queries=args.queries)
+    except OSError as err:
+        if isinstance(err, FileNotFoundError) or not str(err).startswith("could not write the index"):
+            raise
+        raise ValueError(str(err)) from None  # one "sentcl index: error: ..." line, exit 2
     meta = json.loads((output / "faiss.json").read_text(encoding="utf-8"))
     print(
         f"built {args.type} index of {meta['count']} x {meta['dim']} vectors in {meta['build_seconds']}s: {output}"
     )
+    if "tuning" in meta:
+        print(tuning_line(meta["tuning"]))
     return 0
 
 
+def tuning_line(t: dict) -> str:
+    setting = ", ".join(f"{k} {v}" for k, v in t["setting"].items())
+    verdict = "reached" if t["reached"] else "NOT reached (best setting kept)"
+    if t.get("tuned_to", t["target_recall"]) != t["target_recall"]:
+        verdict += f"; tuned to {t['tuned_to']} on held-out corpus rows"
+    return (
+        f"search setting {setting}: recall@10 {t['recall_at_10']:.4f} (target {t['target_recall']} {verdict}), "
+        f"{t['qps']:.0f} queries/s batched, {t['qps_one_query']:.0f} one at a time; on {t['queries']}"
+    )
+
+
 def run_info(args: argparse.Namespace) -> int:
+    """faiss.json plus ``search`` (the setting in use, the measured recall and QPS) as JSON on stdout; the
+    same in one readable line on stderr."""
+    import sys
+
     from sentcl.index.faiss_index import open_index
 
     index = open_index(check_input_dir(args.folder, "index folder"))
-    print(json.dumps(index.meta, indent=2))
+    summary = index.summary()
+    if "tuning" in index.meta:
+        print(tuning_line(index.meta["tuning"]), file=sys.stderr)
+    elif summary["type"] != "flat":
+        setting = ", ".join(f"{k} {v}" for k, v in summary["setting"].items())
+        print(f"search setting {setting} (not tuned: no recall measured)", file=sys.stderr)
+    print(json.dumps({**index.meta, "search": summary}, indent=2))
     return 0

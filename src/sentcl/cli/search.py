@@ -36,6 +36,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--nprobe", type=positive_int, help="IVF index: cells to search (default: the index's).")
     p.add_argument("--ef-search", type=positive_int, help="HNSW index: search beam (default: the index's).")
     p.add_argument(
+        "--refine",
+        type=positive_int,
+        help="IVF-PQ index: re-score REFINE·k candidates with the exact vectors (default: the index's).",
+    )
+    p.add_argument(
+        "--allow-model-mismatch",
+        action="store_true",
+        help="Search a built index with a model, pooler, max length or truncation other than its own "
+        "(refused by default: the hits would not mean anything).",
+    )
+    p.add_argument(
         "--index-backend",
         choices=BACKENDS,
         default="auto",
@@ -70,7 +81,14 @@ def run(args: argparse.Namespace) -> int:
                 "--corpus %s is ignored: %s is a built index over its own corpus", args.corpus, args.index
             )
         hits = run_ann_search(
-            args.model, args.index, queries, nprobe=args.nprobe, ef_search=args.ef_search, **encoding
+            args.model,
+            args.index,
+            queries,
+            nprobe=args.nprobe,
+            ef_search=args.ef_search,
+            refine=args.refine,
+            allow_model_mismatch=args.allow_model_mismatch,
+            **encoding,
         )
     else:
         if args.corpus is None:

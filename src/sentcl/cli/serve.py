@@ -20,11 +20,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "serve",
         help="Serve embeddings over HTTP (/embed, /v1/embeddings, /search, a web page at /).",
         description="Serve a model over HTTP: text-embeddings-inference's /embed and /similarity, OpenAI's "
-        "/v1/embeddings, /search over an index built by 'sentcl search --index', /metrics, and a page at /.",
+        "/v1/embeddings, /search over an index (built by 'sentcl index build', or the cache of 'sentcl search "
+        "--index'), /metrics, and a page at /.",
     )
     p.add_argument("model_path", nargs="?", metavar="MODEL", help="The model (or give --model).")
     add_model_options(p, model_required=False)
-    p.add_argument("--index", type=Path, help="A folder saved by 'sentcl search --index' for /search.")
+    p.add_argument(
+        "--index",
+        type=Path,
+        help="For /search: a folder built by 'sentcl index build' (faiss, searched at its tuned setting; texts "
+        "read from the encoded input) or the cache saved by 'sentcl search --index'.",
+    )
+    p.add_argument(
+        "--allow-model-mismatch",
+        action="store_true",
+        help="Serve an index built by 'sentcl index build' with a model, pooler, max length or truncation "
+        "other than its own (refused by default).",
+    )
     add_network_options(p)
     for action in p._actions:  # the shared --batch-size, with the service's meaning and default
         if action.dest == "batch_size":
@@ -251,7 +263,11 @@ def run(args: argparse.Namespace) -> int:
 
             fix_mmap_threshold()  # batches of varied shapes: freed activations go back to the system
         encoder = load_model(args)
-        index = load_search_index(args.index, int(encoder.embedding_dim)) if args.index else None
+        index = (
+            load_search_index(args.index, encoder, args.model, args.max_length, args.allow_model_mismatch)
+            if args.index
+            else None
+        )
         app = create_app(
             encoder,
             model_name=args.model,

@@ -5,7 +5,10 @@ Layout (BEIR's): ``corpus.jsonl`` ({"_id", "title", "text"}), ``queries.jsonl`` 
 embedded as ``title + " " + text`` (BEIR's convention for dense models); documents are ranked by cosine, ties
 in corpus order, and a document whose id equals the query's is not ranked (BEIR's ``ignore_identical_ids``).
 
-Metrics, each a mean over the queries with at least one relevant document, in percent (×100):
+Metrics, each a mean in percent (×100) over the queries with at least one relevant document (default),
+or, with ``read_beir(..., count_zero_judged=True)``, over every query of the qrels as BEIR averages
+pytrec_eval's per-query scores: a query judged only with score 0 then counts, with 0 on every metric. The
+two differ only where the qrels judge a query without any relevant document:
 
 - nDCG@10 = DCG@10 / IDCG@10 with DCG@k = Σ_{i≤k} rel_i / log2(i + 1) (trec_eval's linear gain, as BEIR's
   pytrec_eval), IDCG@k the DCG of the qrels sorted by relevance;
@@ -68,7 +71,7 @@ def _records(path: Path, keys: Sequence[str], optional: Sequence[str] = ()) -> d
     return out
 
 
-def read_beir(folder: str | Path, split: str = "test") -> BeirFolder:
+def read_beir(folder: str | Path, split: str = "test", count_zero_judged: bool = False) -> BeirFolder:
     """Read a BEIR folder; a missing file, unknown id or bad score is an error naming the file and line."""
     folder = Path(folder)
     if not os.path.lexists(folder):
@@ -101,7 +104,7 @@ def read_beir(folder: str | Path, split: str = "test") -> BeirFolder:
     judged = {q: docs for q, docs in qrels.items() if any(s > 0 for s in docs.values())}
     if not judged:
         raise DataFormatError(f"{qrels_path}: no query has a relevant document (score > 0)")
-    return BeirFolder(folder, corpus, queries, judged, split)
+    return BeirFolder(folder, corpus, queries, qrels if count_zero_judged else judged, split)
 
 
 # ---------------------------------------------------------------------- metrics on one ranking
@@ -120,7 +123,7 @@ def mrr_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> flo
 
 def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> float:
     relevant = {d for d, r in relevance.items() if r > 0}
-    return len(relevant.intersection(ranked[:k])) / len(relevant)
+    return len(relevant.intersection(ranked[:k])) / len(relevant) if relevant else 0.0
 
 
 # ---------------------------------------------------------------------- ranking and evaluation
@@ -151,9 +154,11 @@ def rank(encode: EncodeFn, data: BeirFolder, depth: int = 100, chunk: int = 256)
     return ranked
 
 
-def evaluate_retrieval(encode: EncodeFn, folder: str | Path, split: str = "test") -> dict[str, Any]:
+def evaluate_retrieval(
+    encode: EncodeFn, folder: str | Path, split: str = "test", count_zero_judged: bool = False
+) -> dict[str, Any]:
     """Read a BEIR folder (``read_beir``) and score it (``score_retrieval``)."""
-    return score_retrieval(encode, read_beir(folder, split))
+    return score_retrieval(encode, read_beir(folder, split, count_zero_judged))
 
 
 def score_retrieval(encode: EncodeFn, data: BeirFolder) -> dict[str, Any]:

@@ -4,8 +4,8 @@ Given (anchor, positive) pairs, the corpus is the distinct positives plus an opt
 distinct text once, so duplicates of a positive vanish with it). Anchors and corpus are embedded,
 normalised, and scored by cosine. Per distinct anchor:
 
-1. retrieve the top ``range_max + max_positives`` corpus texts (+1 when the anchor's own text is
-   excluded), score descending, ties by corpus order;
+1. retrieve the top ``range_max + max_positives`` corpus texts (+1 for an anchor whose own text is in
+   the corpus and excluded; no extra candidate for the others), score descending, ties by corpus order;
 2. drop its positives (and, ``exclude_anchor``, a text equal to the anchor: our addition, on by default;
    sentence-transformers keeps it);
 3. drop candidates whose score s fails a filter, each optional: ``absolute_margin`` (s + m > p),
@@ -89,8 +89,14 @@ def mine(
     a, c = _unit(anchors), _unit(corpus)
     max_pos = max(len(p) for p in positives)
     range_min, range_max = settings.window(max_pos)
-    extra = 1 if settings.exclude_anchor else 0
-    k = min(range_max + max_pos + extra, len(c))
+    pool = (
+        range_max + max_pos
+    )  # sentence-transformers' pool; one more only where the anchor's text is dropped
+    own = [
+        settings.exclude_anchor and anchor_in_corpus is not None and anchor_in_corpus[q] is not None
+        for q in range(len(a))
+    ]
+    k = min(pool + (1 if any(own) else 0), len(c))
     scores, ids = ExactIndex(c, normalize=False).search(a, k)  # (Q, k), (Q, k): score desc, ties by id
     scores = scores.astype(np.float64)
     removed = {
@@ -106,8 +112,10 @@ def mine(
     out_scores: list[list[float]] = []
     for q in range(len(a)):
         pos_score = float(min(a[q] @ c[j] for j in positives[q]))
-        keep = ~np.isin(ids[q], positives[q])  # (k,)
-        removed["positive"] += int((~keep).sum())
+        in_pool = np.arange(k) < pool + (1 if own[q] else 0)  # (k,)
+        is_pos = np.isin(ids[q], positives[q]) & in_pool
+        removed["positive"] += int(is_pos.sum())
+        keep = in_pool & ~is_pos
         if settings.exclude_anchor and anchor_in_corpus is not None and anchor_in_corpus[q] is not None:
             same = ids[q] == anchor_in_corpus[q]
             removed["anchor_text"] += int((same & keep).sum())

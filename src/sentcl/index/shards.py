@@ -5,8 +5,14 @@ holds lines i·N + 1 .. (i + 1)·N as ``shard-<i>.npy`` (float32, (rows, D)) wit
 (int64 byte offset of each line in the input, to read a hit's text back) and ``shard-<i>.json`` (its line
 range), each written atomically (temporary file, fsync, rename); the sidecar JSON is written last, so a
 shard counts as finished only when it is complete, and a resumed encode skips finished shards.
-``manifest.json`` (model, pooler, dim, max length, the input's size and mtime, the shard list with line
-ranges, sentcl's version, ``complete``) is rewritten atomically after each shard.
+``manifest.json`` (the encoder's identity: model, its folder and content fingerprint, pooler, max length,
+truncation (``sentcl.index.identity``); dim; the input's fingerprint: size, mtime and a hash of its first,
+middle and last MiB; the shard list with line ranges and a hash of each line-offset table; sentcl's
+version; ``complete``) is rewritten atomically after each shard.
+
+On resume the encoder settings must match (else an error names them), and the input is compared by its
+fingerprint and every finished shard's offset-table hash: an input changed since (even edited in place to
+the same byte size) is re-encoded from the first shard, with a log line saying what changed.
 
 The input is streamed line by line: only one shard's sentences and embeddings are in memory at a time,
 and the model sees ``ENCODE_CHUNK`` sentences per call (the tokenizer's output is the large part).
@@ -30,6 +36,7 @@ import numpy as np
 from sentcl.atomic import atomic_save_npy, atomic_write_json
 from sentcl.data.readers import decode_line
 from sentcl.files import load_npy, read_json
+from sentcl.index.identity import input_fingerprint, model_identity, offsets_digest
 from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -38,7 +45,7 @@ FORMAT = "sentcl-embedding-shards"
 # header fields a resumed encode must share with the manifest on disk
 # sentences per encode call: the tokenizer's output for a call (with overflow, ~20 KB a long line) stays small
 ENCODE_CHUNK = 4096
-RESUME_KEYS = ("model", "pooler", "max_length", "normalize", "shard_size", "input", "input_bytes")
+RESUME_KEYS = ("model", "pooler", "max_length", "truncate_dim", "normalize", "shard_size", "input")
 
 
 def shard_stem(i: int) -> str:
@@ -89,7 +96,46 @@ def _finished(out_dir: Path, i: int) -> dict[str, Any] | None:
     return read_json(sidecar, what="shard record")
 
 
-def _check_resume(out_dir: Path, header: dict[str, Any]) -> None:
+def shard_offset_digests(path: Path, shard_size: int) -> list[str]:
+    """The hash of every shard's line-offset table as the input is now (one streamed pass)."""
+    out: list[str] = []
+    offsets: list[int] = []
+    at = 0
+    with open(path, "rb") as handle:
+        for raw in handle:
+            offsets.append(at)
+            at += len(raw)
+            if len(offsets) == shard_size:
+                out.append(offsets_digest(np.asarray(offsets, dtype=np.int64)))
+                offsets = []
+    if offsets:
+        out.append(offsets_digest(np.asarray(offsets, dtype=np.int64)))
+    return out
+
+
+def _input_changes(out_dir: Path, saved: dict[str, Any], header: dict[str, Any], total: int) -> list[str]:
+    """What differs between the input now and the one the finished shards were encoded from."""
+    was, now = saved.get("input_fingerprint") or {}, header["input_fingerprint"]
+    if not was:
+        return ["the manifest records no input fingerprint (written by an older sentcl)"]
+    reasons = [
+        f"{name} {was.get(key)} -> {now[key]}"
+        for key, name in (("bytes", "size"), ("mtime_ns", "mtime_ns"), ("sample_sha256", "sampled hash"))
+        if was.get(key) != now[key]
+    ]
+    finished = {i: rec for i in range(total) if (rec := _finished(out_dir, i)) is not None}
+    if finished:
+        digests = shard_offset_digests(Path(header["input"]), header["shard_size"])
+        moved = [
+            i for i, rec in finished.items() if i >= len(digests) or rec.get("offsets_sha256") != digests[i]
+        ]
+        if moved:
+            reasons.append(f"line offsets of {len(moved)} finished shard(s) differ (first: shard {moved[0]})")
+    return reasons
+
+
+def _check_resume(out_dir: Path, header: dict[str, Any], total: int) -> None:
+    """Refuse other encoder settings; re-encode every shard (log line) when the input changed."""
     path = out_dir / MANIFEST
     if not path.exists():
         return
@@ -102,6 +148,16 @@ def _check_resume(out_dir: Path, header: dict[str, Any]) -> None:
         raise ValueError(
             f"{out_dir} holds shards of another encode ({detail}); use a new --output folder or delete it"
         )
+    reasons = _input_changes(out_dir, saved, header, total)
+    if reasons and any(_finished(out_dir, i) is not None for i in range(total)):
+        logger.warning(
+            "%s changed since the shards in %s were encoded (%s): re-encoding every shard",
+            header["input"],
+            out_dir,
+            "; ".join(reasons),
+        )
+        for sidecar in out_dir.glob("shard-*.json"):
+            sidecar.unlink()  # a shard counts as finished only with its sidecar (module doc)
 
 
 def write_manifest(out_dir: Path, header: dict[str, Any], total_shards: int) -> dict[str, Any]:
@@ -144,18 +200,17 @@ def encode_shards(
     header = {
         "format": FORMAT,
         "sentcl_version": __version__,
-        "model": model_name,
-        "pooler": getattr(model, "pooler", None),
-        "max_length": max_length,
+        **model_identity(model_name, model, max_length),
         "normalize": normalize,
         "dim": int(model.embedding_dim),
         "shard_size": shard_size,
         "input": str(input_path.resolve()),
         "input_bytes": input_path.stat().st_size,
+        "input_fingerprint": input_fingerprint(input_path),
         "total_lines": total_lines,
     }
     out_dir.mkdir(parents=True, exist_ok=True)
-    _check_resume(out_dir, header)
+    _check_resume(out_dir, header, total_shards)
     rank, world = distributed.rank(), distributed.world_size()
     mine = {i for i in range(total_shards) if i % world == rank and _finished(out_dir, i) is None}
     skipped = len(range(rank, total_shards, world)) - len(mine)
@@ -191,6 +246,7 @@ def encode_shards(
             "start_line": first,
             "end_line": first + len(texts) - 1,
             "rows": len(texts),
+            "offsets_sha256": offsets_digest(offsets),
             "rank": rank,
         }
         atomic_write_json(out_dir / f"{stem}.json", record)
@@ -286,14 +342,38 @@ class ShardSet:
                 parts.append(np.asarray(self.array(i)[sel]))
         return np.concatenate(parts)  # (n, D)
 
+    def check_input(self) -> None:
+        """Raise ValueError when the encoded input is missing or changed: another size, or (when the manifest
+        records a fingerprint) another mtime whose sampled hash differs too; a stat() when unchanged."""
+        src = Path(self.manifest["input"])
+        saved = self.manifest.get("input_fingerprint")
+        stat = src.stat() if src.is_file() else None
+        changed = stat is None or stat.st_size != self.manifest.get("input_bytes")
+        if not changed and saved and stat is not None and stat.st_mtime_ns != saved.get("mtime_ns"):
+            changed = input_fingerprint(src)["sample_sha256"] != saved.get("sample_sha256")
+        if changed:
+            raise ValueError(
+                f"the input {src} of {self.folder} is missing or changed since it was encoded; "
+                "re-encode it (run the same sentcl encode command again) to read hits' texts"
+            )
+
+    def gather(self, rows: np.ndarray | list[int]) -> np.ndarray:
+        """The stored vectors of the given row ids, in the given order: (len(rows), dim) float32."""
+        ids = np.asarray(rows, dtype=np.int64).reshape(-1)  # (n,)
+        if len(ids) and (ids.min() < 0 or ids.max() >= self.rows):
+            raise IndexError(f"row ids must lie in 0..{self.rows - 1}")
+        out = np.empty((len(ids), self.dim), dtype=np.float32)  # (n, D)
+        starts = np.asarray(self.starts())
+        which = np.searchsorted(starts, ids, side="right") - 1  # (n,) shard of each id
+        for i in np.unique(which):
+            sel = np.nonzero(which == i)[0]
+            out[sel] = self.array(int(i))[ids[sel] - starts[i]]
+        return out
+
     def texts(self, rows: np.ndarray | list[int]) -> list[str]:
         """The input lines of the given rows (read by byte offset; the input must be unchanged)."""
         src = Path(self.manifest["input"])
-        if not src.is_file() or src.stat().st_size != self.manifest.get("input_bytes"):
-            raise ValueError(
-                f"the input {src} of {self.folder} is missing or changed since it was encoded; "
-                "re-encode it to read hits' texts"
-            )
+        self.check_input()
         starts = self.starts()
         out = []
         with open(src, "rb") as handle:

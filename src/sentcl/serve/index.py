@@ -1,22 +1,85 @@
-"""The one place where the service touches the search index format: a folder saved by
-``sentcl search --index`` (``sentcl.retrieval.load_index``)."""
+"""The one place where the service touches the search index formats.
+
+``--index DIR`` is either a folder built by ``sentcl index build`` (``faiss.json``: a faiss index over
+sharded embeddings, searched at its tuned setting, hits' texts read back from the encoded input through
+the shards' line offsets) or a cache saved by ``sentcl search --index`` (``index.json``: exact search over
+the embeddings it holds, texts in ``texts.jsonl``). Both answer ``.search(queries (Q, D), k) -> (scores,
+ids)``, ``.texts[i]``, ``len`` and ``.summary()`` (for /info).
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 
-def load_search_index(folder: str | Path, embedding_dim: int) -> Any:
-    """A loaded index with its texts (``.search(queries (Q, D), k) -> (scores, ids)``, ``.texts``, ``len``).
 
-    Raises FileNotFoundError or ValueError (the command prints them as one line) when the folder is not a
-    saved index, has no texts, or was built by a model of another dimension."""
+class _LineTexts(Sequence[str]):
+    """Row id -> the corpus line, read through the shards' offsets when asked (nothing held in memory)."""
+
+    def __init__(self, ann: Any) -> None:
+        self.ann = ann
+
+    def __len__(self) -> int:
+        return len(self.ann)
+
+    def __getitem__(self, i: int) -> str:  # type: ignore[override]
+        return self.ann.texts([int(i)])[0]
+
+
+class AnnSearchIndex:
+    """A ``sentcl index build`` folder behind the service's index interface."""
+
+    def __init__(self, ann: Any) -> None:
+        self.ann = ann
+        self.texts = _LineTexts(ann)
+        self.backend = f"faiss-{ann.kind}"
+
+    def __len__(self) -> int:
+        return len(self.ann)
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        """(scores, ids), each (Q, min(k, N)); a hit an ANN search did not fill has id -1 (/search skips it)."""
+        return self.ann.search(queries, k)
+
+    def summary(self) -> dict[str, Any]:
+        return {**self.ann.summary(), "backend": self.backend, "path": str(self.ann.folder)}
+
+
+def load_search_index(
+    folder: str | Path,
+    encoder: Any,  # the loaded encoder (or, from older callers, its embedding dimension)
+    model: str = "the model",
+    max_length: int | None = None,
+    allow_model_mismatch: bool = False,
+) -> Any:
+    """The index for /search; FileNotFoundError or ValueError (printed as one line by the command) when the
+    folder is neither kind, has no texts, or was built by another encoder (model, pooler, max length,
+    truncation: refused unless ``allow_model_mismatch``; the dimension always)."""
+    from sentcl.index import is_ann_index, open_index
     from sentcl.retrieval import load_index
 
     folder = Path(folder)
     if not folder.is_dir():
-        raise FileNotFoundError(f"index folder {folder} does not exist (build it with sentcl search --index)")
+        raise FileNotFoundError(
+            f"index folder {folder} does not exist (build one with sentcl index build, or sentcl search --index)"
+        )
+    embedding_dim = int(encoder) if isinstance(encoder, int) else int(encoder.embedding_dim)
+    if is_ann_index(folder):
+        ann = open_index(folder)
+        if isinstance(encoder, int):  # only the dimension is known
+            ann.check_dim(embedding_dim)
+        else:
+            ann.check_encoder(model, encoder, max_length, allow_model_mismatch)
+        ann.shards.check_input()  # the texts of the hits are read from it
+        return AnnSearchIndex(ann)
+    if not (folder / "index.json").is_file():
+        raise ValueError(
+            f"{folder} is not a saved index: neither a folder built by `sentcl index build` (faiss.json) nor a "
+            "cache saved by `sentcl search --index` (index.json)"
+        )
     index = load_index(folder)
     if index.texts is None:
         raise ValueError(f"index {folder} has no texts.jsonl: the service returns texts with its hits")

@@ -69,6 +69,14 @@ def add_routes(app: FastAPI, service: Service) -> None:
     async def index_page() -> HTMLResponse:
         return HTMLResponse(page())
 
+    def index_info(index: Any) -> dict[str, Any]:
+        """Size and backend; for a `sentcl index build` folder also type, setting, measured recall."""
+        return {
+            "size": len(index),
+            "backend": getattr(index, "backend", None),
+            **getattr(index, "summary", dict)(),
+        }
+
     @app.get("/health")
     async def health() -> Response:
         if service.encoder is None:
@@ -86,7 +94,7 @@ def add_routes(app: FastAPI, service: Service) -> None:
                 "dimension": int(service.encoder.embedding_dim) if loaded else None,
                 "max_length": service.max_length if loaded else service.max_length_override,
                 "limits": service.limits.as_dict(),
-                "index": {"size": len(index), "backend": getattr(index, "backend", None)} if index else None,
+                "index": index_info(index) if index else None,
             }
         )
 
@@ -121,6 +129,7 @@ def add_routes(app: FastAPI, service: Service) -> None:
             [
                 {"id": int(i), "text": index.texts[int(i)], "score": float(s)}
                 for s, i in zip(srow, irow, strict=True)
+                if i >= 0  # an ANN search may fill fewer than k
             ]
             for srow, irow in zip(scores, ids, strict=True)
         ]

@@ -1,0 +1,224 @@
+"""Pick the cheapest search setting of a built index that reaches a recall target (``--target-recall``).
+
+Queries: a seeded sample of the corpus's own vectors (1,000, at most N / 10) held OUT of the index while
+it is tuned (the build adds them last, after tuning, and keeps the id -> row table in ``rows.npy``), or the
+rows of a .npy file of query embeddings (``--queries FILE``). Held out, because a row that is in the index
+is found with its neighbours far too easily: on real MiniLM embeddings, rows searched in place reached
+recall 0.99 at efSearch 16 where STS-B test queries got 0.80 (bench/index_real.py). Reference: the exact
+top-10 by cosine over every shard (numpy, one shard at a time; the held-out rows excluded).
+Recall@10 = |approximate top-10 ∩ exact top-10| / 10, averaged over the queries.
+
+Held-out corpus rows are still easier queries than outside ones: on real MiniLM embeddings (the wiki/
+SNLI/SentEval/STS corpus of bench/index_real.py, 10k-20k rows) an IVF setting with recall 0.95 on held-out
+rows gave 0.83-0.88 on STS-B test queries, and 0.99 on held-out rows gave 0.955 for IVF but 0.932 for HNSW
+at 10k rows (the corpus holds paraphrases of its own rows: SNLI hypotheses of one premise, both sides of
+the STS and SICK pairs). So with held-out rows the setting is tuned to 1 - (1 - target) / 5 for ivf and
+ivfpq (0.99 for a target of 0.95) and 1 - (1 - target) / 10 for hnsw (0.995), recorded as ``tuned_to``;
+with ``--queries FILE`` (the user's own queries) to the target itself. docs/performance.md, "Search on
+real embeddings", has the measurements.
+
+Settings are tried cheapest first, and the first that reaches the target is kept:
+
+* ``ivf``: nprobe 1, 2, 4, 8, 12, 16, 24, 32, ... (×1.5 steps) up to nlist (nprobe = nlist is exhaustive);
+* ``hnsw``: efSearch 16, 24, 32, 48, ..., 2048;
+* ``ivfpq``: for each refine factor 1, 2, 4, 8 (the top refine·k PQ candidates re-scored with the exact
+  vectors read from the memory-mapped shards), the smallest nprobe that reaches the target; of those, the
+  one with the highest measured queries per second.
+
+A setting given explicitly (``--nprobe``, ``--ef-search``, ``--refine``) is not tuned, only measured. When
+no setting reaches the target, the one with the highest recall is kept and ``reached`` is false (the
+build logs a warning). The measured recall, the queries per second (the queries in one batch, and one at
+a time for up to 200 of them) and the sweep go into ``faiss.json`` under ``tuning``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from sentcl.index.shards import ShardSet
+
+logger = logging.getLogger(__name__)
+K = 10
+TUNE_QUERIES = 1000
+# Held-out corpus rows are easier queries than outside ones (module doc), so with them the search setting
+# is tuned to the stricter recall 1 - (1 - target) / margin: 0.99 (ivf, ivfpq) or 0.995 (hnsw) for 0.95.
+HELD_OUT_MARGIN = {"ivf": 5, "ivfpq": 5, "hnsw": 10}
+ONE_QUERY_SAMPLE = 200
+REFINES = (1, 2, 4, 8)
+EF_LADDER = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
+
+
+def nprobe_ladder(nlist: int) -> list[int]:
+    """1, 2, 4, 8, then ×1.5 steps, ending with nlist (exhaustive)."""
+    out, v = [1, 2, 4, 8], 8
+    while v < nlist:
+        v = int(round(v * 1.5))
+        out.append(v)
+    return sorted({min(x, nlist) for x in out})
+
+
+@dataclass
+class Probe:
+    """Tuning queries (Q, D) unit rows, their exact top-K ids (Q, K); ``own_rows``: the corpus row of each
+    query when the queries are rows IN the index (each is then left out of its own result), else None."""
+
+    queries: np.ndarray
+    own_rows: np.ndarray | None
+    exact: np.ndarray
+    source: str
+    outside: bool = False  # the user's own queries (--queries FILE), not corpus rows
+
+
+def unit(x: np.ndarray) -> np.ndarray:
+    x = np.array(x, dtype=np.float32, copy=True)  # (N, D)
+    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
+    np.divide(x, norms, out=x, where=norms > 0)
+    return x
+
+
+def exact_top(shards: ShardSet, queries: np.ndarray, k: int, leave_out: np.ndarray | None) -> np.ndarray:
+    """Exact top-k row ids by cosine over every shard, the rows ``leave_out`` excluded: (Q, k) int64."""
+    q = unit(queries)  # (Q, D)
+    best_s = np.full((len(q), 0), -np.inf, dtype=np.float32)  # (Q, <=k)
+    best_i = np.zeros((len(q), 0), dtype=np.int64)
+    for start, arr in shards.iter_arrays():
+        s = q @ unit(arr).T  # (Q, rows)
+        if leave_out is not None:
+            cols = leave_out[(leave_out >= start) & (leave_out < start + len(arr))] - start
+            s[:, cols] = -np.inf
+        ids = np.broadcast_to(np.arange(start, start + len(arr)), s.shape)  # (Q, rows)
+        cat_s = np.concatenate([best_s, s], axis=1)  # (Q, m)
+        cat_i = np.concatenate([best_i, ids], axis=1)
+        top = np.argsort(-cat_s, axis=1, kind="stable")[:, :k]  # (Q, k)
+        best_s = np.take_along_axis(cat_s, top, axis=1)
+        best_i = np.take_along_axis(cat_i, top, axis=1)
+    return best_i
+
+
+def held_out_rows(rows: int, n: int, seed: int) -> np.ndarray:
+    """The seeded sample of corpus rows held out as tuning queries: min(n, N // 10) rows, sorted."""
+    n = max(1, min(n, rows // 10))
+    return np.sort(np.random.default_rng([seed, 21]).choice(rows, size=n, replace=False))
+
+
+def probe_from_rows(shards: ShardSet, rows: np.ndarray) -> Probe:
+    """The held-out rows as queries: the index is searched before they are added, and the reference is
+    the exact top-10 over the other rows."""
+    queries = unit(shards.gather(rows))  # (H, D)
+    source = f"{len(rows)} corpus rows held out of the index while tuning"
+    return Probe(queries, None, exact_top(shards, queries, K, rows), source)
+
+
+def probe_from_file(shards: ShardSet, path: Any) -> Probe:
+    from sentcl.files import load_npy
+
+    q = np.asarray(load_npy(path, mmap=False))
+    if q.ndim != 2 or q.shape[1] != shards.dim or len(q) == 0:
+        raise ValueError(
+            f"--queries {path}: expected a (Q, {shards.dim}) array of query embeddings, got shape {q.shape}"
+        )
+    queries = unit(q)
+    source = f"{len(q)} query embeddings from {path}"
+    return Probe(queries, None, exact_top(shards, queries, K, None), source, outside=True)
+
+
+def approximate(ann: Any, probe: Probe, k: int = K) -> np.ndarray:
+    """The index's top-k per probe query, the query's own row left out: (Q, k) int64 (-1 padded)."""
+    extra = 1 if probe.own_rows is not None else 0
+    _, ids = ann.search(probe.queries, k + extra)  # (Q, k + extra)
+    if not extra:
+        return ids[:, :k]
+    out = np.full((len(ids), k), -1, dtype=np.int64)
+    for r, (row, own) in enumerate(zip(ids, probe.own_rows, strict=True)):  # type: ignore[arg-type]
+        kept = row[row != own][:k]
+        out[r, : len(kept)] = kept
+    return out
+
+
+def recall(found: np.ndarray, exact: np.ndarray) -> float:
+    k = exact.shape[1]
+    return float(np.mean([len(set(a[a >= 0]) & set(b)) / k for a, b in zip(found, exact, strict=True)]))
+
+
+def measure(ann: Any, probe: Probe, setting: dict[str, int], one_query: bool = False) -> dict[str, Any]:
+    """Recall@10 and queries per second of ``ann`` at ``setting`` on the probe."""
+    ann.configure(**setting)
+    start = time.perf_counter()
+    found = approximate(ann, probe)
+    row: dict[str, Any] = {
+        **setting,
+        "recall_at_10": round(recall(found, probe.exact), 4),
+        "qps": round(len(probe.queries) / max(time.perf_counter() - start, 1e-9), 1),
+    }
+    if one_query:
+        sample = probe.queries[:ONE_QUERY_SAMPLE]
+        start = time.perf_counter()
+        for q in sample:
+            ann.search(q[None, :], K + 1)
+        row["qps_one_query"] = round(len(sample) / max(time.perf_counter() - start, 1e-9), 1)
+    return row
+
+
+def _first_reaching(ann: Any, probe: Probe, key: str, ladder: list[int], fixed: dict, target: float) -> list:
+    """Rows of the ladder tried in order, stopping at the first that reaches ``target``."""
+    rows = []
+    for value in ladder:
+        rows.append(measure(ann, probe, {**fixed, key: value}))
+        if rows[-1]["recall_at_10"] >= target:
+            break
+    return rows
+
+
+def candidates(
+    kind: str, params: dict[str, Any], explicit: dict[str, int]
+) -> list[tuple[str, list[int], dict]]:
+    """(tuned key, ladder, fixed settings) runs for ``kind``; an explicit setting is a ladder of one."""
+    if kind == "hnsw":
+        return [("ef_search", [explicit["ef_search"]] if "ef_search" in explicit else list(EF_LADDER), {})]
+    ladder = [explicit["nprobe"]] if "nprobe" in explicit else nprobe_ladder(params["nlist"])
+    if kind == "ivf":
+        return [("nprobe", ladder, {})]
+    refines = [explicit["refine"]] if "refine" in explicit else list(REFINES)
+    return [("nprobe", ladder, {"refine": r}) for r in refines]
+
+
+def tune(ann: Any, kind: str, params: dict[str, Any], probe: Probe, wanted: float, explicit: dict) -> dict:
+    """The ``tuning`` record of faiss.json (module doc); leaves ``ann`` configured at the chosen setting."""
+    target = wanted if probe.outside else 1 - (1 - wanted) / HELD_OUT_MARGIN[kind]
+    sweep: list[dict[str, Any]] = []
+    finals = []
+    for key, ladder, fixed in candidates(kind, params, explicit):
+        rows = _first_reaching(ann, probe, key, ladder, fixed, target)
+        sweep += rows
+        finals.append(rows[-1])
+    reaching = [r for r in finals if r["recall_at_10"] >= target]
+    if reaching:
+        best = max(reaching, key=lambda r: r["qps"])
+    else:
+        best = max(sweep, key=lambda r: (r["recall_at_10"], r["qps"]))
+        logger.warning(
+            "no %s search setting reached recall@10 %.3f on %s (best %.4f): keeping the best",
+            kind,
+            target,
+            probe.source,
+            best["recall_at_10"],
+        )
+    setting = {k: best[k] for k in ("nprobe", "ef_search", "refine") if k in best}
+    final = measure(ann, probe, setting, one_query=True)
+    return {
+        "target_recall": wanted,
+        "tuned_to": round(target, 6),
+        "reached": final["recall_at_10"] >= target,
+        "k": K,
+        "queries": probe.source,
+        "setting": setting,
+        "recall_at_10": final["recall_at_10"],
+        "qps": final["qps"],
+        "qps_one_query": final["qps_one_query"],
+        "sweep": sweep,
+    }

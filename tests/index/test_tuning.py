@@ -1,0 +1,107 @@
+"""The recall target of `sentcl index build`: the stored recall and setting against a numpy exact search."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from sentcl.cli import main
+from sentcl.index import open_index
+from sentcl.index.faiss_index import IndexParams, build_from_shards
+from tests.index.index_fixtures import clustered, write_shards
+
+pytest.importorskip("faiss")
+
+
+@pytest.fixture(scope="module")
+def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
+    return write_shards(tmp_path_factory.mktemp("tune"))
+
+
+def numpy_recall(index_dir: Path, vectors: np.ndarray, queries: np.ndarray, **setting: int) -> float:
+    """Recall@10 of the opened index at ``setting`` against a brute-force numpy top-10 by cosine."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    exact = np.argsort(-(q @ unit.T), axis=1, kind="stable")[:, :10]  # (Q, 10)
+    _, ids = open_index(index_dir, **setting).search(queries, 10)
+    return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, exact, strict=True)]))
+
+
+@pytest.mark.parametrize(("kind", "key"), [("ivf", "nprobe"), ("hnsw", "ef_search"), ("ivfpq", "nprobe")])
+def test_tuned_setting_is_the_cheapest_reaching_the_target(
+    shards: tuple[Path, np.ndarray], tmp_path: Path, kind: str, key: str
+) -> None:
+    folder, vectors = shards
+    queries = clustered(300, 16, 7)[:300]  # fresh draws of the same mixture, not corpus rows
+    np.save(tmp_path / "q.npy", queries)
+    params = IndexParams(nlist=64, hnsw_m=4, ef_construction=16, pq_m=4)
+    out = build_from_shards(folder, tmp_path / kind, kind, params, queries=tmp_path / "q.npy")
+    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    setting = tuned["setting"]
+    assert tuned["reached"] and tuned["recall_at_10"] >= 0.95
+    measured = numpy_recall(out, vectors, queries)  # opened at the stored setting
+    assert measured == pytest.approx(tuned["recall_at_10"], abs=1e-4)
+    assert open_index(out).setting() == setting
+    lower = [
+        r[key] for r in tuned["sweep"] if r[key] < setting[key] and r.get("refine") == setting.get("refine")
+    ]
+    if lower:  # the step below on the ladder misses the target, measured independently
+        assert numpy_recall(out, vectors, queries, **{**setting, key: max(lower)}) < 0.95
+
+
+def test_held_out_corpus_rows_and_explicit_setting(shards: tuple[Path, np.ndarray], tmp_path: Path) -> None:
+    folder, vectors = shards
+    out = build_from_shards(folder, tmp_path / "ivf", "ivf", IndexParams(nlist=64))
+    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    assert "200 corpus rows held out" in tuned["queries"] and tuned["recall_at_10"] >= 0.99
+    # on other queries of the same mixture (corpus rows moved by noise) the tuned index also holds
+    near = vectors[::10] + 0.1 * np.random.default_rng(3).standard_normal((200, 16)).astype(np.float32)
+    assert numpy_recall(out, vectors, near) >= 0.9
+    fixed = build_from_shards(folder, tmp_path / "fixed", "ivf", IndexParams(nlist=64, nprobe=1))
+    meta = json.loads((fixed / "faiss.json").read_text())
+    assert meta["tuning"]["setting"] == {"nprobe": 1} and meta["params"]["nprobe"] == 1
+    assert [r["nprobe"] for r in meta["tuning"]["sweep"]] == [1]  # measured, not tuned
+    rows = np.load(fixed / "rows.npy")  # the held-out rows were added last: ids -> rows is a permutation
+    assert sorted(rows.tolist()) == list(range(2000)) and list(rows[-200:]) == sorted(rows[-200:])
+    _, ids = open_index(fixed).search(vectors[rows[-5:]], 1)
+    assert ids[:, 0].tolist() == rows[-5:].tolist()  # a held-out row finds itself under its own row id
+
+
+def test_cli_build_info_and_search_override(
+    shards: tuple[Path, np.ndarray], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder, vectors = shards
+    out = tmp_path / "idx"
+    argv = [
+        "index",
+        "build",
+        "--embeddings",
+        str(folder),
+        "--type",
+        "ivf",
+        "--nlist",
+        "64",
+        "--output",
+        str(out),
+    ]
+    assert main([*argv, "--target-recall", "0.9"]) == 0
+    printed = capsys.readouterr().out
+    meta = json.loads((out / "faiss.json").read_text())
+    nprobe = meta["params"]["nprobe"]
+    assert meta["tuning"]["tuned_to"] == pytest.approx(0.98)  # held-out corpus rows, ivf: 1 - (1 - 0.9) / 5
+    assert meta["tuning"]["recall_at_10"] >= 0.98
+    assert f"nprobe {nprobe}: recall@10 {meta['tuning']['recall_at_10']:.4f} (target 0.9 reached" in printed
+    assert main(["index", "info", str(out)]) == 0
+    captured = capsys.readouterr()
+    info = json.loads(captured.out)
+    assert info["search"]["setting"] == {"nprobe": nprobe}
+    assert info["search"]["recall_at_10"] == meta["tuning"]["recall_at_10"]
+    assert "recall@10" in captured.err
+    assert open_index(out, nprobe=64).setting() == {"nprobe": 64}  # a later --nprobe overrides
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--target-recall", "1.5"])
+    assert exit_info.value.code == 2
+    assert "expected a number in (0, 1]" in capsys.readouterr().err
