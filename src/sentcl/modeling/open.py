@@ -18,12 +18,19 @@ from sentcl.modeling.locate import (  # noqa: F401 - re-exported: open.py was th
     load_dual,
     load_single,
     locate,
-    open_single,
 )
+from sentcl.modeling.locate import open_single as _open_single
 from sentcl.modeling.onnx_encoder import ONNX_CONFIG, OnnxEncoder
 from sentcl.types import Encoder
 
 BACKENDS = ("auto", "torch", "onnx")
+
+
+def open_single(
+    name: str, options: LoadOptions, encoder_class: type[SentenceEncoder] = SentenceEncoder
+) -> SentenceEncoder:
+    """One SentenceEncoder (``SentenceEncoder.from_pretrained``): a pair's f for a dual folder."""
+    return _open_single(name, options, encoder_class)
 
 
 def _load_onnx(source: ModelSource, pooler: str | None, int8: bool, threads: int | None) -> OnnxEncoder:
