@@ -10,8 +10,8 @@ import pytest
 import yaml
 
 from sentcl.cli import main
-from sentcl.interop.model_card import CARD_FILE, base_model_id, card_metadata, read_card_metadata
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.modeling.model_card import CARD_FILE, base_model_id, card_metadata, read_card_metadata
 
 
 @pytest.fixture(scope="module")

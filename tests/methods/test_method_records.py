@@ -13,9 +13,9 @@ import pytest
 
 from sentcl import config_names
 from sentcl.config import TrainConfig, load_config, method_scoped_keys, resume_safe_keys, to_dict
-from sentcl.interop.model_card import render_card
 from sentcl.method_records import METHODS, method_record
 from sentcl.methods import BUILDERS
+from sentcl.modeling.model_card import render_card
 from sentcl.objective_config import ObjectiveConfig
 
 

@@ -23,8 +23,8 @@ from safetensors.torch import save_file
 from torch import nn
 
 from sentcl.interop.onnx import export_onnx
-from sentcl.interop.sentence_transformers import write_dense
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.modeling.st_write import write_dense
 from sentcl.paths import resolve_model_path
 
 ENV: dict[str, Path] = {}

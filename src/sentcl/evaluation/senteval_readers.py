@@ -25,6 +25,7 @@ import numpy as np
 
 from sentcl.data.scored_pairs import normalize_spaces as _norm
 from sentcl.paths import data_file
+from sentcl.sts_table import STS_TASKS, YEARLY_STS_TASKS
 
 # task -> (folder, file labelled 1, file labelled 0); SentEval's BinaryClassifierEval(pos, neg) order.
 BINARY_FILES: dict[str, tuple[str, str, str]] = {
@@ -39,7 +40,6 @@ TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
 MRPC_FILES = {"train": "msr_paraphrase_train.txt", "test": "msr_paraphrase_test.txt"}
 MRPC_HEADER = ("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String")
 
-STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
 Pair = tuple[str, str, float]
 # SentEval's subset lists. STS13: SentEval leaves out the SMT subset (its licence forbids
 # redistribution), so we do the same even where STS.gs.SMT.txt is present.
@@ -53,6 +53,7 @@ STS_YEARS: dict[str, tuple[str, tuple[str, ...]]] = {
         ("answer-answer", "headlines", "plagiarism", "postediting", "question-question"),
     ),
 }
+assert tuple(STS_YEARS) == YEARLY_STS_TASKS  # main_score (sts_table.py) reports these pooled
 STSB_FILES = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
 SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
 SICK_HEADER = ("pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")

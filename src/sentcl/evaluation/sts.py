@@ -33,10 +33,8 @@ from scipy.stats import pearsonr, spearmanr
 
 from sentcl.evaluation.senteval_readers import STS_TASKS, STS_YEARS, Pair, load_sts_task
 from sentcl.files import write_json_strict
+from sentcl.sts_table import DISPLAY_NAMES, format_sts_table, main_score  # noqa: F401 - re-exported
 from sentcl.types import EncodeFn
-
-DISPLAY_NAMES = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
-
 
 # ---------------------------------------------------------------------- scoring
 
@@ -142,38 +140,6 @@ def evaluate_sts_dev(
             f"{', '.join(bad)} have no dev split; dev tasks are STSBenchmark and SICKRelatedness"
         )
     return _evaluate(encode, data_dir, tuple(tasks), "dev")
-
-
-def main_score(result: Mapping[str, Any], task: str) -> float:
-    """The number the paper reports: STS12-16 "all" Spearman, STS-B/SICK-R Spearman (percent)."""
-    if task not in result:
-        raise KeyError(
-            f"task {task!r} is not in this result (it has: {', '.join(k for k in result if k != 'avg')})"
-        )
-    return float(result[task]["all"] if task in STS_YEARS else result[task]["spearman"])
-
-
-# ---------------------------------------------------------------------- reporting
-
-
-def format_sts_table(
-    results: Mapping[str, Mapping[str, Any]], title_by_column: Mapping[str, str] | None = None
-) -> str:
-    """Markdown table: a row per task (STS12-16 "all", STS-B, SICK-R) plus Avg., a column per result.
-
-    ``results``: column key -> evaluate_sts result; ``title_by_column`` optionally renames column headers.
-    A task a result lacks shows "-". Numbers are Spearman × 100 with two decimals.
-    """
-    titles = [(title_by_column or {}).get(col, col) for col in results]
-    lines = ["| Task | " + " | ".join(titles) + " |", "|---|" + "---:|" * len(titles)]
-    for task in STS_TASKS:
-        if not any(task in res for res in results.values()):
-            continue
-        cells = [f"{main_score(res, task):.2f}" if task in res else "-" for res in results.values()]
-        lines.append(f"| {DISPLAY_NAMES.get(task, task)} | " + " | ".join(cells) + " |")
-    avg = [f"{float(res['avg']):.2f}" if "avg" in res else "-" for res in results.values()]
-    lines.append("| Avg. | " + " | ".join(avg) + " |")
-    return "\n".join(lines)
 
 
 def write_json(result: Mapping[str, Any], path: str | Path) -> Path:

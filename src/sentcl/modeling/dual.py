@@ -13,13 +13,17 @@ import json
 import logging
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder, embedding_matrix
-from sentcl.similarity import cosine_matrix
+from sentcl.modeling.folder_layout import SENTCL_CONFIG
+from sentcl.similarity import cosine_matrix, embedding_matrix
+
+if TYPE_CHECKING:
+    from sentcl.modeling.encoder import SentenceEncoder
 
 logger = logging.getLogger("sentcl")
 

@@ -4,7 +4,7 @@ Saved models are plain Hugging Face folders (``AutoModel.from_pretrained``
 loads them); sentcl's pooler settings sit in ``sentcl.json`` and the MLP head
 in ``sentcl_head.safetensors`` beside the backbone's files. Where the pooler
 allows it, the folder is also a sentence-transformers folder (``modules.json``;
-interop/sentence_transformers.py). Loading lives in loading.py.
+st_write.py). Loading lives in locate.py and loading.py, which build the class they are given.
 """
 
 from __future__ import annotations
@@ -22,38 +22,18 @@ from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from sentcl.defaults import ENCODE_BATCH_SIZE, INFERENCE_MAX_LENGTH_CAP, POOLER, TRAIN_MAX_LENGTH
 from sentcl.modeling.batching import length_sorted_batches
+from sentcl.modeling.folder_layout import (  # noqa: F401 - re-exported for old imports
+    HEAD_WEIGHTS,
+    SENTCL_CONFIG,
+    position_limit,
+    set_dropout,
+)
 from sentcl.modeling.heads import DenseLayer, MLPHead
+from sentcl.modeling.loading import LoadOptions
+from sentcl.modeling.locate import open_single
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
-from sentcl.similarity import cosine_matrix
-from sentcl.types import Encoder
-
-SENTCL_CONFIG = "sentcl.json"
-HEAD_WEIGHTS = "sentcl_head.safetensors"
-DROPOUT_ATTRS = ("hidden_dropout_prob", "attention_probs_dropout_prob", "dropout", "attention_dropout")
-# model types whose position ids start after the padding index (RoBERTa's offset of pad_token_id + 1)
-_PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
-
-
-def position_limit(config: Any) -> int | None:
-    """The most tokens the backbone can take: max_position_embeddings, less RoBERTa's padding offset."""
-    positions = getattr(config, "max_position_embeddings", None)
-    if not isinstance(positions, int) or positions <= 0:
-        return None
-    if getattr(config, "model_type", "") in _PADDING_OFFSET_TYPES:
-        positions -= (getattr(config, "pad_token_id", None) or 0) + 1
-    return positions
-
-
-def set_dropout(config: Any, rate: float) -> None:
-    """Set every dropout rate the config knows (BERT/RoBERTa and DistilBERT spellings)."""
-    found = [attr for attr in DROPOUT_ATTRS if hasattr(config, attr)]
-    if not found:
-        raise ValueError(
-            f"model config {type(config).__name__} has no dropout setting ({', '.join(DROPOUT_ATTRS)})"
-        )
-    for attr in found:
-        setattr(config, attr, rate)
+from sentcl.similarity import cosine_matrix, embedding_matrix  # noqa: F401 - re-exported
 
 
 class SentenceEncoder(nn.Module):
@@ -124,20 +104,17 @@ class SentenceEncoder(nn.Module):
         pooler ``mask`` (default: the folder's, else the paper's). One encoder: a sentcl folder saved as a
         pair gives its f; ``sentcl.modeling.open_model`` opens every kind of folder.
         """
-        from sentcl.modeling.loading import LoadOptions
-        from sentcl.modeling.open import open_single
-
         options = LoadOptions(
             pooler, mlp_only_train, train_max_length, dropout, for_training, prompt, prompt_denoise
         )
-        return open_single(name_or_path, options)
+        return open_single(name_or_path, options, cls)
 
     def save_pretrained(self, path: str | Path, sentence_transformers: bool = True) -> None:
         """Write a plain HF folder (backbone + tokenizer) with sentcl.json and the head beside it, and the
         sentence-transformers files where ST can express the pooler (unless ``sentence_transformers=False``),
         and a model card (README.md), as sentence-transformers' ``save`` does."""
-        from sentcl.interop.model_card import write_saved_card  # the writing side of folders lives in interop
-        from sentcl.interop.sentence_transformers import remove_st_files, write_st_files
+        from sentcl.modeling.model_card import write_saved_card
+        from sentcl.modeling.st_write import remove_st_files, write_st_files
 
         path = Path(path)
         path.mkdir(parents=True, exist_ok=True)
@@ -360,14 +337,3 @@ class SentenceEncoder(nn.Module):
     ) -> np.ndarray:
         """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
         return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
-
-
-def embedding_matrix(encoder: Encoder, x: str | Sequence[str] | np.ndarray | Tensor) -> Tensor:
-    """Sentences (encoded with ``encoder.encode``) or ready embeddings -> a float tensor (N, D)."""
-    if isinstance(x, str):
-        x = [x]
-    if isinstance(x, np.ndarray | Tensor):
-        t = torch.as_tensor(x, dtype=torch.float32)
-    else:
-        t = encoder.encode(list(x), convert_to_numpy=False)
-    return t.unsqueeze(0) if t.dim() == 1 else t

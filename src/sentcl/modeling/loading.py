@@ -1,6 +1,7 @@
 """The loaders of one SentenceEncoder, one per folder kind, never with an untrained part at inference.
 
-``open_model`` (open.py) works out the kind once and calls one of these:
+``open_model`` (open.py) works out the kind once (locate.py) and calls one of these with the class to build
+(``SentenceEncoder``, or the class whose ``from_pretrained`` was called), so this module sits below encoder.py:
 
 - ``load_sentcl``, a sentcl folder (``sentcl.json``): its pooler, MLP head (``sentcl_head.safetensors``), Dense
   layers and normalisation; a missing or malformed part is an error naming the file.
@@ -26,7 +27,7 @@ import logging
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 from safetensors.torch import load_file
@@ -36,10 +37,9 @@ from transformers.utils import logging as hf_logging
 
 from sentcl.defaults import POOLER, TRAIN_MAX_LENGTH
 from sentcl.files import read_json
-from sentcl.modeling.encoder import (  # noqa: F401 - position_limit re-exported for old imports
+from sentcl.modeling.folder_layout import (  # noqa: F401 - position_limit re-exported for old imports
     HEAD_WEIGHTS,
     SENTCL_CONFIG,
-    SentenceEncoder,
     position_limit,
     set_dropout,
 )
@@ -51,6 +51,9 @@ from sentcl.paths import ModelFolderError, model_load_error
 from sentcl.poolers import HEADLESS_POOLERS, POOLERS, pooler_info
 from sentcl.postprocess.storage import check_postprocess_meta, load_flow
 from sentcl.typed_config import ConfigError
+
+if TYPE_CHECKING:
+    from sentcl.modeling.encoder import SentenceEncoder
 
 logger = logging.getLogger("sentcl")
 
@@ -327,9 +330,9 @@ def _prompt_settings(pooler: str, saved: dict[str, Any] | None, options: LoadOpt
 
 def _assemble(
     name: str, path: str, loaded: tuple[Any, nn.Module, Any, set[str]], parts: Parts, options: LoadOptions,
-    saved: dict[str, Any] | None = None,
+    encoder_class: type[SentenceEncoder], saved: dict[str, Any] | None = None,
 ) -> SentenceEncoder:  # fmt: skip
-    """The encoder of a backbone and its parts: lengths and shapes checked against the backbone."""
+    """An ``encoder_class`` of a backbone and its parts: lengths and shapes checked against the backbone."""
     config, backbone, tokenizer, _ = loaded
     limit = position_limit(config)
     train_max_length = options.train_max_length or parts.train_max_length or TRAIN_MAX_LENGTH
@@ -342,7 +345,7 @@ def _assemble(
                 f"use at most {limit}"
             )
     check_dense_chain(config.hidden_size, parts.dense, f"the backbone's hidden_size in {path}")
-    encoder = SentenceEncoder(
+    encoder = encoder_class(
         backbone,
         tokenizer,
         pooler=parts.pooler,
@@ -366,7 +369,9 @@ def _finish_inference(encoder: SentenceEncoder, path: str, options: LoadOptions)
     return encoder
 
 
-def load_sentcl(name: str, folder: Path, saved: dict[str, Any], options: LoadOptions) -> SentenceEncoder:
+def load_sentcl(
+    name: str, folder: Path, saved: dict[str, Any], options: LoadOptions, encoder_class: type[SentenceEncoder]
+) -> SentenceEncoder:
     """A folder sentcl saved (sentcl.json read by the caller, once)."""
     path = str(folder)
     loaded = _backbone(path, name, options)
@@ -394,7 +399,7 @@ def load_sentcl(name: str, folder: Path, saved: dict[str, Any], options: LoadOpt
             parts.head = _cls_head_without_file(config, backbone, missing, options, path)
     elif pooler_info(pooler).prompt:
         parts.head = _prompt_head(folder, saved, config, options.for_training, path)
-    encoder = _assemble(name, path, loaded, parts, options, saved)
+    encoder = _assemble(name, path, loaded, parts, options, encoder_class, saved)
     # whitening is one of the Dense layers; a flow and the fit record are loaded here
     encoder.flow, encoder.postprocess = load_flow(folder, saved), saved.get("postprocess")
     if saved.get("truncate_dim") is not None and not options.for_training:
@@ -405,7 +410,9 @@ def load_sentcl(name: str, folder: Path, saved: dict[str, Any], options: LoadOpt
     return _finish_inference(encoder, path, options)
 
 
-def load_st(name: str, folder: Path, options: LoadOptions) -> SentenceEncoder:
+def load_st(
+    name: str, folder: Path, options: LoadOptions, encoder_class: type[SentenceEncoder]
+) -> SentenceEncoder:
     """A sentence-transformers folder (modules.json) that sentcl did not save."""
     path = str(folder)
     layout = read_st_folder(folder)
@@ -430,10 +437,12 @@ def load_st(name: str, folder: Path, options: LoadOptions) -> SentenceEncoder:
             parts.head = _cls_head_without_file(config, backbone, missing, options, path)
     elif pooler_info(pooler).prompt:
         parts.head = _prompt_head(folder, None, config, options.for_training, path)
-    return _finish_inference(_assemble(name, path, loaded, parts, options), path, options)
+    return _finish_inference(_assemble(name, path, loaded, parts, options, encoder_class), path, options)
 
 
-def load_plain(name: str, path: str, options: LoadOptions) -> SentenceEncoder:
+def load_plain(
+    name: str, path: str, options: LoadOptions, encoder_class: type[SentenceEncoder]
+) -> SentenceEncoder:
     """A plain Hugging Face folder or hub id (no sentcl.json, no modules.json)."""
     loaded = _backbone(path, name, options)
     config, backbone, _, missing = loaded
@@ -442,4 +451,4 @@ def load_plain(name: str, path: str, options: LoadOptions) -> SentenceEncoder:
         parts.head = _cls_head_without_file(config, backbone, missing, options, path)
     elif pooler_info(parts.pooler).prompt:
         parts.head = _prompt_head(Path(path), None, config, options.for_training, path)
-    return _finish_inference(_assemble(name, path, loaded, parts, options), path, options)
+    return _finish_inference(_assemble(name, path, loaded, parts, options, encoder_class), path, options)

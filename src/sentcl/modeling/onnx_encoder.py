@@ -22,6 +22,7 @@ from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.weights import check_tokenizer_files
 from sentcl.paths import ModelFolderError
 from sentcl.poolers import POOLERS
+from sentcl.similarity import cosine_matrix, embedding_matrix
 
 ONNX_CONFIG = "sentcl_onnx.json"
 ONNX_MODEL = "model.onnx"
@@ -125,9 +126,6 @@ class OnnxEncoder:
 
     def similarity(self, a: Any, b: Any) -> np.ndarray:
         """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
-        from sentcl.modeling.encoder import embedding_matrix
-        from sentcl.similarity import cosine_matrix
-
         return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
 
 

@@ -1,4 +1,4 @@
-"""Reading a sentence-transformers folder into sentcl's parts (the writing side is interop/sentence_transformers.py).
+"""Reading a sentence-transformers folder into sentcl's parts (the writing side is st_write.py).
 
 A sentence-transformers (ST) folder lists its modules in ``modules.json``: a Transformer, a Pooling
 module, then optional Dense modules and a Normalize module. sentcl reads:

@@ -16,8 +16,8 @@ from sentcl.config import to_dict
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.runner import dev_score, evaluate
 from sentcl.files import read_json, write_json_strict
-from sentcl.interop.model_card import write_run_card
 from sentcl.modeling.encode import encode_fn
+from sentcl.modeling.model_card import write_run_card
 from sentcl.modeling.open import open_model
 from sentcl.rng import preserved_rng
 from sentcl.training.checkpoint import write_checkpoint_dir

@@ -19,11 +19,11 @@ from typing import Any
 import yaml
 
 from sentcl.atomic import atomic_write_text
-from sentcl.evaluation.sts import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
 from sentcl.files import load_yaml_text
 from sentcl.method_records import METHODS, method_record
 from sentcl.modeling.st_folder import is_st_folder
 from sentcl.poolers import pooler_info
+from sentcl.sts_table import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
 
 CARD_FILE = "README.md"
 _STS_RESULTS = ("sts", "stsb")  # final results shaped as evaluate_sts's, shown as tables

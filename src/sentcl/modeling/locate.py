@@ -1,0 +1,132 @@
+"""What kind of folder a model is, worked out once (``locate``), and the loader of one PyTorch encoder.
+
+``open_model`` (open.py) and ``SentenceEncoder.from_pretrained`` both start here; the loaders build the
+class they are given, so neither this module nor loading.py imports encoder.py.
+
+The kinds, in the order they are recognised (the first file found decides):
+
+============================  ================================  =========================================
+kind                          recognised by                     loader
+============================  ================================  =========================================
+``onnx``                      ``sentcl_onnx.json``              ``OnnxEncoder`` (onnx_encoder.py)
+``dual``                      ``sentcl.json`` with ``dual``     f and g (``load_sentcl`` each), DualEncoder
+``sentcl``                    ``sentcl.json``                   ``load_sentcl`` (loading.py)
+``sentence-transformers``     ``modules.json``                  ``load_st`` (loading.py)
+``transformers``              ``config.json``                   ``load_plain`` (loading.py)
+``hub``                       not a local path                  ``load_plain`` (a hub id or its cache)
+============================  ================================  =========================================
+
+An offline short name (``all-MiniLM-L6-v2``) is resolved to its installed folder first. Before any loader
+runs, every JSON file of a local folder (and of its module folders) is parsed, so a damaged one is an error
+naming it; a folder with none of the files above is "no model files in DIR". ``sentcl.json`` is read here,
+once, and handed to the loader.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sentcl.files import read_json
+from sentcl.modeling.loading import LoadOptions, load_plain, load_sentcl, load_st, read_sentcl_json
+from sentcl.modeling.onnx_encoder import ONNX_CONFIG, is_onnx_folder
+from sentcl.modeling.st_folder import MODULES_JSON, is_st_folder
+from sentcl.paths import ModelFolderError, resolve_model_path
+
+if TYPE_CHECKING:
+    from sentcl.modeling.dual import DualEncoder
+    from sentcl.modeling.encoder import SentenceEncoder
+
+FOLDER_KINDS = ("onnx", "dual", "sentcl", "sentence-transformers", "transformers", "hub")
+# read by their loader (once); every other JSON file of the folder is parsed by check_json_files
+_READ_BY_LOADER = frozenset({"sentcl.json", ONNX_CONFIG, MODULES_JSON})
+
+
+@dataclass(frozen=True)
+class ModelSource:
+    """Where a model is and what kind of folder it is, worked out once."""
+
+    name: str  # as the caller gave it
+    path: str  # resolved: an offline short name's folder, a local folder, or a hub id
+    kind: str  # one of FOLDER_KINDS
+    saved: dict[str, Any] | None = None  # sentcl.json, read once
+
+    @property
+    def folder(self) -> Path:
+        return Path(self.path)
+
+
+def check_json_files(folder: Path) -> None:
+    """Parse every JSON file of the folder and of its module folders: a damaged one is an error naming it."""
+    files = [*folder.glob("*.json"), *folder.glob("*/*.json")]
+    for file in sorted(files):
+        if file.name not in _READ_BY_LOADER or file.parent != folder:
+            read_json(file, object, error=ModelFolderError)
+
+
+def locate(name: str) -> ModelSource:
+    """The ModelSource of a hub id, local folder or offline short name."""
+    path = resolve_model_path(name)
+    folder = Path(path)
+    if not folder.exists():
+        return ModelSource(name, path, "hub")
+    if not folder.is_dir():
+        raise ModelFolderError(f"{folder}: a file, not a model folder")
+    check_json_files(folder)
+    if is_onnx_folder(folder):
+        return ModelSource(name, path, "onnx")
+    saved = read_sentcl_json(folder)
+    if saved is not None:
+        return ModelSource(name, path, "dual" if saved.get("dual") else "sentcl", saved)
+    if is_st_folder(folder):
+        return ModelSource(name, path, "sentence-transformers")
+    if (folder / "config.json").is_file():
+        return ModelSource(name, path, "transformers")
+    raise ModelFolderError(
+        f"no model files in {folder} (none of sentcl.json, {MODULES_JSON}, config.json, {ONNX_CONFIG}); "
+        "pass a model folder, a hub id or an offline short name"
+    )
+
+
+def load_single(
+    source: ModelSource, options: LoadOptions, encoder_class: type[SentenceEncoder]
+) -> SentenceEncoder:
+    """One ``encoder_class`` of a sentcl, sentence-transformers or plain folder (a pair's f)."""
+    if source.kind == "onnx":
+        raise ModelFolderError(
+            f"{source.path} is an exported ONNX folder ({ONNX_CONFIG}), not a PyTorch model; open it with "
+            "open_model / --backend onnx or auto"
+        )
+    if source.saved is not None:
+        return load_sentcl(source.name, source.folder, source.saved, options, encoder_class)
+    if source.kind == "sentence-transformers":
+        return load_st(source.name, source.folder, options, encoder_class)
+    return load_plain(source.name, source.path, options, encoder_class)
+
+
+def open_single(name: str, options: LoadOptions, encoder_class: type[SentenceEncoder]) -> SentenceEncoder:
+    """One ``encoder_class`` (``SentenceEncoder.from_pretrained``): a pair's f for a dual folder."""
+    return load_single(locate(name), options, encoder_class)
+
+
+def load_dual(source: ModelSource, options: LoadOptions, encoder_class: type[SentenceEncoder]) -> DualEncoder:
+    """The pair of a dual folder: f from the folder, g from its context_encoder/ (each an ``encoder_class``)."""
+    from sentcl.modeling.dual import DualEncoder
+
+    assert source.saved is not None
+    dual = source.saved["dual"]
+    f = load_single(source, options, encoder_class)
+    g = open_single(str(source.folder / dual["context_encoder"]), options, encoder_class)
+    return DualEncoder(f, g, dual["combine"])
+
+
+__all__ = [
+    "FOLDER_KINDS",
+    "ModelSource",
+    "check_json_files",
+    "load_dual",
+    "load_single",
+    "locate",
+    "open_single",
+]
