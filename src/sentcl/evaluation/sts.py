@@ -24,7 +24,7 @@ one space). A zero vector scores cosine 0 (SentEval's ``nan_to_num``). The files
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +36,7 @@ from sentcl.files import write_json_strict
 from sentcl.types import EncodeFn
 
 DISPLAY_NAMES = {"STSBenchmark": "STS-B", "SICKRelatedness": "SICK-R"}
+OnDone = Callable[[str], None]  # called with a task's name when it is done (progress)
 
 
 # ---------------------------------------------------------------------- scoring
@@ -110,7 +111,9 @@ def _score_task(
     return scores
 
 
-def _evaluate(encode: EncodeFn, data_dir: Path, tasks: Sequence[str], split: str) -> dict[str, Any]:
+def _evaluate(
+    encode: EncodeFn, data_dir: Path, tasks: Sequence[str], split: str, on_done: OnDone | None = None
+) -> dict[str, Any]:
     unknown = [t for t in tasks if t not in STS_TASKS]
     if unknown:
         raise ValueError(f"unknown STS task(s) {', '.join(unknown)}; valid: {', '.join(STS_TASKS)}")
@@ -121,19 +124,29 @@ def _evaluate(encode: EncodeFn, data_dir: Path, tasks: Sequence[str], split: str
             result[task] = agg
         else:
             result[task] = {**agg["subsets"][split], "split": split}
+        if on_done is not None:
+            on_done(task)
     result["avg"] = float(np.mean([main_score(result, t) for t in tasks])) if tasks else math.nan
     return result
 
 
 def evaluate_sts(
-    encode: EncodeFn, data_dir: Path, tasks: Sequence[str] = STS_TASKS, split: str = "test"
+    encode: EncodeFn,
+    data_dir: Path,
+    tasks: Sequence[str] = STS_TASKS,
+    split: str = "test",
+    on_done: OnDone | None = None,
 ) -> dict[str, Any]:
-    """Score ``tasks`` on ``split`` (layout in the module docstring, percent); "avg" = mean main score."""
-    return _evaluate(encode, data_dir, tuple(tasks), split)
+    """Score ``tasks`` on ``split`` (layout in the module docstring, percent); "avg" = mean main score.
+    ``on_done(task)`` is called after each task (progress)."""
+    return _evaluate(encode, data_dir, tuple(tasks), split, on_done)
 
 
 def evaluate_sts_dev(
-    encode: EncodeFn, data_dir: Path, tasks: Sequence[str] = ("STSBenchmark", "SICKRelatedness")
+    encode: EncodeFn,
+    data_dir: Path,
+    tasks: Sequence[str] = ("STSBenchmark", "SICKRelatedness"),
+    on_done: OnDone | None = None,
 ) -> dict[str, Any]:
     """Dev mode for training: STS-B dev and SICK-R trial (``tasks=("STSBenchmark",)`` reads and encodes only STS-B dev)."""
     bad = [t for t in tasks if t in STS_YEARS]
@@ -141,7 +154,7 @@ def evaluate_sts_dev(
         raise ValueError(
             f"{', '.join(bad)} have no dev split; dev tasks are STSBenchmark and SICKRelatedness"
         )
-    return _evaluate(encode, data_dir, tuple(tasks), "dev")
+    return _evaluate(encode, data_dir, tuple(tasks), "dev", on_done)
 
 
 def main_score(result: Mapping[str, Any], task: str) -> float:
@@ -154,6 +167,14 @@ def main_score(result: Mapping[str, Any], task: str) -> float:
 
 
 # ---------------------------------------------------------------------- reporting
+
+
+def row_label(task: str, results: Iterable[Mapping[str, Any]]) -> str:
+    """The row's name: "STS-B", or "STS-B dev" where the results scored another split than test (SICK-R's
+    dev split is its trial file); columns of different splits name them all ("STS-B dev/test")."""
+    splits = list(dict.fromkeys(str(r[task].get("split", "test")) for r in results if task in r))
+    name = DISPLAY_NAMES.get(task, task)
+    return name if splits in ([], ["test"]) else f"{name} {'/'.join(splits)}"
 
 
 def format_sts_table(
@@ -170,7 +191,7 @@ def format_sts_table(
         if not any(task in res for res in results.values()):
             continue
         cells = [f"{main_score(res, task):.2f}" if task in res else "-" for res in results.values()]
-        lines.append(f"| {DISPLAY_NAMES.get(task, task)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {row_label(task, results.values())} | " + " | ".join(cells) + " |")
     avg = [f"{float(res['avg']):.2f}" if "avg" in res else "-" for res in results.values()]
     lines.append("| Avg. | " + " | ".join(avg) + " |")
     return "\n".join(lines)

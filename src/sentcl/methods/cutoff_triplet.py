@@ -13,7 +13,7 @@ from sentcl.data.augment import TOKEN_AUGMENTATIONS
 from sentcl.data.readers import Corpus
 from sentcl.methods.base import Method, TemperatureOptions, register_method
 from sentcl.methods.views import duplicate_view
-from sentcl.objectives.triplet import TRIPLET_FORMS, CutoffTriplet
+from sentcl.objectives.triplet import TRIPLET_FORMS, TRIPLET_ORDERS, CutoffTriplet
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +34,12 @@ class CutoffTripletOptions(TemperatureOptions):
     weak_cutoff: float = opt(0.1, "Fraction of tokens cut in the weak view s*.")
     strong_cutoff: float = opt(0.2, "Fraction of tokens cut in the strong view s** (more than weak_cutoff).")
     strong_activation: str = opt("leaky_relu", "Head activation of the strong view (tanh or leaky_relu).")
+    order: str = opt(
+        "weak_closer",
+        "Triplet term order: 'weak_closer' max(0, m + sim(s, s**) - sim(s, s*)), which keeps the weak view "
+        "closer (the paper's stated intent), or 'as_printed' max(0, m + sim(s, s*) - sim(s, s**)), the order "
+        "seed 003 prints.",
+    )
 
     uses: ClassVar[tuple[str, ...]] = ("data.cutoff_token",)
 
@@ -41,6 +47,7 @@ class CutoffTripletOptions(TemperatureOptions):
         super().__post_init__()
         check_choice("objective.strong_activation", self.strong_activation, ("tanh", "leaky_relu"))
         check_choice("objective.triplet_form", self.triplet_form, TRIPLET_FORMS)
+        check_choice("objective.order", self.order, TRIPLET_ORDERS)
         if self.margin < 0:
             raise ConfigError(f"objective.margin must be >= 0, got {self.margin!r}")
         for name in ("weak_cutoff", "strong_cutoff"):
@@ -64,7 +71,9 @@ def cutoff_triplet(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokeni
     """Token cutoff + triplet (seed 003): anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head).
 
     ``objective.triplet_form=paper`` (default): views (s, s, s*, s**); loss = NT-Xent(s, s') (dropout noise)
-    + lambda · mean max(0, m + sim(s, s**) − sim(s, s*)), m = 0; inference is [CLS] through the MLP
+    + lambda · mean max(0, m + sim(s, s**) − sim(s, s*)), m = 0 (``objective.order=weak_closer``: the order
+    that keeps the weak view closer, the paper's stated intent; the paper prints the two similarities the
+    other way round, ``objective.order=as_printed``); inference is [CLS] through the MLP
     (``model.mlp_only_train=false``). ``weak_positive`` (ours): views (s, s*, s**), InfoNCE(s, s*).
     The strong view cuts strictly more tokens than the weak one wherever the sentence has enough.
     The pooler rule (model.pooler=cls) is checked by sentcl.validation.
@@ -91,7 +100,7 @@ def cutoff_triplet(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokeni
         generator=seed + 1,
         exceed_rate=o.weak_cutoff,
     )
-    objective = CutoffTriplet(o.temperature, o.margin, o.triplet_weight, o.triplet_form)
+    objective = CutoffTriplet(o.temperature, o.margin, o.triplet_weight, o.triplet_form, o.order)
     paper = o.triplet_form == "paper"
     return Method(
         views=duplicate_view(objective.num_views),

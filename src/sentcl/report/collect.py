@@ -102,11 +102,13 @@ def compute_tasks(
     model: str, tasks: Sequence[str], data_dir: Path, batch_size: int = 128, pooler: str | None = None
 ) -> dict[str, Any]:
     """Evaluate ``model`` (run/best, a folder or short name) on ``tasks``; task -> result."""
+    from sentcl.evaluation.embedding import evaluation_encode_fn
     from sentcl.modeling.dual import load_encoder
-    from sentcl.modeling.encode import encode_fn
 
     encoder = load_encoder(model, pooler=pooler)  # None: the saved pooler, as from_pretrained does
-    return evaluate(encode_fn(encoder, batch_size), data_dir, tasks)
+    return evaluate(
+        evaluation_encode_fn(encoder, batch_size), data_dir, tasks
+    )  # the one path, as sentcl eval
 
 
 def is_current(result: Any, protocol: str = DEFAULT_TRANSFER_PROTOCOL) -> bool:
