@@ -33,10 +33,22 @@ TEST_ORDER = ("CR", "TREC", "MRPC", "SST2", "MR", "SUBJ", "MPQA")
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "evaluation"
 
 
-def reference_run(task: str, encode: EvaluationEncoder, data_dir: str | None) -> dict[str, Any]:
-    """Fast mode on ``task`` by the hand-written SentEval reference of the tests (its own sort and features)."""
+def reference_run(task: str, model: str, data_dir: str | None) -> dict[str, Any]:
+    """Fast mode on ``task`` by the hand-written SentEval reference of the tests, end to end: its own batcher
+    (SimCSE's ``avg``: the Hugging Face backbone, mean over the mask, not normalised), sort, features and
+    classifier; nothing shared with the path it checks but the readers."""
     sys.path.insert(0, str(REFERENCE))
-    from senteval_reference import reference_inner_kfold, reference_kfold, reference_split, senteval_sorted
+    from senteval_reference import (
+        reference_avg_batcher,
+        reference_inner_kfold,
+        reference_kfold,
+        reference_split,
+        senteval_sorted,
+    )
+
+    from sentcl.paths import resolve_model_path
+
+    encode = reference_avg_batcher(resolve_model_path(model))
 
     from sentcl.evaluation.senteval_classifier import FAST_MODE, L2_GRID, SEED
     from sentcl.evaluation.senteval_readers import (
@@ -133,7 +145,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--reference",
         default="",
         help="Comma-separated tasks also run in fast mode by the tests' hand-written SentEval "
-        "reference (autograd, torch.optim, global seeds), after the modes.",
+        "reference (its own avg batcher on the Hugging Face backbone; autograd, torch.optim, global seeds), "
+        "after the modes (--pooler avg only).",
     )
     args = p.parse_args(argv)
     if set(filter(None, args.modes.split(","))) - {"fast", "test"}:
@@ -170,7 +183,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 print(f"{mode} {protocol} {task}: acc {res[task]['acc']:.2f} in {seconds:.1f} s", flush=True)
                 _save(args.output, payload)
     for task in filter(None, args.reference.split(",")):
-        ref = reference_run(task, encode, args.data_dir)
+        ref = reference_run(task, args.model, args.data_dir)
         payload["results"].setdefault("fast", {}).setdefault("reference", {})[task] = ref
         print(f"fast reference {task}: acc {ref['acc']:.2f} (L2 {ref['l2reg']}) in {ref['seconds']:.1f} s")
         _save(args.output, payload)
