@@ -131,6 +131,21 @@ def test_evaluation_path_embeds_before_normalisation_once_per_sentence() -> None
     assert model.normalize_output is True
 
 
+def test_python_api_uses_the_evaluation_path(data_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import sentcl
+    from sentcl.evaluation import runner
+    from sentcl.evaluation.embedding import EvaluationEncoder
+
+    seen = []
+    monkeypatch.setattr(runner, "evaluate", lambda encode, *args, **kwargs: seen.append(encode) or {})
+    model = Normalising()
+    sentcl.evaluate(model, ["transfer_fast"], data_dir=str(data_dir), batch_size=16)  # type: ignore[arg-type]
+    assert isinstance(seen[0], EvaluationEncoder) and seen[0].batch_size == 16
+    np.testing.assert_allclose(
+        seen[0](["x y"]), hash_encoder(["x y"]) + 1.0, rtol=1e-6
+    )  # before normalisation
+
+
 def test_empty_final_tasks_log(
     tiny_bert: Path, data_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -16,6 +16,7 @@ embed the shared sentences once); the table holds the evaluation data's own sent
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
@@ -52,7 +53,9 @@ class EvaluationEncoder:
     inference length). ``encode_s`` sums the seconds spent in the model.
     """
 
-    def __init__(self, model: Any, batch_size: int = ENCODE_BATCH_SIZE, max_length: int | None = None) -> None:
+    def __init__(
+        self, model: Any, batch_size: int = ENCODE_BATCH_SIZE, max_length: int | None = None
+    ) -> None:
         self.model, self.batch_size, self.max_length = model, batch_size, max_length
         self.rows: dict[str, int] = {}
         self.table = np.zeros((0, 0), dtype=np.float32)
@@ -60,8 +63,6 @@ class EvaluationEncoder:
 
     def embed(self, sentences: list[str]) -> np.ndarray:
         """The model's embeddings of ``sentences`` (no table), before normalisation: (N, D) float32."""
-        import time
-
         options: dict[str, Any] = {"batch_size": self.batch_size}
         if self.max_length is not None:
             options["max_length"] = self.max_length
@@ -70,14 +71,18 @@ class EvaluationEncoder:
             out = np.asarray(self.model.encode(sentences, **options), dtype=np.float32)
         self.encode_s += time.perf_counter() - start
         if out.ndim != 2 or out.shape[0] != len(sentences):
-            raise ValueError(f"encode returned shape {out.shape} for {len(sentences)} sentences; expected (N, D)")
+            raise ValueError(
+                f"encode returned shape {out.shape} for {len(sentences)} sentences; expected (N, D)"
+            )
         return out
 
     def add(self, sentences: Sequence[str], embeddings: np.ndarray) -> None:
         """Put rows in the table (embeddings (M, D) of ``sentences``, distinct and new)."""
         if len(sentences) == 0:
             return
-        self.table = embeddings if self.table.size == 0 else np.concatenate([self.table, embeddings])  # (N+M, D)
+        self.table = (
+            embeddings if self.table.size == 0 else np.concatenate([self.table, embeddings])
+        )  # (N+M, D)
         self.rows.update({t: len(self.rows) + i for i, t in enumerate(sentences)})
 
     def __call__(self, sentences: Sequence[str]) -> np.ndarray:
@@ -86,7 +91,9 @@ class EvaluationEncoder:
             self.add(missing, self.embed(missing))
         if len(sentences) == 0:
             return np.zeros((0, self.table.shape[1] if self.table.ndim == 2 else 0), dtype=np.float32)
-        return self.table[np.fromiter((self.rows[t] for t in sentences), dtype=np.int64, count=len(sentences))]
+        return self.table[
+            np.fromiter((self.rows[t] for t in sentences), dtype=np.int64, count=len(sentences))
+        ]
 
 
 def evaluation_encode_fn(
