@@ -162,3 +162,15 @@ def test_empty_final_tasks_log(
     messages = [r.getMessage() for r in caplog.records if "evaluating the best model" in r.getMessage()]
     assert len(messages) == 1 and not messages[0].rstrip().endswith(" on")
     assert "no tasks (eval.final_tasks is empty)" in messages[0]
+
+
+def test_transfer_tasks_option_is_checked(tiny_bert: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sentcl.cli import main
+
+    assert main(["eval", "--model", str(tiny_bert), "--tasks", "sts", "--transfer-tasks", "TREC"]) == 2
+    assert "--transfer-tasks chooses among the transfer tasks" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as err:
+        main(["eval", "--model", str(tiny_bert), "--tasks", "transfer", "--transfer-tasks", "SNLI"])
+    assert err.value.code == 2 and "invalid choice: 'SNLI'" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="transfer tasks: SNLI"):
+        evaluate(hash_encoder, Path("."), ["transfer"], transfer_tasks=["SNLI"])

@@ -68,13 +68,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sentcl.evaluation.embedding import before_normalisation, evaluation_encode_fn
-    from sentcl.evaluation.runner import evaluate, format_results
+    from sentcl.evaluation.runner import evaluate, expand, format_results
 
     # the user's pairs files and BEIR folders, read (and checked) before the model loads
     user_data = read_user_data(args)
     if args.tasks is None:
         args.tasks = [] if user_data else ["sts"]
     data_dir = resolve_data_dir(args.data_dir) if args.tasks else None
+    if args.transfer_tasks and not {"transfer", "transfer_fast"} & set(expand(args.tasks)):
+        raise ValueError(
+            "--transfer-tasks chooses among the transfer tasks: add transfer or transfer_fast to --tasks"
+        )
     if args.plot is not None and not args.truncate_dims:
         raise ValueError("--plot draws a --truncate-dims sweep: add --truncate-dims K,K,...")
     model = load_model(args)
