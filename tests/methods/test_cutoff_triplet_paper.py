@@ -145,7 +145,7 @@ def test_triplet_orders_against_the_formula(order: str, margin: float) -> None:
         terms.append(max(0.0, margin + (strong - weak if order == "weak_closer" else weak - strong)))
     out = CutoffTriplet(temperature=tau, margin=margin, order=order)(z)
     assert out["triplet"].item() == pytest.approx(float(np.mean(terms)), rel=1e-10)
-    assert 0 < out["triplet"].item()  # live on these vectors, so a swapped order would fail
+    assert out["triplet"].item() > 0  # live on these vectors, so a swapped order would fail
     other = CutoffTriplet(tau, margin, order="as_printed" if order == "weak_closer" else "weak_closer")(z)
     assert other["triplet"].item() != pytest.approx(out["triplet"].item())
 
