@@ -17,6 +17,7 @@ import json
 import os
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from bench import harness
 from bench.common import format_table, set_threads, write_json
+from sentcl.evaluation.embedding import EvaluationEncoder
 from sentcl.evaluation.transfer import PROTOCOLS, TRANSFER_TASKS, evaluate_transfer
 
 # test mode: the quick tasks first, so that a run stopped early still covers most of them
@@ -31,10 +33,22 @@ TEST_ORDER = ("CR", "TREC", "MRPC", "SST2", "MR", "SUBJ", "MPQA")
 REFERENCE = Path(__file__).resolve().parent.parent / "tests" / "evaluation"
 
 
-def reference_run(task: str, encode: CachedEncoder, data_dir: str | None) -> dict[str, Any]:
-    """Fast mode on ``task`` by the hand-written SentEval reference of the tests (its own sort and features)."""
+def reference_run(task: str, model: str, data_dir: str | None) -> dict[str, Any]:
+    """Fast mode on ``task`` by the hand-written SentEval reference of the tests, end to end: its own batcher
+    (SimCSE's ``avg``: the Hugging Face backbone, mean over the mask, not normalised), sort, features and
+    classifier; nothing shared with the path it checks but the readers."""
     sys.path.insert(0, str(REFERENCE))
-    from senteval_reference import reference_inner_kfold, reference_kfold, reference_split, senteval_sorted
+    from senteval_reference import (
+        reference_avg_batcher,
+        reference_inner_kfold,
+        reference_kfold,
+        reference_split,
+        senteval_sorted,
+    )
+
+    from sentcl.paths import resolve_model_path
+
+    encode = reference_avg_batcher(resolve_model_path(model))
 
     from sentcl.evaluation.senteval_classifier import FAST_MODE, L2_GRID, SEED
     from sentcl.evaluation.senteval_readers import (
@@ -77,36 +91,30 @@ def reference_run(task: str, encode: CachedEncoder, data_dir: str | None) -> dic
     return {"acc": acc, "dev_acc": dev, "l2reg": reg, "seconds": time.perf_counter() - start}
 
 
-class CachedEncoder:
-    """sentences -> embeddings; each distinct sentence is encoded once, the table optionally kept on disk."""
+class CachedEncoder(EvaluationEncoder):
+    """The evaluation's own encode path (``sentcl.evaluation.embedding``: the embedding before the output
+    normalisation, each distinct sentence once), its table optionally kept on disk between runs."""
 
     def __init__(self, model: str, pooler: str | None, cache: str | None, batch_size: int) -> None:
-        self.model_name, self.pooler, self.batch_size = model, pooler, batch_size
-        self.cache, self.model = cache, None
-        self.rows: dict[str, int] = {}
-        self.table = np.zeros((0, 0), dtype=np.float32)
+        super().__init__(None, batch_size)
+        self.model_name, self.pooler, self.cache = model, pooler, cache
         if cache and Path(cache + ".npy").is_file():
             texts = json.loads(Path(cache + ".json").read_text(encoding="utf-8"))
-            self.table = np.load(cache + ".npy")
-            self.rows = {t: i for i, t in enumerate(texts)}
-        self.encode_s = 0.0
+            self.add(texts, np.load(cache + ".npy"))
 
-    def __call__(self, texts: list[str]) -> np.ndarray:
-        missing = [t for t in dict.fromkeys(texts) if t not in self.rows]
-        if missing:
-            if self.model is None:
-                from sentcl.modeling.open import open_model
+    def embed(self, sentences: list[str]) -> np.ndarray:
+        if self.model is None:
+            from sentcl.modeling.open import load_encoder
 
-                self.model = open_model(self.model_name, pooler=self.pooler)
-            start = time.perf_counter()
-            emb = np.asarray(self.model.encode(missing, batch_size=self.batch_size), dtype=np.float32)
-            self.encode_s += time.perf_counter() - start
-            self.table = emb if self.table.size == 0 else np.concatenate([self.table, emb])  # (N + M, D)
-            self.rows.update({t: len(self.rows) + i for i, t in enumerate(missing)})
-            self._save()
-        return self.table[[self.rows[t] for t in texts]]
+            self.model = load_encoder(self.model_name, pooler=self.pooler)
+        return super().embed(sentences)
 
-    def _save(self) -> None:
+    def add(self, sentences: Sequence[str], embeddings: np.ndarray) -> None:
+        super().add(sentences, embeddings)
+        if self.model is not None:  # new rows (not the ones just read from the cache)
+            self._write_cache()
+
+    def _write_cache(self) -> None:
         if not self.cache:
             return
         Path(self.cache).parent.mkdir(parents=True, exist_ok=True)
@@ -137,7 +145,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--reference",
         default="",
         help="Comma-separated tasks also run in fast mode by the tests' hand-written SentEval "
-        "reference (autograd, torch.optim, global seeds), after the modes.",
+        "reference (its own avg batcher on the Hugging Face backbone; autograd, torch.optim, global seeds), "
+        "after the modes (--pooler avg only).",
     )
     args = p.parse_args(argv)
     if set(filter(None, args.modes.split(","))) - {"fast", "test"}:
@@ -174,7 +183,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                 print(f"{mode} {protocol} {task}: acc {res[task]['acc']:.2f} in {seconds:.1f} s", flush=True)
                 _save(args.output, payload)
     for task in filter(None, args.reference.split(",")):
-        ref = reference_run(task, encode, args.data_dir)
+        ref = reference_run(task, args.model, args.data_dir)
         payload["results"].setdefault("fast", {}).setdefault("reference", {})[task] = ref
         print(f"fast reference {task}: acc {ref['acc']:.2f} (L2 {ref['l2reg']}) in {ref['seconds']:.1f} s")
         _save(args.output, payload)

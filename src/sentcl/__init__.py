@@ -31,13 +31,13 @@ def evaluate(
 
     ``transfer_protocol``: "senteval" (SentEval's classifier, the default) or "sklearn" for the transfer tasks.
     """
+    from sentcl.evaluation.embedding import evaluation_encode_fn
     from sentcl.evaluation.runner import evaluate as _evaluate
     from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
-    from sentcl.modeling.encode import encode_fn
     from sentcl.paths import resolve_data_dir
 
     return _evaluate(
-        encode_fn(model, batch_size),
+        evaluation_encode_fn(model, batch_size),  # the one evaluation path, as sentcl eval
         resolve_data_dir(data_dir),
         tasks or ["sts"],
         transfer_protocol=transfer_protocol,

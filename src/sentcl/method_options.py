@@ -27,6 +27,9 @@ if TYPE_CHECKING:
 
 #: "paper": (s, s', s*, s**) with NT-Xent on (s, s'); "weak_positive" (ours): (s, s*, s**), InfoNCE on (s, s*)
 TRIPLET_FORMS = ("paper", "weak_positive")
+#: "weak_closer" (default): max(0, m + sim(s, s**) - sim(s, s*)), the weak view kept closer (the paper's stated
+#: intent); "as_printed": max(0, m + sim(s, s*) - sim(s, s**)), the order the paper's formula is printed in
+TRIPLET_ORDERS = ("weak_closer", "as_printed")
 #: seed 003's reported BERT-base temperature (configs/cutoff_triplet_bert_base.yaml; RoBERTa-base: 0.05)
 CUTOFF_TRIPLET_TEMPERATURE = 0.07
 #: MixCSE's mixing partners: the next sentence of the batch (the paper) or every other one (ours)
@@ -101,6 +104,12 @@ class CutoffTripletOptions(TemperatureOptions):
     weak_cutoff: float = opt(0.1, "Fraction of tokens cut in the weak view s*.")
     strong_cutoff: float = opt(0.2, "Fraction of tokens cut in the strong view s** (more than weak_cutoff).")
     strong_activation: str = opt("leaky_relu", "Head activation of the strong view (tanh or leaky_relu).")
+    order: str = opt(
+        "weak_closer",
+        "Triplet term order: 'weak_closer' max(0, m + sim(s, s**) - sim(s, s*)), which keeps the weak view "
+        "closer (the paper's stated intent), or 'as_printed' max(0, m + sim(s, s*) - sim(s, s**)), the order "
+        "the paper's formula is printed in.",
+    )
 
     uses: ClassVar[tuple[str, ...]] = ("data.cutoff_token",)
 
@@ -108,6 +117,7 @@ class CutoffTripletOptions(TemperatureOptions):
         super().__post_init__()
         check_choice("objective.strong_activation", self.strong_activation, ("tanh", "leaky_relu"))
         check_choice("objective.triplet_form", self.triplet_form, TRIPLET_FORMS)
+        check_choice("objective.order", self.order, TRIPLET_ORDERS)
         _non_negative("margin", self.margin)
         _non_negative("triplet_weight", self.triplet_weight)
         _in_unit("weak_cutoff", self.weak_cutoff)

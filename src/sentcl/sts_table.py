@@ -6,7 +6,7 @@ Pure and torch-free, so a model card (modeling/model_card.py) can print a result
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 STS_TASKS = ("STS12", "STS13", "STS14", "STS15", "STS16", "STSBenchmark", "SICKRelatedness")
@@ -24,6 +24,14 @@ def main_score(result: Mapping[str, Any], task: str) -> float:
     return float(result[task]["all"] if task in YEARLY_STS_TASKS else result[task]["spearman"])
 
 
+def row_label(task: str, results: Iterable[Mapping[str, Any]]) -> str:
+    """The row's name: "STS-B", or "STS-B dev" where the results scored another split than test (SICK-R's
+    dev split is its trial file); columns of different splits name them all ("STS-B dev/test")."""
+    splits = list(dict.fromkeys(str(r[task].get("split", "test")) for r in results if task in r))
+    name = DISPLAY_NAMES.get(task, task)
+    return name if splits in ([], ["test"]) else f"{name} {'/'.join(splits)}"
+
+
 def format_sts_table(
     results: Mapping[str, Mapping[str, Any]], title_by_column: Mapping[str, str] | None = None
 ) -> str:
@@ -38,7 +46,7 @@ def format_sts_table(
         if not any(task in res for res in results.values()):
             continue
         cells = [f"{main_score(res, task):.2f}" if task in res else "-" for res in results.values()]
-        lines.append(f"| {DISPLAY_NAMES.get(task, task)} | " + " | ".join(cells) + " |")
+        lines.append(f"| {row_label(task, results.values())} | " + " | ".join(cells) + " |")
     avg = [f"{float(res['avg']):.2f}" if "avg" in res else "-" for res in results.values()]
     lines.append("| Avg. | " + " | ".join(avg) + " |")
     return "\n".join(lines)

@@ -123,3 +123,25 @@ def reference_split(train, dev, test, cfg, grid, seed, n_classes):  # noqa: ANN0
     clf = ReferenceMLP(train[0].shape[1], n_classes, reg, cfg, seed)
     clf.fit(*train, validation_data=dev)
     return max(scores), round(100 * clf.score(*test), 2), reg
+
+
+def reference_avg_batcher(model_dir: str, batch_size: int = 64):  # noqa: ANN201
+    """SimCSE evaluation.py's batcher for ``--pooler avg``, written from its description: the Hugging Face
+    backbone (``AutoModel``) of ``model_dir``, sentences in the order given, padded per batch, the mean of the
+    last layer over the attention mask, nothing normalised. Shares no code with sentcl's encoder."""
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = AutoModel.from_pretrained(model_dir).eval()
+
+    def encode(sentences: list[str]) -> np.ndarray:
+        out = []
+        with torch.no_grad():
+            for i in range(0, len(sentences), batch_size):
+                batch = tokenizer(sentences[i : i + batch_size], padding=True, return_tensors="pt")
+                hidden = model(**batch).last_hidden_state  # (B, L, H)
+                mask = batch["attention_mask"].unsqueeze(-1).float()  # (B, L, 1)
+                out.append(((hidden * mask).sum(1) / mask.sum(1)).numpy())  # (B, H)
+        return np.concatenate(out) if out else np.zeros((0, model.config.hidden_size), dtype=np.float32)
+
+    return encode

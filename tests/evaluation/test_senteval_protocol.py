@@ -222,7 +222,7 @@ def test_protocol_option_reaches_the_evaluator(
 
     calls: list[dict] = []
 
-    def spy(encode, data_dir, fast=False, protocol="?"):  # noqa: ANN001, ANN202
+    def spy(encode, data_dir, fast=False, protocol="?", tasks=None, on_done=None):  # noqa: ANN001, ANN202, ARG001
         calls.append({"fast": fast, "protocol": protocol})
         return {"MR": {"acc": 50.0, "protocol": protocol}, "avg": 50.0}
 

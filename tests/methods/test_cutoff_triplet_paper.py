@@ -131,3 +131,32 @@ def test_grid_puts_the_papers_tables_1_2_beside_the_right_points() -> None:
         assert expected[(cfg.data.cutoff_token, cfg.objective.strong_activation)] == value
     ours = [c for c in cfgs.values() if getattr(c.objective, "triplet_form", None) == "weak_positive"]
     assert len(ours) == 1 and ours[0].objective.margin == 0.2 and ours[0].model.mlp_only_train
+
+
+@pytest.mark.parametrize("order", ["weak_closer", "as_printed"])
+@pytest.mark.parametrize("margin", [0.0, 0.3])
+def test_triplet_orders_against_the_formula(order: str, margin: float) -> None:
+    """weak_closer: max(0, m + cos(s, s**) - cos(s, s*)); as_printed: max(0, m + cos(s, s*) - cos(s, s**))."""
+    g = torch.Generator().manual_seed(11)
+    z = torch.randn(6, 4, 5, generator=g, dtype=torch.float64)
+    h, tau = z.numpy(), 0.05
+    terms = []
+    for i in range(6):
+        weak, strong = _cos(h[i, 0], h[i, 2]), _cos(h[i, 0], h[i, 3])
+        terms.append(max(0.0, margin + (strong - weak if order == "weak_closer" else weak - strong)))
+    out = CutoffTriplet(temperature=tau, margin=margin, order=order)(z)
+    assert out["triplet"].item() == pytest.approx(float(np.mean(terms)), rel=1e-10)
+    assert out["triplet"].item() > 0  # live on these vectors, so a swapped order would fail
+    other = CutoffTriplet(tau, margin, order="as_printed" if order == "weak_closer" else "weak_closer")(z)
+    assert other["triplet"].item() != pytest.approx(out["triplet"].item())
+
+
+def test_order_option_reaches_the_objective_and_is_checked(tiny_bert: Path) -> None:
+    from sentcl.config import ConfigError
+
+    for order in ("weak_closer", "as_printed"):
+        cfg, _, method = _method(tiny_bert, f"objective.order={order}")
+        assert cfg.objective.order == order and method.objective.order == order
+    assert _method(tiny_bert)[0].objective.order == "weak_closer"  # the default
+    with pytest.raises(ConfigError, match="objective.order"):
+        _method(tiny_bert, "objective.order=printed")

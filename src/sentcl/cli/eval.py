@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sentcl.atomic import atomic_write_text
 from sentcl.cli.eval_user_data import add_user_data_options, evaluate_user_data, read_user_data
-from sentcl.cli.options import add_data_dir, add_model_options, encode_fn, load_model
+from sentcl.cli.options import add_data_dir, add_model_options, load_model
 from sentcl.pathcheck import check_output_file
 from sentcl.paths import resolve_data_dir
 from sentcl.report.dimensions import parse_dims, plot_sweep, truncation_sweep
@@ -17,6 +17,7 @@ from sentcl.types import EncodeFn
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from sentcl.evaluation.runner import task_names, tasks_help
+    from sentcl.evaluation.transfer import TRANSFER_TASKS
 
     p = sub.add_parser("eval", help="Evaluate a model on STS (and more) tasks.")
     add_model_options(p)
@@ -35,6 +36,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="senteval",
         help="Classifier of the transfer tasks: senteval (SentEval's PyTorch logistic regression, the protocol "
         "SimCSE reports; default) or sklearn (scikit-learn's logistic regression with a C grid).",
+    )
+    p.add_argument(
+        "--transfer-tasks",
+        nargs="+",
+        default=None,
+        choices=TRANSFER_TASKS,
+        metavar="TASK",
+        help=f"Run only these transfer tasks (of {', '.join(TRANSFER_TASKS)}; default all seven).",
     )
     p.add_argument(
         "--mteb-tasks",
@@ -60,13 +69,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.evaluation.runner import evaluate, format_results
+    from sentcl.evaluation.embedding import before_normalisation, evaluation_encode_fn
+    from sentcl.evaluation.runner import evaluate, expand, format_results
 
     # the user's pairs files and BEIR folders, read (and checked) before the model loads
     user_data = read_user_data(args)
     if args.tasks is None:
         args.tasks = [] if user_data else ["sts"]
     data_dir = resolve_data_dir(args.data_dir) if args.tasks else None
+    if args.transfer_tasks and not {"transfer", "transfer_fast"} & set(expand(args.tasks)):
+        raise ValueError(
+            "--transfer-tasks chooses among the transfer tasks: add transfer or transfer_fast to --tasks"
+        )
     if args.plot is not None and not args.truncate_dims:
         raise ValueError("--plot draws a --truncate-dims sweep: add --truncate-dims K,K,...")
     for path, flag in ((args.output, "--output"), (args.plot, "--plot")):
@@ -77,23 +91,30 @@ def run(args: argparse.Namespace) -> int:
     def evaluate_all(encode: EncodeFn) -> dict:
         results = {}
         if data_dir is not None:
-            results = evaluate(encode, data_dir, args.tasks, transfer_protocol=args.transfer_protocol)
-        results |= evaluate_user_data(model, encode, user_data)
+            results = evaluate(
+                encode, data_dir, args.tasks, args.transfer_protocol, transfer_tasks=args.transfer_tasks
+            )
+        # the user's files: encoded as they come (a large corpus is not kept in the evaluation's table)
+        results |= evaluate_user_data(model, getattr(encode, "embed", encode), user_data)
         if args.mteb_tasks:
             from sentcl.interop.mteb_adapter import run_mteb_tasks
 
             results["mteb_hub"] = run_mteb_tasks(encode, args.mteb_tasks, args.batch_size)
         return results
 
-    if args.truncate_dims:
-        sweep = truncation_sweep(model, args.truncate_dims, evaluate_all, encode_fn(model, args))
-        print(format_results({f"{args.model} @ {k}": r for k, r in sweep.items()}))
-        results = {"truncate_dims": {str(k): r for k, r in sweep.items()}}
-        if args.plot is not None:
-            print(f"wrote {plot_sweep(sweep, args.plot, label=Path(args.model).name)}")
-    else:
-        results = evaluate_all(encode_fn(model, args))
-        print(format_results({args.model: results}))
+    # the one evaluation path (sentcl.evaluation.embedding): the embedding before the output normalisation,
+    # each distinct sentence encoded once
+    encode = evaluation_encode_fn(model, args.batch_size, args.max_length)
+    with before_normalisation(model):
+        if args.truncate_dims:
+            sweep = truncation_sweep(model, args.truncate_dims, evaluate_all, encode)
+            print(format_results({f"{args.model} @ {k}": r for k, r in sweep.items()}))
+            results = {"truncate_dims": {str(k): r for k, r in sweep.items()}}
+            if args.plot is not None:
+                print(f"wrote {plot_sweep(sweep, args.plot, label=Path(args.model).name)}")
+        else:
+            results = evaluate_all(encode)
+            print(format_results({args.model: results}))
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.output, json.dumps(results, indent=2) + "\n")  # whole or not at all

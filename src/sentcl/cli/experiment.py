@@ -41,6 +41,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Run only this point (repeatable; by name, as the grid file spells it), with the training points "
         "its post-processing needs.",
     )
+    p.add_argument(
+        "--from-summaries",
+        action="store_true",
+        help="Train nothing: rebuild the page from the run summaries committed beside it "
+        "(OUTPUT/GRID-VARIANT/runs/, written by every run of this command).",
+    )
     p.set_defaults(func=run)
 
 
@@ -48,11 +54,13 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.experiment_runs import run_grid
     from sentcl.experiments import load_grid, point_configs, select_points
     from sentcl.report.grid import write_grid_report
+    from sentcl.report.summaries import rows_from_summaries, summaries_dir, write_summaries
 
     overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
     spec = load_grid(resolve_recipe(args.grid, grids=True))
     if args.metric:
         spec = dataclasses.replace(spec, metric=args.metric)
+    whole = spec
     if args.only:
         spec = select_points(spec, args.only)
     if args.dry_run:
@@ -61,10 +69,20 @@ def run(args: argparse.Namespace) -> int:
             what = f"  postprocess: {post.method} of {post.model}" if post is not None else ""
             print(f"{point.name}: {cfg.training.output_dir}  {' '.join(point.overrides)}{what}")
         return 0
-    rows = run_grid(spec, args.variant, args.runs_dir, overrides)
+    summaries = summaries_dir(args.output, spec, args.variant)
+    if not args.from_summaries:
+        ran = run_grid(spec, args.variant, args.runs_dir, overrides)
+        write_summaries(ran, summaries)
+    try:  # the page is built from the summaries alone, so that --from-summaries rebuilds it exactly
+        rows = rows_from_summaries(whole, args.variant, summaries)
+        spec = whole
+    except FileNotFoundError:
+        if args.from_summaries:
+            raise
+        rows = ran  # --only before the other points have summaries: the page shows the points run
     command = " ".join(["sentcl experiment", str(args.grid), "--variant", args.variant])
     command += f" --metric {args.metric}" if args.metric else ""
-    command += "".join(f" --only {name!r}" for name in args.only or ())
-    md, png = write_grid_report(spec, args.variant, rows, args.output, command)
+    command += "".join(f" --only {name!r}" for name in args.only or ()) if spec is not whole else ""
+    md, png = write_grid_report(spec, args.variant, rows, args.output, command, summaries)
     print(f"wrote {md} and {png}")
     return 0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,13 +18,40 @@ from sentcl.data.scored_pairs import read_pairs
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.anisotropy import anisotropy
 from sentcl.evaluation.pairs import evaluate_pairs
+from sentcl.evaluation.progress import Progress
 from sentcl.evaluation.retrieval_eval import dev_split, evaluate_retrieval, read_beir
-from sentcl.evaluation.sts import evaluate_sts, evaluate_sts_dev, format_sts_table, main_score
-from sentcl.evaluation.transfer import PROTOCOLS, evaluate_transfer, format_transfer_table
+from sentcl.evaluation.senteval_readers import STS_TASKS
+from sentcl.evaluation.sts import (
+    DISPLAY_NAMES,
+    STS_YEARS,
+    evaluate_sts,
+    evaluate_sts_dev,
+    format_sts_table,
+    main_score,
+)
+from sentcl.evaluation.transfer import (
+    DEFAULT_PROTOCOL,
+    PROTOCOLS,
+    TRANSFER_TASKS,
+    evaluate_transfer,
+    format_transfer_table,
+)
 from sentcl.types import EncodeFn
 
-# (encode, data folder, transfer protocol) -> result; only the transfer tasks read the protocol
-Evaluator = Callable[[EncodeFn, Path, str], dict[str, Any]]
+
+@dataclass(frozen=True)
+class EvalOptions:
+    """What an evaluator may read besides the encoder and the data folder: the transfer tasks' protocol and
+    subset (see evaluation.transfer), and ``on_done(part)``, called as each part (an STS or transfer task)
+    finishes, for progress."""
+
+    transfer_protocol: str = DEFAULT_PROTOCOL
+    transfer_tasks: tuple[str, ...] = TRANSFER_TASKS
+    on_done: Callable[[str], None] | None = None
+
+
+# (encode, data folder, options) -> result
+Evaluator = Callable[[EncodeFn, Path, EvalOptions], dict[str, Any]]
 # {column (model) name: result} -> text (a Markdown table, or JSON)
 Formatter = Callable[[Mapping[str, Mapping[str, Any]]], str]
 
@@ -47,6 +74,22 @@ class Task:
     headline: Callable[[Mapping[str, Any]], float] | None = None
     title: str = ""  # the headline's column title (the experiment grid's table)
     dev: bool = False
+    # the parts it reports as done (progress); none: the task is one part
+    parts: Callable[[EvalOptions], Sequence[str]] | None = None
+
+
+def format_mteb_table(column: Mapping[str, Mapping[str, Any]]) -> str:
+    """mteb's STS main scores as the ``sts`` task's table (mteb names SICK-R as sentcl displays it)."""
+    by_display = {shown: name for name, shown in DISPLAY_NAMES.items()}
+    as_sts = {}
+    for model, result in column.items():
+        res: dict[str, Any] = {"avg": result["avg"]} if "avg" in result else {}
+        for key, value in result.items():
+            name = by_display.get(key, key)
+            if name in STS_TASKS:
+                res[name] = {"all": value} if name in STS_YEARS else {"spearman": value}
+        as_sts[model] = res
+    return format_sts_table(as_sts)
 
 
 def _stsb(result: Mapping[str, Any]) -> float:
@@ -72,43 +115,51 @@ TASKS: dict[str, Task] = {
         Task(
             "sts",
             "the seven STS tasks (STS12-16 'all', STS-B test, SICK-R test)",
-            lambda enc, d, protocol: evaluate_sts(enc, d),
+            lambda enc, d, o: evaluate_sts(enc, d, on_done=o.on_done),
             format_sts_table,
             headline=lambda r: float(r["avg"]),
             title="STS avg. (7 tasks)",
+            parts=lambda o: STS_TASKS,
         ),
         Task(
             "dev",
             "STS-B dev and SICK-R trial",
-            lambda enc, d, protocol: evaluate_sts_dev(enc, d),
+            lambda enc, d, o: evaluate_sts_dev(enc, d, on_done=o.on_done),
             format_sts_table,
             headline=lambda r: (_stsb(r) + main_score(r, "SICKRelatedness")) / 2,
             title="STS-B dev / SICK-R trial",
             dev=True,
+            parts=lambda o: ("STSBenchmark", "SICKRelatedness"),
         ),
         _stsb_task("stsb", "test", evaluate_sts),
         _stsb_task("stsb_dev", "dev", evaluate_sts_dev),
         Task(
             "transfer",
             "the seven SentEval transfer tasks (SentEval's protocol, SimCSE's test mode: 10 folds)",
-            lambda enc, d, protocol: evaluate_transfer(enc, d, protocol=protocol),
+            lambda enc, d, o: evaluate_transfer(
+                enc, d, tasks=o.transfer_tasks, protocol=o.transfer_protocol, on_done=o.on_done
+            ),
             format_transfer_table,
+            parts=lambda o: o.transfer_tasks,
         ),
         Task(
             "transfer_fast",
             "transfer tasks, SentEval's prototyping settings (SimCSE's fasttest: 5 folds, RMSprop)",
-            lambda enc, d, protocol: evaluate_transfer(enc, d, fast=True, protocol=protocol),
+            lambda enc, d, o: evaluate_transfer(
+                enc, d, tasks=o.transfer_tasks, fast=True, protocol=o.transfer_protocol, on_done=o.on_done
+            ),
             format_transfer_table,
+            parts=lambda o: o.transfer_tasks,
         ),
         Task(
             "align_uniform",
             "alignment/uniformity on STS-B test",
-            lambda enc, d, protocol: alignment_uniformity(enc, d, split="test"),
+            lambda enc, d, o: alignment_uniformity(enc, d, split="test"),
         ),
         Task(
             "anisotropy",
             "spectrum, random-pair cosine, cosine by gold",
-            lambda enc, d, protocol: anisotropy(enc, d, split="test"),
+            lambda enc, d, o: anisotropy(enc, d, split="test"),
         ),
     )
 }
@@ -185,12 +236,43 @@ def check_tasks(tasks: Sequence[str]) -> None:
 
 
 def evaluate(
-    encode: EncodeFn, data_dir: Path, tasks: Sequence[str], transfer_protocol: str = "senteval"
+    encode: EncodeFn,
+    data_dir: Path,
+    tasks: Sequence[str],
+    transfer_protocol: str = DEFAULT_PROTOCOL,
+    transfer_tasks: Sequence[str] | None = None,
+    progress: bool = True,
 ) -> dict[str, dict[str, Any]]:
-    """Run each named task; returns task name -> its result dict. ``transfer_protocol``: see evaluation.transfer."""
+    """Run each named task; returns task name -> its result dict. ``transfer_protocol``, ``transfer_tasks``
+    (a subset of the seven, default all): see evaluation.transfer. ``progress``: parts done out of the total
+    on stderr (evaluation.progress)."""
     if transfer_protocol not in PROTOCOLS:
         raise ValueError(f"unknown transfer protocol {transfer_protocol!r}; valid: {', '.join(PROTOCOLS)}")
-    return {task: TASKS[task].evaluate(encode, data_dir, transfer_protocol) for task in expand(tasks)}
+    subset = TRANSFER_TASKS if transfer_tasks is None else tuple(dict.fromkeys(transfer_tasks))
+    unknown = [t for t in subset if t not in TRANSFER_TASKS]
+    if unknown or not subset:
+        raise ValueError(
+            f"transfer tasks: {', '.join(unknown) or 'none given'}; choose from {', '.join(TRANSFER_TASKS)}"
+        )
+    names = expand(tasks)
+    options = EvalOptions(transfer_protocol, subset)
+    total = sum(len(TASKS[t].parts(options)) if TASKS[t].parts else 1 for t in names)  # type: ignore[misc]
+    meter = Progress(total) if progress else None
+    results = {}
+    try:
+        for name in names:
+
+            def part_done(part: str, name: str = name) -> None:
+                if meter is not None:
+                    meter.done(f"{name} {part}")
+
+            results[name] = TASKS[name].evaluate(encode, data_dir, replace(options, on_done=part_done))
+            if meter is not None and TASKS[name].parts is None:
+                meter.done(name)
+    finally:
+        if meter is not None:
+            meter.close()
+    return results
 
 
 def headline(task: str, result: Mapping[str, Any]) -> float:
@@ -208,7 +290,7 @@ def dev_score(encode: EncodeFn, data_dir: Path, dev_task: str) -> float:
         return DEV_PREFIXES[prefix](encode, user_data_path(arg, data_dir))
     if dev_task not in dev_task_names():
         raise ValueError(f"unknown dev task {dev_task!r}; valid: {', '.join(dev_task_names())}")
-    return headline(dev_task, TASKS[dev_task].evaluate(encode, data_dir, "senteval"))
+    return headline(dev_task, TASKS[dev_task].evaluate(encode, data_dir, EvalOptions()))
 
 
 def format_results(results_by_model: dict[str, dict[str, dict[str, Any]]]) -> str:

@@ -24,7 +24,7 @@ one space). A zero vector scores cosine 0 (SentEval's ``nan_to_num``). The files
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,8 +33,11 @@ from scipy.stats import pearsonr, spearmanr
 
 from sentcl.evaluation.senteval_readers import STS_TASKS, STS_YEARS, Pair, load_sts_task
 from sentcl.files import write_json_strict
-from sentcl.sts_table import DISPLAY_NAMES, format_sts_table, main_score  # noqa: F401 - re-exported
+from sentcl.sts_table import DISPLAY_NAMES, format_sts_table, main_score, row_label  # noqa: F401 - re-exported
 from sentcl.types import EncodeFn
+
+OnDone = Callable[[str], None]  # called with a task's name when it is done (progress)
+
 
 # ---------------------------------------------------------------------- scoring
 
@@ -108,7 +111,9 @@ def _score_task(
     return scores
 
 
-def _evaluate(encode: EncodeFn, data_dir: Path, tasks: Sequence[str], split: str) -> dict[str, Any]:
+def _evaluate(
+    encode: EncodeFn, data_dir: Path, tasks: Sequence[str], split: str, on_done: OnDone | None = None
+) -> dict[str, Any]:
     unknown = [t for t in tasks if t not in STS_TASKS]
     if unknown:
         raise ValueError(f"unknown STS task(s) {', '.join(unknown)}; valid: {', '.join(STS_TASKS)}")
@@ -119,19 +124,29 @@ def _evaluate(encode: EncodeFn, data_dir: Path, tasks: Sequence[str], split: str
             result[task] = agg
         else:
             result[task] = {**agg["subsets"][split], "split": split}
+        if on_done is not None:
+            on_done(task)
     result["avg"] = float(np.mean([main_score(result, t) for t in tasks])) if tasks else math.nan
     return result
 
 
 def evaluate_sts(
-    encode: EncodeFn, data_dir: Path, tasks: Sequence[str] = STS_TASKS, split: str = "test"
+    encode: EncodeFn,
+    data_dir: Path,
+    tasks: Sequence[str] = STS_TASKS,
+    split: str = "test",
+    on_done: OnDone | None = None,
 ) -> dict[str, Any]:
-    """Score ``tasks`` on ``split`` (layout in the module docstring, percent); "avg" = mean main score."""
-    return _evaluate(encode, data_dir, tuple(tasks), split)
+    """Score ``tasks`` on ``split`` (layout in the module docstring, percent); "avg" = mean main score.
+    ``on_done(task)`` is called after each task (progress)."""
+    return _evaluate(encode, data_dir, tuple(tasks), split, on_done)
 
 
 def evaluate_sts_dev(
-    encode: EncodeFn, data_dir: Path, tasks: Sequence[str] = ("STSBenchmark", "SICKRelatedness")
+    encode: EncodeFn,
+    data_dir: Path,
+    tasks: Sequence[str] = ("STSBenchmark", "SICKRelatedness"),
+    on_done: OnDone | None = None,
 ) -> dict[str, Any]:
     """Dev mode for training: STS-B dev and SICK-R trial (``tasks=("STSBenchmark",)`` reads and encodes only STS-B dev)."""
     bad = [t for t in tasks if t in STS_YEARS]
@@ -139,7 +154,7 @@ def evaluate_sts_dev(
         raise ValueError(
             f"{', '.join(bad)} have no dev split; dev tasks are STSBenchmark and SICKRelatedness"
         )
-    return _evaluate(encode, data_dir, tuple(tasks), "dev")
+    return _evaluate(encode, data_dir, tuple(tasks), "dev", on_done)
 
 
 def write_json(result: Mapping[str, Any], path: str | Path) -> Path:

@@ -32,7 +32,7 @@ protocol reports the chosen L2 as "l2reg" where the sklearn one reports "C")::
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -261,8 +261,10 @@ def evaluate_transfer(
     seed: int | None = None,
     mrpc_include_uv: bool | None = None,
     protocol: str = "senteval",
+    on_done: Callable[[str], None] | None = None,
 ) -> dict[str, Any]:
     """Run the transfer ``tasks`` (layout in the module docstring; percent); "avg" = mean accuracy.
+    ``on_done(task)`` is called after each task (progress).
 
     ``protocol``: "senteval" (default; SentEval's PyTorch classifier, see
     :mod:`sentcl.evaluation.senteval_classifier`; ``fast`` = SimCSE's fasttest settings) or "sklearn".
@@ -277,10 +279,14 @@ def evaluate_transfer(
     root = resolve_data_dir(data_dir)
     seed = (SENTEVAL_SEED if protocol == "senteval" else 0) if seed is None else seed
     include_uv = (protocol == "sklearn") if mrpc_include_uv is None else mrpc_include_uv
-    result: dict[str, Any] = {
-        task: {**_run_task(task, encode, root, fast, protocol, seed, include_uv), "protocol": protocol}
-        for task in tasks
-    }
+    result: dict[str, Any] = {}
+    for task in tasks:
+        result[task] = {
+            **_run_task(task, encode, root, fast, protocol, seed, include_uv),
+            "protocol": protocol,
+        }
+        if on_done is not None:
+            on_done(task)
     result["avg"] = float(np.mean([result[t]["acc"] for t in tasks])) if tasks else math.nan
     return result
 

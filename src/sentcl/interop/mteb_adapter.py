@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.evaluation.runner import Task, register_task
+from sentcl.evaluation.runner import Task, format_mteb_table, register_task
 from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.install import extra_hint
 from sentcl.paths import DataNotFoundError
@@ -139,6 +139,7 @@ register_task(
     Task(
         "mteb",
         "the seven STS tasks scored by mteb's own code, data from the local SentEval folder (offline)",
-        lambda enc, d, protocol: evaluate_mteb_local(enc, d),
+        lambda enc, d, options: evaluate_mteb_local(enc, d),
+        format_mteb_table,
     )
 )

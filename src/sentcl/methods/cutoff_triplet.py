@@ -24,7 +24,9 @@ def cutoff_triplet(
     """Token cutoff + triplet (seed 003): anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head).
 
     ``objective.triplet_form=paper`` (default): views (s, s, s*, s**); loss = NT-Xent(s, s') (dropout noise)
-    + lambda · mean max(0, m + sim(s, s**) − sim(s, s*)), m = 0; inference is [CLS] through the MLP
+    + lambda · mean max(0, m + sim(s, s**) − sim(s, s*)), m = 0 (``objective.order=weak_closer``: the order
+    that keeps the weak view closer, the paper's stated intent; the paper prints the two similarities the
+    other way round, ``objective.order=as_printed``); inference is [CLS] through the MLP
     (``model.mlp_only_train=false``). ``weak_positive`` (ours): views (s, s*, s**), InfoNCE(s, s*).
     The strong view cuts strictly more tokens than the weak one wherever the sentence has enough.
     The pooler rule (model.pooler=cls) is checked by sentcl.validation.
@@ -50,7 +52,7 @@ def cutoff_triplet(
         generator=seed + 1,
         exceed_rate=o.weak_cutoff,
     )
-    objective = CutoffTriplet(o.temperature, o.margin, o.triplet_weight, o.triplet_form)
+    objective = CutoffTriplet(o.temperature, o.margin, o.triplet_weight, o.triplet_form, o.order)
     paper = o.triplet_form == "paper"
     return Method(
         views=duplicate_view(objective.num_views),

@@ -13,9 +13,12 @@ Our variant (``form="weak_positive"``), z (B, 3, D) = (s, s*, s**): the weak vie
 (no dropout-only copy) and the recipe adds a margin m = 0.2; it is how sentcl trained before following
 the paper, kept to compare with.
 
-Term order. The source paper prints the triplet term with the two similarities swapped, which would
-push the anchor towards the strong view; the intended order, implemented here, keeps the anchor
-closer to its weak view than to its strong view (by at least m). sim is cosine similarity.
+Term order (``order``). Seed 003 prints the triplet term as max(0, sim(s, s*) − sim(s, s**)); minimising
+that pushes the anchor towards the *strong* view. Its stated intent is the opposite: the weakly cut view
+should stay closer to the anchor than the strongly cut one. sentcl's default, ``order="weak_closer"``,
+computes max(0, m + sim(s, s**) − sim(s, s*)), the order that makes the weak view closer (the intent, not
+the printed formula); ``order="as_printed"`` computes the printed order, max(0, m + sim(s, s*) − sim(s, s**)).
+sim is cosine similarity.
 """
 
 from __future__ import annotations
@@ -25,15 +28,22 @@ from typing import Any
 from torch import Tensor
 from torch.nn import functional as F
 
-from sentcl.method_options import CUTOFF_TRIPLET_TEMPERATURE
+from sentcl.method_options import CUTOFF_TRIPLET_TEMPERATURE, TRIPLET_ORDERS
 from sentcl.objectives.base import Objective
 from sentcl.objectives.infonce import info_nce
 
 
-def weak_strong_triplet(anchors: Tensor, weak: Tensor, strong: Tensor, margin: float) -> Tensor:
-    """mean_i max(0, m + cos(s_i, s_i**) - cos(s_i, s_i*)) for anchors, weak, strong each (B, D)."""
+def weak_strong_triplet(
+    anchors: Tensor, weak: Tensor, strong: Tensor, margin: float, order: str = "weak_closer"
+) -> Tensor:
+    """mean_i max(0, m + cos(s_i, s_i**) - cos(s_i, s_i*)) for anchors, weak, strong each (B, D);
+    ``order="as_printed"`` swaps the two similarities: mean_i max(0, m + cos(s_i, s_i*) - cos(s_i, s_i**))."""
+    if order not in TRIPLET_ORDERS:
+        raise ValueError(f"unknown triplet order {order!r}; valid: {', '.join(TRIPLET_ORDERS)}")
     sim_weak = F.cosine_similarity(anchors, weak, dim=-1)  # (B,)
     sim_strong = F.cosine_similarity(anchors, strong, dim=-1)  # (B,)
+    if order == "as_printed":
+        return F.relu(margin + sim_weak - sim_strong).mean()
     return F.relu(margin + sim_strong - sim_weak).mean()
 
 
@@ -47,12 +57,14 @@ class CutoffTriplet(Objective):
         margin: float = 0.0,
         triplet_weight: float = 1.0,
         form: str = "paper",
+        order: str = "weak_closer",
     ) -> None:
         super().__init__()  # checked once, by the options class (CutoffTripletOptions)
         self.temperature = temperature
         self.margin = margin
         self.triplet_weight = triplet_weight
         self.form = form
+        self.order = order
         self.num_views = 4 if form == "paper" else 3
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
@@ -63,7 +75,7 @@ class CutoffTriplet(Objective):
         else:
             anchors, weak, strong = z[:, 0], z[:, 1], z[:, 2]  # (B, D) each
             contrastive = info_nce(anchors, weak, self.temperature)
-        triplet = weak_strong_triplet(anchors, weak, strong, self.margin)
+        triplet = weak_strong_triplet(anchors, weak, strong, self.margin, self.order)
         return {
             "loss": contrastive + self.triplet_weight * triplet,
             "infonce": contrastive.detach(),

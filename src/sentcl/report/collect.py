@@ -111,11 +111,13 @@ def compute_tasks(
     pooler: str | None = None,
 ) -> dict[str, Any]:
     """Evaluate ``model`` (run/best, a folder or short name) on ``tasks``; task -> result."""
-    from sentcl.modeling.encode import encode_fn
-    from sentcl.modeling.open import open_model
+    from sentcl.evaluation.embedding import evaluation_encode_fn
+    from sentcl.modeling.open import load_encoder
 
-    encoder = open_model(model, pooler=pooler)  # None: the saved pooler, as from_pretrained does
-    return evaluate(encode_fn(encoder, batch_size), data_dir, tasks)
+    encoder = load_encoder(model, pooler=pooler)  # None: the saved pooler, as from_pretrained does
+    return evaluate(
+        evaluation_encode_fn(encoder, batch_size), data_dir, tasks
+    )  # the one path, as sentcl eval
 
 
 def is_current(result: Any, protocol: str = DEFAULT_TRANSFER_PROTOCOL) -> bool:

@@ -86,9 +86,15 @@ def seed_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
 
 
 def write_grid_report(
-    spec: GridSpec, variant: str, rows: Sequence[GridRow], output_dir: str | Path, command: str = ""
+    spec: GridSpec,
+    variant: str,
+    rows: Sequence[GridRow],
+    output_dir: str | Path,
+    command: str = "",
+    summaries: Path | None = None,
 ) -> tuple[Path, Path]:
-    """Write ``<output_dir>/<grid>-<variant>[-<metric>].md`` and ``.png`` (metric named unless stsb_dev)."""
+    """Write ``<output_dir>/<grid>-<variant>[-<metric>].md`` and ``.png`` (metric named unless stsb_dev);
+    ``summaries``: the folder of the rows' run summaries (report.summaries), named on the page."""
     output_dir = Path(output_dir)
     output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{spec.name}-{variant}" + ("" if spec.metric == "stsb_dev" else f"-{spec.metric}")
@@ -121,6 +127,14 @@ def write_grid_report(
     if command:
         parts += ["```bash", command, "```", ""]
     parts += [seed_table(spec, rows) if spec.seeds else grid_table(spec, rows), ""]
+    if summaries is not None:
+        shown = summaries.relative_to(output_dir) if summaries.is_relative_to(output_dir) else summaries
+        parts += [
+            f"Run summaries behind each row (resolved config, metrics.jsonl, results.json, provenance; no "
+            f"weights): [`{shown.as_posix()}/`]({shown.as_posix()}/). `{command or 'sentcl experiment'} "
+            "--from-summaries` rebuilds this page from them alone.",
+            "",
+        ]
     if spec.paper:
         parts += [f"Paper: {spec.paper_source or 'the published numbers'}.", ""]
     parts += [f"![{spec.title}]({png.name})", "", f"(Plot: {PIXELS[0]}x{PIXELS[1]} px.)", ""]

@@ -14,6 +14,7 @@ from torch import nn
 from sentcl import distributed
 from sentcl.config import to_dict
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
+from sentcl.evaluation.embedding import evaluation_encode_fn
 from sentcl.evaluation.runner import dev_score, evaluate
 from sentcl.files import read_json, write_json_strict
 from sentcl.modeling.encode import encode_fn
@@ -25,6 +26,15 @@ from sentcl.training.run import Run, RunState
 from sentcl.training.step import TrainingDiverged, check_finite_weights
 
 logger = logging.getLogger(__name__)
+
+
+def _named(tasks: list[str]) -> str:
+    """The final tasks for the log; an empty list says so instead of ending the line with nothing."""
+    return (
+        ", ".join(tasks)
+        if tasks
+        else "no tasks (eval.final_tasks is empty): results.json keeps the dev score"
+    )
 
 
 class Evaluations:
@@ -43,10 +53,9 @@ class Evaluations:
         start_file = out / "start_results.json"
         if start_file.is_file():
             return read_json(start_file, what="the starting model's results")
-        logger.info("evaluating the starting model on %s", ", ".join(e.final_tasks))
-        results = evaluate(
-            self.encode, self.run.data_dir, e.final_tasks, transfer_protocol=e.transfer_protocol
-        )
+        logger.info("evaluating the starting model on %s", _named(e.final_tasks))
+        encode = evaluation_encode_fn(self.model, e.batch_size)  # the one evaluation path, as sentcl eval
+        results = evaluate(encode, self.run.data_dir, e.final_tasks, transfer_protocol=e.transfer_protocol)
         write_json_strict(start_file, results)
         return results
 
@@ -128,10 +137,10 @@ class Evaluations:
             )
         best = open_model(str(out / "best")).to(self.run.device)
         logger.info(
-            "evaluating the best model (step %s) on %s", state.best_step, ", ".join(cfg.eval.final_tasks)
+            "evaluating the best model (step %s) on %s", state.best_step, _named(cfg.eval.final_tasks)
         )
         results = evaluate(
-            encode_fn(best, cfg.eval.batch_size),
+            evaluation_encode_fn(best, cfg.eval.batch_size),  # the one evaluation path, as sentcl eval
             self.run.data_dir,
             cfg.eval.final_tasks,
             transfer_protocol=cfg.eval.transfer_protocol,

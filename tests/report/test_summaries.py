@@ -1,0 +1,116 @@
+"""Run summaries beside a grid's page: written by ``sentcl experiment``, and the page rebuilt from them alone
+equals the page written after the runs; every committed page with summaries equals its rebuild."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from sentcl.cli import main
+from sentcl.experiments import GridRow, load_grid
+from sentcl.report.grid import write_grid_report
+from sentcl.report.summaries import SUMMARY_FILES, rows_from_summaries, summaries_dir, write_summaries
+
+ROOT = Path(__file__).resolve().parents[2]
+RESULTS = ROOT / "docs" / "results"
+GRID = Path("configs/experiments/pooling.yaml")  # as the command is typed in the checkout
+
+
+def fake_runs(tmp: Path) -> list[GridRow]:
+    """A run folder per point of the pooling grid (cpu): summary files, a weights file that must stay behind."""
+    spec = load_grid(ROOT / GRID)
+    rows = []
+    for i, point in enumerate(spec.points_for("cpu")):
+        run = tmp / "runs" / "pooling" / "cpu" / point.slug
+        (run / "best").mkdir(parents=True)
+        (run / "best" / "model.safetensors").write_bytes(b"weights")
+        (run / "config.json").write_text(json.dumps({"training": {"output_dir": str(run)}}), encoding="utf-8")
+        results = {"best_step": 40, "results": {"stsb_dev": {"STSBenchmark": {"spearman": 80.0 + i / 3}}}}
+        (run / "results.json").write_text(json.dumps(results), encoding="utf-8")
+        (run / "metrics.jsonl").write_text('{"step": 40, "loss": 0.1}\n', encoding="utf-8")
+        (run / "provenance.json").write_text('{"git": "abc"}', encoding="utf-8")
+        rows.append(GridRow(point, run, 80.0 + i / 3, 40, spec.paper.get(point.name), False))
+    return rows
+
+
+def test_page_rebuilt_from_summaries_equals_the_page_of_the_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(ROOT)  # the page shows paths relative to the checkout
+    spec = load_grid(GRID)
+    rows = fake_runs(tmp_path)
+    out = tmp_path / "pages"
+    summaries = write_summaries(rows, summaries_dir(out, spec, "cpu"))
+    assert summaries == out / "pooling-cpu" / "runs"
+    for row in rows:
+        copied = sorted(p.name for p in (summaries / row.point.slug).iterdir())
+        assert copied == sorted(SUMMARY_FILES[:4])  # no weights, no start_results.json (the run had none)
+        assert (summaries / row.point.slug / "metrics.jsonl").read_bytes() == (
+            row.run_dir / "metrics.jsonl"
+        ).read_bytes()
+    md, _ = write_grid_report(spec, "cpu", rows, out, "sentcl experiment x", summaries)
+    page = md.read_text(encoding="utf-8")
+    assert "80.33" in page and "pooling-cpu/runs/" in page
+    rebuilt = rows_from_summaries(spec, "cpu", summaries)
+    assert [(r.point.name, r.value, r.best_step, r.run_dir) for r in rebuilt] == [
+        (r.point.name, r.value, r.best_step, r.run_dir) for r in rows
+    ]
+    # through the command: train nothing, the page from the summaries alone (the run folders deleted)
+    for row in rows:
+        for name in ("results.json", "config.json"):
+            (row.run_dir / name).unlink()
+    page_of_runs = page.replace("sentcl experiment x", f"sentcl experiment {GRID} --variant cpu")
+    argv = [
+        "experiment",
+        str(GRID),
+        "--variant",
+        "cpu",
+        "--output",
+        str(out),
+        "--from-summaries",
+    ]
+    assert main(argv) == 0
+    assert md.read_text(encoding="utf-8") == page_of_runs
+
+
+def test_missing_or_broken_summary_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(ROOT)
+    spec = load_grid(GRID)
+    rows = fake_runs(tmp_path)
+    (rows[1].run_dir / "results.json").unlink()
+    with pytest.raises(FileNotFoundError, match=r"fo-mlp-train.*results.json|results.json"):
+        write_summaries(rows, tmp_path / "s")
+    assert not (tmp_path / "s").exists()  # nothing half-written: every run is checked first
+    summaries = write_summaries(rows[:1], tmp_path / "s")
+    with pytest.raises(FileNotFoundError, match=str(summaries / rows[1].point.slug / "results.json")):
+        rows_from_summaries(spec, "cpu", summaries)
+    (summaries / rows[0].point.slug / "results.json").write_text("{oops", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"results.json, line 1: not valid JSON"):
+        rows_from_summaries(spec, "cpu", summaries)
+
+
+def committed_summaries() -> list[Path]:
+    return sorted(p for p in RESULTS.glob("*/runs") if p.is_dir())
+
+
+@pytest.mark.parametrize("summaries", committed_summaries(), ids=lambda p: p.parent.name)
+def test_committed_page_equals_its_rebuild(
+    summaries: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    grid, variant = summaries.parent.name.rsplit("-", 1)
+    page = RESULTS / f"{grid}-{variant}.md"
+    assert page.is_file(), f"{summaries} has no page {page}"
+    monkeypatch.chdir(ROOT)
+    out = tmp_path / "pages"
+    os.makedirs(out / f"{grid}-{variant}")
+    os.symlink(summaries, out / f"{grid}-{variant}" / "runs")
+    argv = ["experiment", f"configs/experiments/{grid}.yaml", "--variant", variant, "--output", str(out)]
+    assert main([*argv, "--from-summaries"]) == 0
+    assert (out / page.name).read_text(encoding="utf-8") == page.read_text(encoding="utf-8")
+
+
+def test_some_page_has_committed_summaries() -> None:
+    assert committed_summaries(), "no grid page has its run summaries committed"
