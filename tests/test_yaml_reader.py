@@ -97,7 +97,7 @@ def test_json_readers_say_what_a_path_is(tmp_path) -> None:  # noqa: ANN001
     os.mkfifo(tmp_path / "fifo")
     os.symlink(tmp_path / "b", tmp_path / "a")
     os.symlink(tmp_path / "a", tmp_path / "b")
-    for name, what in (("fifo", "is a FIFO"), (".", "is a folder"), ("a", "is a symlink loop")):
+    for name, what in (("fifo", "is a FIFO"), (".", "is a directory"), ("a", "is a symbolic link loop")):
         with pytest.raises(FileNotFoundError, match=what):
             read_json(tmp_path / name)
         with pytest.raises(FileNotFoundError, match=what):

@@ -34,10 +34,16 @@ _AT_FDCWD = -100
 class AtomicWriteError(OSError):
     """A folder could not be written whole (a full disk, a read-only folder); nothing was put in its place."""
 
-    def __init__(self, target: Path, reason: str) -> None:
-        super().__init__(f"could not write {target}: {reason}")
+    def __init__(self, target: Path, reason: str, cause: BaseException | None = None) -> None:
+        # errno, strerror and filename as the OS gave them (the file it refused, else the target), so the CLI
+        # can name the user's path and the reason (sentcl.pathcheck.os_error_message)
+        filename = getattr(cause, "filename", None) or str(target)
+        super().__init__(getattr(cause, "errno", None), reason, filename)
         self.target = target
         self.reason = reason
+
+    def __str__(self) -> str:
+        return f"could not write {self.target}: {self.reason}"
 
 
 def fsync_dir(folder: Path) -> None:
@@ -160,7 +166,7 @@ def atomic_dir_write(target: Path, write: Callable[[Path], None]) -> None:
         reason = _io_failure(err)
         if reason is None:
             raise
-        raise AtomicWriteError(target, reason) from err
+        raise AtomicWriteError(target, reason, err) from err
     if target.exists() and _exchange(tmp, target):
         shutil.rmtree(tmp)  # now holds the old contents
     else:

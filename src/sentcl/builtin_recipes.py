@@ -8,6 +8,7 @@ no file: the bottom floor.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
@@ -42,9 +43,7 @@ def resolve_recipe(value: str | Path, grids: bool = False) -> Path:
     and the error for an unknown name lists the grids instead of the training recipes.
     """
     path = Path(value)
-    if path.is_dir():
-        raise ValueError(f"{value}: is a folder, not a YAML recipe file")
-    if path.exists():
+    if os.path.lexists(path):  # anything there (a folder, a FIFO, a link loop): the reader says what it is
         return path
     names_to_try = [str(value)] + ([f"{GRIDS_SUBDIR}/{value}"] if grids else [])
     for name in names_to_try:

@@ -119,5 +119,5 @@ def test_build_into_a_folder_that_cannot_be_written(
         ["index", "build", "--embeddings", str(tmp_path / "emb"), "--type", "flat", "--output", str(target)]
     )
     err = capsys.readouterr().err
-    assert code == 2 and f"sentcl index: error: could not write the index {target}: " in err
+    assert code == 1 and f"sentcl index: error: cannot write --output {target}: " in err  # a refused write
     assert "checkpoint" not in err.lower() and "Traceback" not in err and not target.exists()

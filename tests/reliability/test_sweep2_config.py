@@ -256,9 +256,9 @@ CASES = [
     Case("C05-objective-false", section_as("objective", "false"), r"objective must be a mapping .* got bool False"),
     Case("C05-training-list", section_as("training", "[]"), r"training must be a mapping .* got list \[\]"),
     # C06: --config that is no regular file says what it is
-    Case("C06-folder", config_is("folder"), r"config file .*cfg is a folder, not a file"),
+    Case("C06-folder", config_is("folder"), r"config file .*cfg is a directory, not a file"),
     Case("C06-fifo", config_is("fifo"), r"config file .*cfg is a FIFO \(named pipe\), not a regular file"),
-    Case("C06-loop", config_is("loop"), r"config file .*cfg is a symlink loop"),
+    Case("C06-loop", config_is("loop"), r"config file .*cfg is a symbolic link loop"),
     # C07 / C10: --set text YAML cannot read
     Case("C07-unclosed", train("--set", "training.batch_size=[1"), r"--set training\.batch_size='\[1': the value is not valid YAML .*quote"),
     Case("C10-template", promptbert(PROMPT), None, code=0, check=prompt_saved),

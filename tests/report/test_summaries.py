@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from sentcl.cli import main
-from sentcl.experiments import GridRow, load_grid
+from sentcl.experiment_runs import GridRow
+from sentcl.experiments import load_grid
 from sentcl.report.grid import write_grid_report
 from sentcl.report.summaries import SUMMARY_FILES, rows_from_summaries, summaries_dir, write_summaries
 

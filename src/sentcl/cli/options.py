@@ -6,7 +6,6 @@ import argparse
 import dataclasses
 from typing import Any, TypeVar
 
-from sentcl.atomic import AtomicWriteError
 from sentcl.config import ConfigError
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
@@ -21,7 +20,6 @@ T = TypeVar("T")
 
 # Raised for a user's mistake: printed as one line ``sentcl CMD: error: ...`` with exit status 2.
 USER_ERRORS: tuple[type[BaseException], ...] = (
-    AtomicWriteError,  # an output folder that cannot be written (read-only, full disk): names it and why
     ConfigError,
     DataFormatError,
     DataNotFoundError,

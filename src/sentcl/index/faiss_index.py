@@ -256,8 +256,8 @@ def _save_folder(
 ) -> None:
     """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``.
 
-    A folder that cannot be written (read-only, full disk) raises ``OSError("could not write the index
-    OUTPUT: REASON")``; nothing is left behind."""
+    A folder that cannot be written (read-only, full disk) raises the OS's error naming the file, or
+    ``sentcl.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""
     import json
 
     from sentcl.atomic import atomic_dir_write
@@ -274,15 +274,7 @@ def _save_folder(
             np.save(tmp / ROW_MAP_FILE, np.asarray(row_map, dtype=np.int64))
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
-    try:
-        atomic_dir_write(output, write)  # fsyncs every file and folder of tmp, renames, fsyncs output.parent
-    except OSError as err:
-        raise OSError(f"could not write the index {output}: {err.strerror or err}") from None
-    except RuntimeError as err:  # the atomic writer's own error wraps the OSError
-        cause = err.__cause__
-        if not isinstance(cause, OSError):
-            raise
-        raise OSError(f"could not write the index {output}: {cause.strerror or cause}") from None
+    atomic_dir_write(output, write)  # fsyncs every file and folder of tmp, renames, fsyncs output.parent
 
 
 def is_ann_index(folder: str | Path) -> bool:

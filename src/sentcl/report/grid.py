@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -144,8 +145,9 @@ def write_grid_report(
 
 
 def _shown(path: Path | str) -> str:
-    """A path as the page shows it: relative to the working directory when it lies below it."""
+    """A path as the page shows it: relative to the working directory when it lies below it (links kept as
+    written: ``configs/`` is a link to the packaged recipes, and the page names it as the user does)."""
     try:
-        return str(Path(path).resolve().relative_to(Path.cwd().resolve()))
+        return str(Path(os.path.abspath(path)).relative_to(os.path.abspath(Path.cwd())))
     except ValueError:
         return str(path)

@@ -16,7 +16,8 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from sentcl.experiments import METRICS, GridRow, GridSpec
+from sentcl.experiment_runs import GridRow
+from sentcl.experiments import METRICS, GridSpec
 
 #: the files of a run folder that make its summary, in the order they are copied; the first two are required (a
 #: post-processing point trains nothing, so it has no metrics.jsonl)
