@@ -73,7 +73,8 @@ def _table(rows: list[str]) -> str:
 
 def config_reference() -> str:
     from sentcl.config import TrainConfig
-    from sentcl.objective_config import ObjectiveConfig, objective_option_classes
+    from sentcl.method_records import option_classes as objective_option_classes
+    from sentcl.objective_config import ObjectiveConfig
 
     hints = typing.get_type_hints(TrainConfig)
     parts = [

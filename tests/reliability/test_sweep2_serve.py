@@ -330,7 +330,7 @@ class RecordingEncoder:
         self.inner = inner
         self.longest = [0]
         self.tokenizer = RecordingTokenizer(inner.tokenizer, self.longest)
-        self.max_length, self.embedding_dim = inner.inference_max_length, inner.embedding_dim
+        self.max_length, self.embedding_dim = inner.max_length, inner.embedding_dim
         self.lock = threading.Lock()
 
     def encode(self, sentences: list[str], **kwargs: Any) -> np.ndarray:
@@ -360,10 +360,10 @@ def test_s60_truncate_reads_a_bounded_prefix(tiny_encoder: Any) -> None:
         tiny_s = time.monotonic() - start
         answers = [p.result(timeout=120) for p in posts]
         refused = httpx.post(f"{url}/embed", json={"inputs": big[0]}, timeout=120)  # no truncate: refused
-    budget = char_budget(tiny_encoder.inference_max_length)
+    budget = char_budget(tiny_encoder.max_length)
     assert tiny.status_code == 200 and tiny_s < 10, tiny_s
     assert 0 < encoder.longest[0] <= budget, encoder.longest[0]
-    want = tiny_encoder.encode(big[:1], max_length=tiny_encoder.inference_max_length)  # the full texts
+    want = tiny_encoder.encode(big[:1], max_length=tiny_encoder.max_length)  # the full texts
     np.testing.assert_allclose([a.json()[0] for a in answers[:1]], want, atol=1e-5)
     assert_json_error(refused, 422, "input_too_long", "input 0", f"over the {budget}")
     print(f"S60: tiny request {tiny_s:.3f} s while six 1.9 MB inputs were truncated; longest read {budget}")
@@ -373,7 +373,7 @@ def test_s60_truncated_ids_equal_the_full_texts(tiny_encoder: Any) -> None:
     """The cut falls on whitespace: the kept prefix tokenises to the full text's first tokens."""
     from sentcl.serve.text import cut
 
-    limit = tiny_encoder.inference_max_length
+    limit = tiny_encoder.max_length
     tok = tiny_encoder.tokenizer
     rng = np.random.default_rng(0)
     words = "a the man dog playing garden guitar river stock market".split()

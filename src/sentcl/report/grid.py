@@ -132,7 +132,7 @@ def write_grid_report(
         shown = summaries.relative_to(output_dir) if summaries.is_relative_to(output_dir) else summaries
         parts += [
             f"Run summaries behind each row (resolved config, metrics.jsonl, results.json, provenance; no "
-            f"weights): [`{shown.as_posix()}/`]({shown.as_posix()}/). `{command or 'sentcl experiment'} "
+            f"weights): `{shown.as_posix()}/`, beside this page. `{command or 'sentcl experiment'} "
             "--from-summaries` rebuilds this page from them alone.",
             "",
         ]
