@@ -76,7 +76,8 @@ def test_index_build_into_a_read_only_folder_is_a_clear_error(
     assert main(argv) == 1  # a write the OS refused (docs/reliability.md: exit 1)
     err = capsys.readouterr().err
     assert (
-        err.startswith("sentcl index: error: cannot write --output ") and "rodir/idx: Read-only file system" in err
+        err.startswith("sentcl index: error: cannot write --output ")
+        and "rodir/idx: Read-only file system" in err
     )
     assert "checkpoint" not in err and "Traceback" not in err
     assert list(ro.iterdir()) == []

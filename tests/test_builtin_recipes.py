@@ -45,7 +45,9 @@ def test_a_folder_is_not_a_recipe(tmp_path: Path, monkeypatch, capsys) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "demo").mkdir()
     assert main(["train", "--config", "demo"]) == 2
-    assert capsys.readouterr().err.strip() == "sentcl train: error: config file demo is a directory, not a file"
+    assert (
+        capsys.readouterr().err.strip() == "sentcl train: error: config file demo is a directory, not a file"
+    )
 
 
 def test_names_never_leave_the_recipes_folder() -> None:

@@ -189,7 +189,9 @@ INPUT_CASES = [
         r"run or model folder .*run is a FIFO \(named pipe\), not a folder",
     ),
     Case("T11", train_on(fifo), r"(training file|data.train_file) .*t_fifo is a FIFO"),
-    Case("T11-link-loop", train_on(loop), r"(training file|data.train_file) .*t_fifo is a symbolic link loop"),
+    Case(
+        "T11-link-loop", train_on(loop), r"(training file|data.train_file) .*t_fifo is a symbolic link loop"
+    ),
     Case(
         "F08-train-config",
         lambda f: ["train", "--config", str(fifo(f, "recipe.yaml"))],
