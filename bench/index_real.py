@@ -41,7 +41,7 @@ TYPES = ("ivf", "hnsw", "ivfpq")
 def encoded(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
     """(the corpus's ShardSet, queries (Q, D) unit rows); encoded once into ``args.cache`` (resumable)."""
     from sentcl.index.shards import ShardSet, encode_shards, read_manifest
-    from sentcl.modeling.dual import load_encoder
+    from sentcl.modeling.open import load_encoder
 
     corpus, queries, n, q = build_corpus(Path(args.data_dir), Path(args.cache))
     print(f"corpus {n} sentences, {q} queries", file=sys.stderr)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.config_names import DEV_PREFIXES, DEV_TASKS
-from sentcl.defaults import DATA_ENV, TRAIN_MAX_LENGTH
+from sentcl.defaults import DATA_ENV, ENCODE_BATCH_SIZE, TRAIN_MAX_LENGTH
 from sentcl.files import preview, read_yaml
 from sentcl.method_records import (
     describe_objective,
@@ -205,10 +205,6 @@ class DataConfig:
                 raise ConfigError(f"data.{name} must be in [0, 1), got {getattr(self, name)!r}")
 
 
-#: sentences per forward pass of the training run's evaluations (kept at 128, not defaults.ENCODE_BATCH_SIZE:
-#: another batch pads sentences differently, and the demo's printed table must not move)
-EVAL_BATCH_SIZE = 128
-
 #: the largest seed (numpy's and torch's generators take 0 .. 2**32 - 1)
 SEED_MAX = 2**32 - 1
 
@@ -324,7 +320,7 @@ class EvalConfig:
         ["sts"], "Tasks evaluated on the best model after training (sts, dev, ...).", resume_safe=True
     )
     batch_size: int = opt(
-        EVAL_BATCH_SIZE, "Sentences per encoding batch during evaluation.", resume_safe=True
+        ENCODE_BATCH_SIZE, "Sentences per encoding batch during evaluation.", resume_safe=True
     )
     track_alignment_uniformity: bool = opt(
         False,

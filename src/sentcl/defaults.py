@@ -19,8 +19,11 @@ INFERENCE_MAX_LENGTH_CAP = 512
 #: Pooler of a new model (SimCSE: [CLS] with the MLP head).
 POOLER = "cls"
 
-#: Sentences per forward pass at inference (encode, evaluation, index, serve).
-ENCODE_BATCH_SIZE = 64
+#: Sentences per forward pass at inference (encode, evaluation, index, mining, search): the CLI's and the
+#: evaluation's default since the first release, with which every results page was measured (batches are
+#: sorted by length, so padding and the scores depend a little on it). The service's micro-batch is its own
+#: measured setting (serve/limits.py).
+ENCODE_BATCH_SIZE = 128
 
 #: Environment variable naming the data folder.
 DATA_ENV = "SENTCL_DATA"

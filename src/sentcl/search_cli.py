@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.readers import read_sentences as read_text_sentences
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.paths import resolve_model_path
 from sentcl.retrieval import SearchIndex, build_index, load_index
 
@@ -107,7 +108,7 @@ def corpus_index(
     texts: Sequence[str],
     index_dir: Path | None,
     backend: str = "auto",
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     max_length: int | None = None,
 ) -> tuple[SearchIndex, bool]:
     """The corpus index (reused from ``index_dir`` when its fingerprint matches); (index, built now?)."""
@@ -143,7 +144,7 @@ def run_ann_search(
     queries: Sequence[str],
     k: int = 5,
     pooler: str | None = None,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     max_length: int | None = None,
     model_backend: str = "auto",
     nprobe: int | None = None,
@@ -189,7 +190,7 @@ def run_search(
     index_dir: Path | None = None,
     backend: str = "auto",
     pooler: str | None = None,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     max_length: int | None = None,
     model_backend: str = "auto",
 ) -> tuple[list[list[Hit]], bool]:

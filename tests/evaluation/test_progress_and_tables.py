@@ -149,7 +149,7 @@ def test_python_api_uses_the_evaluation_path(data_dir: Path, monkeypatch: pytest
 def test_empty_final_tasks_log(
     tiny_bert: Path, data_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    from conftest import tiny_recipe, write_corpus
+    from helpers.data import tiny_recipe, write_corpus
 
     from sentcl.config import TrainConfig, from_dict
     from sentcl.training.loop import train

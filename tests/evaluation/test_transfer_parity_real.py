@@ -41,6 +41,12 @@ def page_figures() -> dict[str, dict[str, float]]:
     return figures
 
 
+@pytest.fixture(scope="module")
+def seven_fast(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, str]:
+    """The real command once on all seven tasks in fast mode, for both slow tests (minutes of CPU each)."""
+    return run_eval(tmp_path_factory.mktemp("seven"), ["transfer_fast"], list(TRANSFER_TASKS))
+
+
 def run_eval(tmp_path: Path, tasks: list[str], transfer_tasks: list[str]) -> tuple[dict, str]:
     """The real command, as a user types it; (its --output JSON, its stderr)."""
     out = tmp_path / "results.json"
@@ -69,9 +75,9 @@ def test_real_command_equals_the_page_on_trec_both_modes(tmp_path: Path) -> None
 
 
 @pytest.mark.slow
-def test_real_command_equals_the_page_on_all_seven_fast(tmp_path: Path) -> None:
+def test_real_command_equals_the_page_on_all_seven_fast(seven_fast: tuple[dict, str]) -> None:
     figures = page_figures()["transfer_fast"]
-    results, stderr = run_eval(tmp_path, ["transfer_fast"], list(TRANSFER_TASKS))
+    results, stderr = seven_fast
     got = {t: results["transfer_fast"][t]["acc"] for t in TRANSFER_TASKS}
     assert got == pytest.approx(figures, abs=0.05)
     assert results["transfer_fast"]["avg"] == pytest.approx(np.mean(list(figures.values())), abs=0.05)
@@ -79,12 +85,12 @@ def test_real_command_equals_the_page_on_all_seven_fast(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
-def test_real_command_equals_the_independent_reference(tmp_path: Path) -> None:
+def test_real_command_equals_the_independent_reference(seven_fast: tuple[dict, str]) -> None:
     """TREC and MRPC, fast mode: the command against the reference's own batcher, sort, features, classifier."""
     sys.path.insert(0, str(ROOT))
     from bench.transfer_protocols import reference_run
 
-    results, _ = run_eval(tmp_path, ["transfer_fast"], ["TREC", "MRPC"])
+    results, _ = seven_fast
     for task in ("TREC", "MRPC"):
         ref = reference_run(task, "all-MiniLM-L6-v2", None)
         ours = results["transfer_fast"][task]

@@ -70,7 +70,7 @@ def search(model: str, *extra: str) -> object:
 
 def hits_of_own_pooler(folder: Path, printed: str) -> None:
     """--allow-model-mismatch: the hits are the model's OWN pooler's (cls), not the index's avg."""
-    from sentcl.modeling.dual import load_encoder
+    from sentcl.modeling.open import load_encoder
 
     hits = json.JSONDecoder().raw_decode(printed[printed.index("[") :])[0][0]["hits"]
     own = load_encoder(str(ENV["model"]))

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.retrieval import ExactIndex
 
 logger = logging.getLogger(__name__)
@@ -152,7 +153,7 @@ def mine_pairs(
     pairs: list[tuple[int, str, str]],
     settings: MiningSettings,
     extra_corpus: list[str] | None = None,
-    batch_size: int = 128,
+    batch_size: int = ENCODE_BATCH_SIZE,
     max_length: int | None = None,
 ) -> tuple[list[tuple[str, str, str]], dict[str, Any]]:
     """(anchor, positive, hard negative) triples for the pairs, in input order, and statistics."""

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.evaluation.runner import Task, format_mteb_table, register_task
 from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.install import extra_hint
@@ -112,12 +113,16 @@ def _run(encoder: Any, tasks: Sequence[Any], batch_size: int) -> dict[str, Any]:
     return {**out, "scores": details}
 
 
-def evaluate_mteb_local(encode: EncodeFn, data_dir: Path, batch_size: int = 128) -> dict[str, Any]:
+def evaluate_mteb_local(
+    encode: EncodeFn, data_dir: Path, batch_size: int = ENCODE_BATCH_SIZE
+) -> dict[str, Any]:
     """The seven STS tasks through mteb's own evaluation, offline; main scores (cosine Spearman) x 100."""
     return _run(mteb_encoder(encode), local_sts_tasks(data_dir), batch_size)
 
 
-def run_mteb_tasks(encode: EncodeFn, names: Sequence[str], batch_size: int = 128) -> dict[str, Any]:
+def run_mteb_tasks(
+    encode: EncodeFn, names: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE
+) -> dict[str, Any]:
     """Any MTEB tasks by name, their data from the hub (needs a network the first time)."""
     mteb = _mteb()
     tasks = list(mteb.get_tasks(tasks=list(names)))
