@@ -72,7 +72,10 @@ _SIMCSE = dict(
     "author={Gao, Tianyu and Yao, Xingcheng and Chen, Danqi}, booktitle={EMNLP}, year={2021}}",
 )
 _PROMPTBERT = "Jiang et al.: PromptBERT: Improving BERT Sentence Embeddings with Prompts. EMNLP 2022."
-_SEED_003 = "sentcl's research seed 003 (token cutoff + triplet; no published paper): Tables 1-2 of the seed document."
+_CUTOFF_NOTE = (
+    "Token cutoff views with a triplet term: an unpublished research note (no published paper to cite); "
+    "its Tables 1-2 give the numbers."
+)
 _STS7 = "7-task STS average (STS12-16, STS-B, SICK-R; Spearman x 100), BERT-base"
 
 _RECORDS = (
@@ -94,10 +97,10 @@ _RECORDS = (
     ),
     MethodRecord(
         "cutoff_triplet", CutoffTripletOptions, "lines",
-        Paper("sentcl research seed 003", "Token cutoff views with a triplet term",
-              "research seed, unpublished", _SEED_003, 76.91,
-              f"{_STS7}, [UNK] cutoff with the LeakyReLU strong-view head (the seed's Tables 1-2)"),
-        "token cutoff views (weak s*, strong s**) with a triplet term (seed 003)",
+        Paper("an unpublished research note", "Token cutoff views with a triplet term",
+              "unpublished", _CUTOFF_NOTE, 76.91,
+              f"{_STS7}, [UNK] cutoff with the LeakyReLU strong-view head (the note's Tables 1-2)"),
+        "token cutoff views (weak s*, strong s**) with a triplet term (an unpublished research note)",
     ),
     MethodRecord(
         "next_sentence", NextSentenceOptions, "next_sentence",
