@@ -94,3 +94,11 @@ VERY_MIXED_LENGTH_SENTENCES = [
     "the cat sits",
     "a child reads a book in the garden near the river while the dog runs",
 ]
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    """``text`` (UTF-8) into ``folder/name``, parent folders made: a row's hand-written input file."""
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -16,6 +16,7 @@ import numpy as np
 import pytest
 import yaml
 from harness import Case, parametrize, run_case
+from helpers.data import write
 
 from sentcl.cli import main
 
@@ -26,13 +27,6 @@ CORPUS = ["a man plays the guitar", "the dog runs", "stock price falls", "a bird
 @pytest.fixture(autouse=True)
 def _env(tiny_bert: Path, data_dir: Path) -> None:
     ENV.update(model=tiny_bert, data=data_dir)
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def search_args(folder: Path, *extra: str) -> list[str]:

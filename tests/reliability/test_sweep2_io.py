@@ -31,7 +31,7 @@ import numpy as np
 import pytest
 import yaml
 from harness import Case, parametrize, run_case
-from helpers.data import tiny_recipe, write_corpus
+from helpers.data import tiny_recipe, write, write_corpus
 
 from sentcl.cli import SIGPIPE_EXIT, main
 from sentcl.data import download as dl
@@ -46,13 +46,6 @@ SRC = Path(__file__).parents[2] / "src"
 @pytest.fixture(autouse=True)
 def _env(tiny_bert: Path, data_dir: Path) -> None:
     ENV.update(model=tiny_bert, data=data_dir)
-
-
-def write(folder: Path, name: str, text: str) -> Path:
-    path = folder / name
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text, encoding="utf-8")
-    return path
 
 
 def fifo(folder: Path, name: str) -> Path:
