@@ -145,9 +145,10 @@ def test_only_takes_the_points_a_postprocessing_needs(tmp_path: Path, tiny_bert:
     ("point", "message"),
     [
         (
-            {"method": "pca", "model": "start", "fit_file": "f"},
-            "postprocess.method must be one of whitening, flow",
+            {"method": "umap", "model": "start", "fit_file": "f"},
+            "postprocess.method must be one of whitening, flow, pca",
         ),
+        ({"method": "pca", "model": "start", "fit_file": "f"}, "postprocess.dim is required for pca"),
         (
             {"method": "flow", "model": "later", "fit_file": "f"},
             "the name of a training point listed before it",

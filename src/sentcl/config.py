@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.config_names import DEV_PREFIXES, DEV_TASKS
-from sentcl.defaults import DATA_ENV, ENCODE_BATCH_SIZE, TRAIN_MAX_LENGTH
+from sentcl.defaults import DATA_ENV, ENCODE_BATCH_SIZE, OUTPUT_DIM_INITS, TRAIN_MAX_LENGTH
 from sentcl.files import preview, read_yaml
 from sentcl.method_records import (
     describe_objective,
@@ -111,8 +111,41 @@ class ModelConfig:
         "matched) in training only ('train', the authors' unsupervised BERT run), 'always' (also at "
         "inference) or 'never' (SNCSE's code).",
     )
+    student_layers: list[int] | None = opt(
+        None,
+        "A student of the start model's transformer layers at these indices, e.g. [0, 2, 4] (strictly "
+        "increasing; as sentence-transformers' distillation example builds it). null: every layer.",
+    )
+    output_dim: int | None = opt(
+        None,
+        "Add a trainable Dense layer (identity activation) mapping the pooled vector to this size, saved as a "
+        "sentence-transformers Dense module (before the model's normalisation). null: none.",
+    )
+    output_dim_init: str = opt(
+        OUTPUT_DIM_INITS[0],
+        "How model.output_dim's Dense layer starts: pca (the top principal directions of the start model's "
+        "vectors of the training corpus, y = W (x - mu)) or random (nn.Linear's initialisation).",
+    )
 
     def __post_init__(self) -> None:
+        check_choice("model.output_dim_init", self.output_dim_init, OUTPUT_DIM_INITS)
+        check_positive("model.output_dim", self.output_dim, allow_none=True)
+        if self.student_layers is not None:
+            ok = isinstance(self.student_layers, list) and all(
+                isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.student_layers
+            )
+            if not ok or not self.student_layers:
+                raise ConfigError(
+                    f"model.student_layers must be a non-empty list of layer indices (0, 1, ...), got "
+                    f"{self.student_layers!r}"
+                )
+            if any(b <= a for a, b in zip(self.student_layers, self.student_layers[1:], strict=False)):
+                raise ConfigError(
+                    f"model.student_layers {self.student_layers} must be strictly increasing (no repeats): the "
+                    "student keeps the layers in the model's order"
+                )
+        if self.output_dim is not None and self.two_encoders:
+            raise ConfigError("model.output_dim applies to one encoder, not model.two_encoders")
         if self.pooler is not None:
             check_choice("model.pooler", self.pooler, POOLERS)
         check_choice("model.prompt_denoise", self.prompt_denoise, DENOISE_MODES)

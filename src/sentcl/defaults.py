@@ -31,3 +31,10 @@ DATA_ENV = "SENTCL_DATA"
 #: The data folder when neither --data-dir nor $SENTCL_DATA is given: ``shared/data`` in the parent of the
 #: current working folder (run from the checkout, that is ``../shared/data`` beside it).
 DATA_DIR_DEFAULT = ("..", "shared", "data")
+
+#: How ``model.output_dim``'s Dense layer starts (the config's choices, read by modeling/build.py): PCA of the
+#: start model's vectors (the first, the default) or nn.Linear's random initialisation.
+OUTPUT_DIM_INITS = ("pca", "random")
+
+#: Training sentences the PCA start of ``model.output_dim`` is fitted on (the first ones of the corpus).
+OUTPUT_DIM_PCA_SENTENCES = 5000

@@ -47,6 +47,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.postprocess.whitening",
         "sentcl.postprocess.flow",
         "sentcl.postprocess.storage",
+        "sentcl.postprocess.pca",
     ),
     ("sentcl.objectives",),
     ("sentcl.methods",),

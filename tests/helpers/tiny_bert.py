@@ -28,8 +28,8 @@ def write_vocab(folder: Path) -> Path:
     return path
 
 
-def build_tiny_bert(folder: Path, seed: int = 0) -> Path:
-    """A 2-layer, 32-wide random BERT and a word-piece tokenizer, saved as a plain HF folder."""
+def build_tiny_bert(folder: Path, seed: int = 0, layers: int = 2) -> Path:
+    """A 2-layer (or ``layers``), 32-wide random BERT and a word-piece tokenizer, saved as a plain HF folder."""
     folder.mkdir(parents=True, exist_ok=True)
     # transformers 5 ignores vocab_file= here (the tokenizer silently ends up with 5 tokens); vocab= works
     tokenizer = BertTokenizerFast(vocab=str(write_vocab(folder)), do_lower_case=True)
@@ -37,7 +37,7 @@ def build_tiny_bert(folder: Path, seed: int = 0) -> Path:
     config = BertConfig(
         vocab_size=tokenizer.vocab_size,
         hidden_size=32,
-        num_hidden_layers=2,
+        num_hidden_layers=layers,
         num_attention_heads=2,
         intermediate_size=64,
         max_position_embeddings=64,

@@ -39,6 +39,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("index", "index"),
     ("mine", "mine"),
     ("build-nli", "build_nli"),
+    ("build-corpus", "build_corpus"),
     ("download", "download"),
     ("report", "report"),
     ("experiment", "experiment"),

@@ -1,4 +1,4 @@
-"""``sentcl postprocess``: fit whitening or BERT-flow on a model's vectors of a file of sentences and save
+"""``sentcl postprocess``: fit whitening, BERT-flow or PCA on a model's vectors of a file of sentences and save
 the model with it (no training of the encoder); every command that loads the new folder applies it."""
 
 from __future__ import annotations
@@ -13,12 +13,13 @@ from sentcl.pathcheck import check_output_dir
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "postprocess",
-        help="Fit whitening or BERT-flow on a file of sentences and save the model with it.",
+        help="Fit whitening, BERT-flow or PCA on a file of sentences and save the model with it.",
         description="Whitening (Su et al. 2021): x' = (x - mu) U L^(-1/2), optionally the first --dim columns. "
         "BERT-flow (Li et al. 2020): a Glow trained by maximum likelihood on the frozen vectors; the vector "
-        "is its Gaussian latent. See docs/postprocess.md.",
+        "is its Gaussian latent. PCA: y = W (x - mu), W the top --dim principal directions, a Dense layer before the "
+        "model's normalisation. See docs/postprocess.md.",
     )
-    p.add_argument("method", choices=("whitening", "flow"), help="What to fit.")
+    p.add_argument("method", choices=("whitening", "flow", "pca"), help="What to fit.")
     p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
     add_pooler(p)
     add_batch_size(p)
@@ -33,7 +34,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "folder.",
     )
     p.add_argument("--output", required=True, type=Path, help="New model folder (must not exist).")
-    p.add_argument("--dim", type=positive_int, help="Whitening: keep the first k dimensions (default all).")
+    p.add_argument(
+        "--dim",
+        type=positive_int,
+        help="Whitening: keep the first k dimensions (default all). PCA: the output dimension (required).",
+    )
+    p.add_argument(
+        "--no-center",
+        dest="center",
+        action="store_false",
+        help="PCA: no bias (y = W x, as sentence-transformers' dimensionality-reduction example) instead of "
+        "y = W (x - mu).",
+    )
     p.add_argument("--max-sentences", type=positive_int, help="Fit on at most this many sentences.")
     p.add_argument(
         "--epochs", type=positive_int, default=1, help="Flow: passes over the sentences (default 1)."
@@ -79,6 +91,10 @@ def run(args: argparse.Namespace) -> int:
     check_output_dir(args.output, "--output", whole=True)  # before the fit
     if args.method == "whitening" and args.steps is not None:
         raise ValueError("--steps applies to flow, not whitening")
+    if args.method == "pca" and args.dim is None:
+        raise ValueError("pca needs --dim (the output dimension)")
+    if args.method != "pca" and not args.center:
+        raise ValueError("--no-center applies to pca")
     if args.method == "flow" and args.dim is not None:
         raise ValueError("--dim applies to whitening (a flow keeps every dimension)")
     settings = PostprocessSettings(
@@ -93,6 +109,7 @@ def run(args: argparse.Namespace) -> int:
         width=args.width,
         seed=args.seed,
         max_sentences=args.max_sentences,
+        center=args.center,
     )
     files = [fit_file_path(f, args.data_dir) for f in args.fit_files]
     encoder = open_model(args.model, pooler=args.pooler)
@@ -102,5 +119,11 @@ def run(args: argparse.Namespace) -> int:
         )
     postprocess_model(encoder, settings, files, args.batch_size)
     atomic_dir_write(args.output, encoder.save_pretrained)
-    print(f"wrote {args.output} ({args.method} fitted on {encoder.postprocess['sentences']} sentences)")
+    info = encoder.postprocess
+    kept = (
+        f"; {info['dim']} dimensions keep {100 * info['explained_variance_ratio']:.2f}% of the variance"
+        if args.method == "pca"
+        else ""
+    )
+    print(f"wrote {args.output} ({args.method} fitted on {info['sentences']} sentences{kept})")
     return 0

@@ -1,19 +1,30 @@
-"""The encoder a training config asks for: one SentenceEncoder, or f and g."""
+"""The encoder a training config asks for: one SentenceEncoder, or f and g; a student's layer subset
+(``model.student_layers``, modeling/student.py) and its output Dense layer (``model.output_dim``)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
+from sentcl.modeling.heads import DenseLayer
+from sentcl.modeling.student import keep_layers
 
 if TYPE_CHECKING:  # type-only: modeling does not import the config's floor
     from sentcl.config import ModelConfig
 
+logger = logging.getLogger("sentcl")
 
-def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
+
+def build_encoder(
+    cfg: ModelConfig, fit_sentences: Sequence[str] | None = None
+) -> SentenceEncoder | DualEncoder:
+    """``fit_sentences``: the training sentences ``model.output_dim_init: pca`` is fitted on."""
+
     def one() -> SentenceEncoder:
-        return SentenceEncoder.from_pretrained(
+        encoder = SentenceEncoder.from_pretrained(
             cfg.name_or_path,
             pooler=cfg.pooler,
             mlp_only_train=cfg.mlp_only_train,
@@ -23,7 +34,41 @@ def build_encoder(cfg: ModelConfig) -> SentenceEncoder | DualEncoder:
             prompt=cfg.prompt_templates,
             prompt_denoise=cfg.prompt_denoise,
         )
+        if cfg.student_layers is not None:
+            keep_layers(encoder.backbone, cfg.student_layers, cfg.name_or_path)
+            logger.info("%s: student of layers %s", cfg.name_or_path, cfg.student_layers)
+        return encoder
 
     if cfg.two_encoders:
         return DualEncoder(one(), one(), cfg.dual_embedding)
-    return one()
+    encoder = one()
+    if cfg.output_dim is not None:
+        add_output_dense(encoder, cfg.output_dim, cfg.output_dim_init, fit_sentences)
+    return encoder
+
+
+def add_output_dense(
+    encoder: SentenceEncoder, dim: int, init: str, fit_sentences: Sequence[str] | None = None
+) -> DenseLayer:
+    """Append a trainable Dense layer (identity activation) to ``dim`` outputs, before the model's
+    normalisation: PCA of the encoder's own vectors of ``fit_sentences`` (init "pca"), else nn.Linear's
+    random initialisation (as a new sentence-transformers Dense module)."""
+    width = encoder.full_embedding_dim
+    if init == "pca":
+        from sentcl.postprocess.pca import fit_pca, raw_vectors
+
+        if not fit_sentences:
+            raise ValueError("model.output_dim_init: pca needs sentences to fit on (the training corpus)")
+        where = f"model.output_dim_init pca ({len(fit_sentences)} training sentences)"
+        pca = fit_pca(raw_vectors(encoder, fit_sentences), dim, where)
+        layer = pca.as_dense()
+        logger.info(
+            "%s: output Dense %d -> %d from PCA keeping %.2f%% of the variance",
+            encoder.source, width, dim, 100 * float(pca.explained_variance_ratio.sum()),
+        )  # fmt: skip
+    elif init == "random":
+        layer = DenseLayer(width, dim, bias=True, activation="identity")
+    else:
+        raise ValueError(f"unknown model.output_dim_init {init!r}; valid: pca, random")
+    encoder.dense.append(layer.to(encoder.device))
+    return layer

@@ -1,4 +1,4 @@
-"""Fit whitening or BERT-flow on the sentence vectors of a file and attach it to a SentenceEncoder."""
+"""Fit whitening, BERT-flow or PCA on the sentence vectors of a file and attach it to a SentenceEncoder."""
 
 from __future__ import annotations
 
@@ -13,15 +13,17 @@ import numpy as np
 from sentcl.data.readers import DataFormatError, read_lines, require_file
 from sentcl.data.tables import iter_csv_records
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.postprocess.pca import raw_vectors  # noqa: F401 - re-exported (its home is pca.py)
 
 logger = logging.getLogger("sentcl")
 
-METHODS = ("whitening", "flow")
+METHODS = ("whitening", "flow", "pca")
 
 
 @dataclass(frozen=True)
 class PostprocessSettings:
-    """What to fit; ``dim`` is whitening's k, the flow options follow postprocess/flow.py's defaults."""
+    """What to fit; ``dim`` is whitening's k and PCA's (required there), the flow options follow
+    postprocess/flow.py's defaults; ``center``: PCA's bias −W μ (False: no bias, see postprocess/pca.py)."""
 
     method: str
     dim: int | None = None
@@ -34,6 +36,7 @@ class PostprocessSettings:
     width: int = 32
     seed: int = 0
     max_sentences: int | None = None
+    center: bool = True
 
 
 def read_fit_sentences(paths: Sequence[str | Path], max_sentences: int | None = None) -> list[str]:
@@ -62,18 +65,6 @@ def read_fit_sentences(paths: Sequence[str | Path], max_sentences: int | None = 
     return sentences[:max_sentences] if max_sentences else sentences
 
 
-def raw_vectors(encoder: Any, sentences: Sequence[str], batch_size: int = ENCODE_BATCH_SIZE) -> np.ndarray:
-    """The vectors the post-processing sees: the model's output before its final L2 normalisation (N, D)."""
-    normalize = encoder.normalize_output
-    encoder.normalize_output = False
-    try:
-        return np.asarray(
-            encoder.encode(list(sentences), batch_size=batch_size, show_progress=True), np.float64
-        )
-    finally:
-        encoder.normalize_output = normalize
-
-
 def postprocess_model(
     encoder: Any,
     settings: PostprocessSettings,
@@ -89,6 +80,8 @@ def postprocess_model(
 
     if settings.method not in METHODS:
         raise ValueError(f"unknown post-processing {settings.method!r}; valid: {', '.join(METHODS)}")
+    if settings.method == "pca" and settings.dim is None:
+        raise ValueError("PCA needs --dim (the number of principal directions to keep)")
     if encoder.postprocess is not None or encoder.flow is not None:
         done = (encoder.postprocess or {}).get("method", "flow")
         raise ValueError(
@@ -109,7 +102,9 @@ def postprocess_model(
         "sentences": len(sentences),
         "pooler": encoder.pooler,
     }
-    if settings.method == "whitening":
+    if settings.method == "pca":
+        info.update(_attach_pca(encoder, vectors, settings, where))
+    elif settings.method == "whitening":
         whitening = fit_whitening(vectors, settings.dim, where)
         encoder.dense.append(whitening.as_dense().to(encoder.device))
         info.update({"dim": whitening.weight.shape[1], "dense_index": len(encoder.dense) - 1})
@@ -130,3 +125,22 @@ def postprocess_model(
         )
     encoder.postprocess = info
     return encoder
+
+
+def _attach_pca(
+    encoder: Any, vectors: np.ndarray, settings: PostprocessSettings, where: str
+) -> dict[str, Any]:
+    """Append the PCA Dense layer (before the model's final normalisation); its fit record."""
+    from sentcl.postprocess.pca import fit_pca
+
+    assert settings.dim is not None
+    pca = fit_pca(vectors, settings.dim, where, center=settings.center)
+    encoder.dense.append(pca.as_dense().to(encoder.device))
+    kept = float(pca.explained_variance_ratio.sum())
+    logger.info("%s: PCA to %d dimensions keeps %.2f%% of the variance", where, settings.dim, 100 * kept)
+    return {
+        "dim": settings.dim,
+        "center": settings.center,
+        "explained_variance_ratio": round(kept, 6),
+        "dense_index": len(encoder.dense) - 1,
+    }

@@ -83,6 +83,8 @@ def parse_postprocess(value: Any, where: str) -> PostprocessPoint:
         raise ConfigError(
             f"{where}: postprocess.method must be one of {', '.join(METHODS)}, got {value['method']!r}"
         )
+    if value["method"] == "pca" and "dim" not in value:
+        raise ConfigError(f"{where}: postprocess.dim is required for pca (the output dimension)")
     fit = value["fit_file"]
     files = (
         {str(v): _files(f, where) for v, f in fit.items()} if isinstance(fit, dict) else _files(fit, where)

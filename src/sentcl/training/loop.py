@@ -25,6 +25,7 @@ from tqdm.auto import tqdm
 from sentcl import distributed
 from sentcl.config import TrainConfig
 from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation, example_key
+from sentcl.defaults import OUTPUT_DIM_PCA_SENTENCES
 from sentcl.methods import Method, build_method, method_spec
 from sentcl.modeling.build import build_encoder
 from sentcl.rng import step_seed
@@ -94,7 +95,7 @@ def _train(run: Run, resume: bool) -> TrainResult:
 
     # ---- model and method: identical initialisation on every rank, then per-rank dropout streams
     _seed_everything(t.seed)
-    model = build_encoder(cfg.model).to(run.device)
+    model = build_encoder(cfg.model, output_dim_sentences(cfg, corpus)).to(run.device)
     method = build_method(cfg, corpus, model.tokenizer)
     if len(method.examples) < run.global_batch:
         raise ValueError(
@@ -174,6 +175,21 @@ def _train(run: Run, resume: bool) -> TrainResult:
     if run.is_dist:
         distributed.shutdown()
     return result
+
+
+def output_dim_sentences(cfg: TrainConfig, corpus: Any) -> list[str] | None:
+    """The first training sentences ``model.output_dim_init: pca`` is fitted on (every sentence of an
+    example counts: a pair gives two); None when no PCA start is asked for."""
+    if cfg.model.output_dim is None or cfg.model.output_dim_init != "pca":
+        return None
+    sentences: list[str] = []
+    for i in range(len(corpus.examples)):
+        example = corpus.examples[i]
+        items = [example] if isinstance(example, str) else list(example)
+        sentences += [s for s in items if isinstance(s, str) and s.strip()]
+        if len(sentences) >= OUTPUT_DIM_PCA_SENTENCES:
+            break
+    return sentences[:OUTPUT_DIM_PCA_SENTENCES]
 
 
 def count_steps(run: Run, method: Method) -> int:

@@ -1,0 +1,53 @@
+"""``sentcl build-corpus english``: every distinct English sentence of the data folder, one a line
+(sentcl.data.offline_english), written atomically, with the count of each source."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from sentcl.cli.options import add_data_dir
+from sentcl.pathcheck import check_output_file
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "build-corpus",
+        help="Write every distinct English sentence of the data folder (a distillation corpus).",
+        description="Sources: the wiki prefix, SNLI dev/test, the SentEval transfer tasks (MR, CR, SUBJ, MPQA, "
+        "SST, TREC, MRPC), SICK train/trial, STS-B train, and unless excluded STS-B dev and the STS test sets "
+        "(STS12-16, STS-B test, SICK test). Whitespace-normalised, exact duplicates dropped, first-seen order.",
+    )
+    p.add_argument(
+        "kind", choices=("english",), help="Which corpus (english: the data folder's English text)."
+    )
+    p.add_argument("--out", "--output", dest="output", type=Path, required=True, help="Text file to write.")
+    p.add_argument(
+        "--exclude-sts-test",
+        action="store_true",
+        help="Leave out every sentence of the STS test sets (STS12-16, STS-B test, SICK test), wherever it "
+        "occurs.",
+    )
+    p.add_argument(
+        "--exclude-stsb-dev", action="store_true", help="Leave out every sentence of STS-B dev as well."
+    )
+    add_data_dir(p)
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.atomic import atomic_write_text
+    from sentcl.data.offline_english import offline_english_sentences
+    from sentcl.paths import resolve_data_dir
+
+    check_output_file(args.output, "--out")
+    data = resolve_data_dir(args.data_dir)
+    corpus = offline_english_sentences(data, args.exclude_sts_test, args.exclude_stsb_dev)
+    atomic_write_text(args.output, "".join(s + "\n" for s in corpus.sentences))
+    width = max(map(len, corpus.counts))
+    print(f"{'source':<{width}}  distinct  added  excluded")
+    for source, count in corpus.counts.items():
+        print(f"{source:<{width}}  {count.distinct:>8}  {count.added:>5}  {count.excluded:>8}")
+    left_out = ", ".join(corpus.excluded_sources) or "none"
+    print(f"wrote {args.output}: {len(corpus.sentences)} sentences (sources left out: {left_out})")
+    return 0
