@@ -1,0 +1,45 @@
+"""bench/distill_speed.py on tiny models: the JSON has every mode's rates, per-round ratios that are the
+rates' quotients, sizes that match the folders, and an int8 export close to its PyTorch model. No timing is
+asserted."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from helpers.tiny_bert import build_tiny_bert
+from modeling.modeling_folders import st_folder
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _bench_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
+def test_distill_speed_on_tiny_models(tmp_path: Path, data_dir: Path) -> None:
+    from bench import distill_speed
+
+    teacher = st_folder(tmp_path / "teacher", build_tiny_bert(tmp_path / "bert4", layers=4), "mean", [], True)
+    out = tmp_path / "speed.json"
+    argv = ["--teacher", str(teacher), "--student-layers", "0,3", "--rounds", "2", "--sentences", "40"]
+    distill_speed.main([*argv, "--data-dir", str(data_dir), "--output", str(out)])
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert {"benchmark", "command", "machine", "loadavg_end"} <= set(data)
+    assert set(data["modes"]) == set(distill_speed.MODES) and data["sentences"] == 40
+    teacher_rates = data["modes"]["teacher"]["round_rates"]
+    for mode, row in data["modes"].items():
+        assert len(row["round_rates"]) == 2 and min(row["round_rates"]) > 0
+        expected = [r / t for r, t in zip(row["round_rates"], teacher_rates, strict=True)]
+        assert row["round_ratios"] == pytest.approx(expected)
+        assert row["speed_vs_teacher"] == pytest.approx(sum(expected) / 2)  # median of two
+    weights = teacher / "model.safetensors"
+    assert data["sizes"]["teacher"]["weights_bytes"] == weights.stat().st_size
+    assert data["sizes"]["teacher"]["bytes"] == sum(
+        f.stat().st_size for f in teacher.rglob("*") if f.is_file()
+    )
+    assert data["sizes"]["student"]["weights_bytes"] < data["sizes"]["teacher"]["weights_bytes"]
+    assert data["sizes"]["student-onnx-int8"]["weights_bytes"] > 0
+    assert data["modes"]["student-onnx-int8"]["cos_to_student"]["min"] > 0.9
