@@ -30,7 +30,7 @@ def test_distill_speed_on_tiny_models(tmp_path: Path, data_dir: Path) -> None:
     assert {"benchmark", "command", "machine", "loadavg_end"} <= set(data)
     assert set(data["modes"]) == set(distill_speed.MODES) and data["sentences"] == 40
     teacher_rates = data["modes"]["teacher"]["round_rates"]
-    for mode, row in data["modes"].items():
+    for row in data["modes"].values():
         assert len(row["round_rates"]) == 2 and min(row["round_rates"]) > 0
         expected = [r / t for r, t in zip(row["round_rates"], teacher_rates, strict=True)]
         assert row["round_ratios"] == pytest.approx(expected)
