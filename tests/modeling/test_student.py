@@ -162,3 +162,20 @@ def test_training_a_student_with_an_output_dim(bert4: Path, data_dir: Path, tmp_
     model = SentenceEncoder.from_pretrained(str(best))
     assert model.embedding_dim == 8 and len(model.backbone.encoder.layer) == 2
     np.testing.assert_allclose(st_encode(best, SENTENCES), model.encode(SENTENCES), atol=1e-5)
+
+
+def test_output_dim_fit_sentences_from_every_kind_of_example() -> None:
+    from types import SimpleNamespace
+
+    from sentcl.config import TrainConfig
+    from sentcl.defaults import OUTPUT_DIM_PCA_SENTENCES
+    from sentcl.training.loop import output_dim_sentences
+
+    cfg = from_dict(TrainConfig, {"model": {"output_dim": 4}})
+    record = SimpleNamespace(text="a record", successors=("next",))
+    corpus = SimpleNamespace(examples=["one", ("p", "e", "c"), " ", record])
+    assert output_dim_sentences(cfg, corpus) == ["one", "p", "e", "c", "a record"]
+    many = SimpleNamespace(examples=[f"s{i}" for i in range(OUTPUT_DIM_PCA_SENTENCES + 5)])
+    assert len(output_dim_sentences(cfg, many)) == OUTPUT_DIM_PCA_SENTENCES  # type: ignore[arg-type]
+    cfg.model.output_dim_init = "random"
+    assert output_dim_sentences(cfg, corpus) is None

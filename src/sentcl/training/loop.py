@@ -185,7 +185,12 @@ def output_dim_sentences(cfg: TrainConfig, corpus: Any) -> list[str] | None:
     sentences: list[str] = []
     for i in range(len(corpus.examples)):
         example = corpus.examples[i]
-        items = [example] if isinstance(example, str) else list(example)
+        if isinstance(example, str):
+            items: list[Any] = [example]
+        elif isinstance(example, tuple | list):
+            items = list(example)
+        else:  # a record (next-sentence and ordered examples): its text
+            items = [getattr(example, "text", None)]
         sentences += [s for s in items if isinstance(s, str) and s.strip()]
         if len(sentences) >= OUTPUT_DIM_PCA_SENTENCES:
             break
