@@ -146,7 +146,7 @@ def test_only_takes_the_points_a_postprocessing_needs(tmp_path: Path, tiny_bert:
     [
         (
             {"method": "umap", "model": "start", "fit_file": "f"},
-            "postprocess.method must be one of whitening, flow, pca",
+            "postprocess.method must be one of whitening, flow, pca, none",
         ),
         ({"method": "pca", "model": "start", "fit_file": "f"}, "postprocess.dim is required for pca"),
         (

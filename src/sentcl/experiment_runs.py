@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +43,20 @@ class GridRow:
     paper: float | None
     reused: bool
     seed: int | None = None  # the grid's seed of this run (None: a grid without seeds)
+    extra: dict[str, float] = field(default_factory=dict)  # the grid's ``also`` metrics
+
+
+def row_values(spec: GridSpec, results_file: Path) -> tuple[dict[str, Any], float, dict[str, float]]:
+    """(results.json's object, the grid metric, the ``also`` metrics) of one run; an error names the file."""
+    summary = json.loads(results_file.read_text(encoding="utf-8"))
+    values = {}
+    for metric in (spec.metric, *spec.also):
+        try:
+            values[metric] = METRICS[metric][1](summary["results"])
+        except KeyError as err:
+            raise KeyError(f"{results_file}: no {metric} result ({err.args[0]})") from None
+    value = values.pop(spec.metric)
+    return summary, value, values
 
 
 def run_grid(
@@ -56,7 +70,6 @@ def run_grid(
     if train_fn is None:
         from sentcl.training.loop import train as train_fn
     configs = point_configs(spec, variant, runs_dir, extra_overrides)
-    read_metric = METRICS[spec.metric][1]
     trained: dict[tuple[str, int], Path] = {}  # (training point, seed) -> its run folder
     rows = []
     for i, (point, cfg) in enumerate(configs, start=1):
@@ -85,13 +98,11 @@ def run_grid(
             else:
                 logger.info("%s: %s of %s in %s", progress, post.method, post.model, out)
                 run_postprocess_point(post, cfg, variant, where, source)
-        summary = json.loads((out / "results.json").read_text(encoding="utf-8"))
-        try:
-            value = read_metric(summary["results"])
-        except KeyError as err:
-            raise KeyError(f"{out / 'results.json'}: no {spec.metric} result ({err.args[0]})") from None
+        summary, value, extra = row_values(spec, out / "results.json")
         rows.append(
-            GridRow(point, out, value, summary.get("best_step"), spec.paper.get(point.name), done, seed)
+            GridRow(
+                point, out, value, summary.get("best_step"), spec.paper.get(point.name), done, seed, extra
+            )
         )
     return rows
 

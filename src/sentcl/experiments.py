@@ -14,7 +14,11 @@ A grid file (``configs/experiments/NAME.yaml``)::
 
 A point with ``postprocess: {method: whitening|flow, model: start|POINT, fit_file: ...}`` trains nothing: it
 fits whitening or BERT-flow on the start model or on an earlier training point's best model (same seed) and
-evaluates that (sentcl.postprocess.grid).
+evaluates that (sentcl.postprocess.grid); ``method: none`` evaluates the model as it is (no fit file). A point
+with ``once: true`` runs for the first seed only (its result depends on no seed: the start model, a teacher).
+
+``also: [sts_avg]`` shows more metrics beside ``metric``; ``tables`` and ``targets`` add committed side tables
+(a measured speed table) and the targets the page checks (sentcl.report.targets).
 
 A point's config is load_config(TrainConfig, base, variant overrides + point overrides + extra overrides)
 (later ones win; then ``training.seed`` when the grid has ``seeds``); its run folder is
@@ -42,10 +46,12 @@ from sentcl.evaluation.runner import TASKS, expand, headline
 from sentcl.files import read_yaml
 from sentcl.grid_schema import GRID_KEYS, GridFile
 from sentcl.postprocess.grid import (
+    EVALUATE_ONLY,
     START,
     PostprocessPoint,
     parse_postprocess,
 )
+from sentcl.report.targets import Target, parse_targets
 from sentcl.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -83,6 +89,9 @@ class GridPoint:
     overrides: tuple[str, ...]
     variants: tuple[str, ...] | None = None  # None: every variant
     postprocess: PostprocessPoint | None = None  # a post-processing point: no training
+    #: run for the grid's first seed only (a point whose result no seed changes: an evaluation of the start
+    #: model, a teacher)
+    once: bool = False
 
     @property
     def slug(self) -> str:
@@ -103,6 +112,9 @@ class GridSpec:
     paper_source: str = ""
     description: str = ""
     seeds: tuple[int, ...] | None = None  # None: each point once, with the recipe's training.seed
+    also: tuple[str, ...] = ()  # more metrics shown beside ``metric``
+    tables: tuple[str, ...] = ()  # side tables beside the page (sentcl.report.targets)
+    targets: tuple[Target, ...] = ()
 
     @property
     def name(self) -> str:
@@ -110,6 +122,12 @@ class GridSpec:
 
     def points_for(self, variant: str) -> list[GridPoint]:
         return [p for p in self.points if p.variants is None or variant in p.variants]
+
+    def seeds_for(self, point: GridPoint) -> tuple[int | None, ...]:
+        """The seeds a point runs with: every grid seed, the first only for a ``once`` point, or (None,)."""
+        if not self.seeds:
+            return (None,)
+        return self.seeds[:1] if point.once else self.seeds
 
 
 def yaml_value(value: Any) -> str:
@@ -158,19 +176,7 @@ def load_grid(path: str | Path) -> GridSpec:
     if metric not in METRICS:
         raise ConfigError(f"{path}: metric {metric!r} is not valid; choose one of: {', '.join(METRICS)}")
     points = list(_vary_points(data.get("vary"), path))
-    for i, item in enumerate(data.get("points") or []):
-        if not isinstance(item, dict) or "name" not in item:
-            raise ConfigError(f"{path}: points[{i}] must be a mapping with a 'name' (and 'set', 'variants')")
-        extra = set(item) - {"name", "set", "variants", "postprocess"}
-        if extra:
-            raise ConfigError(f"{path}: points[{i}] has unknown key(s) {', '.join(sorted(extra))}")
-        only = item.get("variants")
-        overrides = _overrides(item.get("set"), f"{path}: points[{i}].set")
-        post = item.get("postprocess")
-        post = parse_postprocess(post, f"{path}: point {item['name']!r}") if post is not None else None
-        points.append(
-            GridPoint(str(item["name"]), overrides, tuple(only) if only is not None else None, post)
-        )
+    points += _named_points(data.get("points"), path)
     if not points:
         raise ConfigError(f"{path}: the grid has no points (give 'vary' and/or 'points')")
     for key, count in _counts([p.name for p in points]).items():
@@ -192,6 +198,13 @@ def load_grid(path: str | Path) -> GridSpec:
     ):
         raise ConfigError(f"{path}: 'seeds' must be a list of distinct whole numbers, got {seeds!r}")
     _check_postprocess_sources(points, path)
+    also = tuple(str(m) for m in data.get("also") or ())
+    bad = [m for m in also if m not in METRICS]
+    if bad:
+        raise ConfigError(
+            f"{path}: also names unknown metric(s) {', '.join(bad)}; valid: {', '.join(METRICS)}"
+        )
+    tables = tuple(str(t) for t in data.get("tables") or ())
     spec = GridSpec(
         path=path,
         title=str(data["title"]),
@@ -203,6 +216,9 @@ def load_grid(path: str | Path) -> GridSpec:
         paper_source=str(paper.get("source", "")),
         description=str(data.get("description", "")).strip(),
         seeds=tuple(seeds) if seeds is not None else None,
+        also=also,
+        tables=tables,
+        targets=parse_targets(data.get("targets"), path, tables),
     )
     for point in points:
         bad = [v for v in point.variants or () if v not in spec.variants]
@@ -210,6 +226,15 @@ def load_grid(path: str | Path) -> GridSpec:
             raise ConfigError(f"{path}: point {point.name!r} names unknown variant(s) {', '.join(bad)}")
     for variant in spec.variants:
         point_configs(spec, variant)
+    names = {p.name for p in points}
+    unknown = [
+        s.point
+        for t in spec.targets
+        for s in (t.measured, t.against)
+        if s and s.point and s.point not in names
+    ]
+    if unknown:
+        raise ConfigError(f"{path}: targets name unknown point(s) {', '.join(map(repr, unknown))}")
     missing = [k for k in spec.paper if k not in {p.name for p in points}]
     if missing:
         raise ConfigError(f"{path}: paper values for unknown point(s) {', '.join(missing)}")
@@ -227,6 +252,10 @@ def _check_postprocess_sources(points: Sequence[GridPoint], path: Path) -> None:
                 f"{path}: point {point.name!r}: postprocess.model must be {START!r} or the name of a training "
                 f"point listed before it, got {point.postprocess.model!r}"
             )
+        if source.once and not point.once:
+            raise ConfigError(
+                f"{path}: point {point.name!r} runs for every seed but its model {source.name!r} is 'once'"
+            )
         if source.variants is not None and (
             point.variants is None or not set(point.variants) <= set(source.variants)
         ):
@@ -237,6 +266,29 @@ def _check_postprocess_sources(points: Sequence[GridPoint], path: Path) -> None:
 
 def _counts(names: Sequence[str]) -> dict[str, int]:
     return {n: names.count(n) for n in dict.fromkeys(names)}
+
+
+def _named_points(items: Any, path: Path) -> list[GridPoint]:
+    """The grid file's ``points``: each a mapping with a name, overrides and optionally variants,
+    ``postprocess`` and ``once``."""
+    points = []
+    for i, item in enumerate(items or []):
+        if not isinstance(item, dict) or "name" not in item:
+            raise ConfigError(f"{path}: points[{i}] must be a mapping with a 'name' (and 'set', 'variants')")
+        extra = set(item) - {"name", "set", "variants", "postprocess", "once"}
+        if extra:
+            raise ConfigError(f"{path}: points[{i}] has unknown key(s) {', '.join(sorted(extra))}")
+        only = item.get("variants")
+        overrides = _overrides(item.get("set"), f"{path}: points[{i}].set")
+        post = item.get("postprocess")
+        post = parse_postprocess(post, f"{path}: point {item['name']!r}") if post is not None else None
+        once = item.get("once", False)
+        if not isinstance(once, bool):
+            raise ConfigError(f"{path}: point {item['name']!r}: 'once' must be true or false, got {once!r}")
+        points.append(
+            GridPoint(str(item["name"]), overrides, tuple(only) if only is not None else None, post, once)
+        )
+    return points
 
 
 def _vary_points(vary: Any, path: Path) -> list[GridPoint]:
@@ -272,10 +324,10 @@ def point_configs(
         raise ConfigError(f"{spec.path}: no variant {variant!r}; this grid has: {', '.join(spec.variants)}")
     task = METRICS[spec.metric][0]
     result = []
-    runs = [(point, seed) for point in spec.points_for(variant) for seed in (spec.seeds or (None,))]
+    runs = [(point, seed) for point in spec.points_for(variant) for seed in spec.seeds_for(point)]
     for point, seed in runs:
         out = Path(runs_dir) / spec.name / variant / point.slug
-        if point.postprocess is not None:
+        if point.postprocess is not None and point.postprocess.method != EVALUATE_ONLY:
             point.postprocess.files_for(variant, f"{spec.path}: point {point.name!r}")
         overrides = [
             *spec.variants[variant],

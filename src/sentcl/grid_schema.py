@@ -29,6 +29,19 @@ class GridFile:
     variants: dict[str, Any] | None = opt(None, "Variant name (cpu, full) -> its overrides (required).")
     paper: GridPaper = field(default_factory=GridPaper, metadata={"help": "The paper's numbers."})
     seeds: list[int] | None = opt(None, "Run each point once per seed (distinct whole numbers).")
+    also: list[str] | None = opt(
+        None, "More metrics shown beside the main one, each a column (sts_avg, ...)."
+    )
+    tables: list[str] | None = opt(
+        None,
+        "JSON tables committed beside the page (paths relative to the page's folder), shown under the grid "
+        "table: {title, columns, rows, values, notes, command} (e.g. a measured speed table).",
+    )
+    targets: list[Any] | None = opt(
+        None,
+        "Targets the page checks: {what, measured: {point|table, metric|value}, against: {...}, compare: "
+        "ratio|difference|value, at_least|at_most}.",
+    )
 
 
 #: the keys a grid file may hold

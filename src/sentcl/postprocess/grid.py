@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 OPTION_KEYS = tuple(f.name for f in fields(PostprocessSettings) if f.name not in ("method", "seed"))
 SPEC_KEYS = ("method", "model", "fit_file", *OPTION_KEYS)
 START = "start"
+#: ``postprocess: {method: none, model: ...}``: evaluate the model as it is (no fit, no fit file)
+EVALUATE_ONLY = "none"
 
 
 @dataclass(frozen=True)
@@ -76,18 +78,28 @@ def parse_postprocess(value: Any, where: str) -> PostprocessPoint:
         raise ConfigError(
             f"{where}: postprocess has unknown key(s) {', '.join(unknown)}; valid: {', '.join(SPEC_KEYS)}"
         )
-    for key in ("method", "model", "fit_file"):
+    evaluate_only = value.get("method") == EVALUATE_ONLY
+    for key in ("method", "model") + (() if evaluate_only else ("fit_file",)):
         if key not in value:
             raise ConfigError(f"{where}: postprocess needs {key!r}")
-    if value["method"] not in METHODS:
+    if value["method"] not in (*METHODS, EVALUATE_ONLY):
         raise ConfigError(
-            f"{where}: postprocess.method must be one of {', '.join(METHODS)}, got {value['method']!r}"
+            f"{where}: postprocess.method must be one of {', '.join((*METHODS, EVALUATE_ONLY))}, got "
+            f"{value['method']!r}"
         )
     if value["method"] == "pca" and "dim" not in value:
         raise ConfigError(f"{where}: postprocess.dim is required for pca (the output dimension)")
-    fit = value["fit_file"]
+    if evaluate_only and set(value) - {"method", "model"}:
+        raise ConfigError(
+            f"{where}: postprocess method {EVALUATE_ONLY!r} takes only 'model' (it fits nothing)"
+        )
+    fit = value.get("fit_file", [])
     files = (
-        {str(v): _files(f, where) for v, f in fit.items()} if isinstance(fit, dict) else _files(fit, where)
+        ()
+        if evaluate_only
+        else {str(v): _files(f, where) for v, f in fit.items()}
+        if isinstance(fit, dict)
+        else _files(fit, where)
     )
     options = tuple((k, value[k]) for k in OPTION_KEYS if k in value)
     point = PostprocessPoint(str(value["method"]), str(value["model"]), files, options)
@@ -113,34 +125,30 @@ def run_postprocess_point(
     from sentcl.atomic import atomic_write_text
     from sentcl.evaluation.runner import evaluate
     from sentcl.modeling.encode import encode_fn
-    from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.paths import resolve_data_dir
     from sentcl.postprocess.fit import postprocess_model, raw_vectors, read_fit_sentences
 
     out = Path(cfg.training.output_dir)
     data_dir = resolve_data_dir(cfg.data.data_dir)
     files = [data_dir / f for f in point.files_for(variant, where)]
-    if source_dir is None:
-        source = cfg.model.name_or_path
-        encoder = SentenceEncoder.from_pretrained(
-            source,
-            pooler=cfg.model.pooler,
-            mlp_only_train=cfg.model.mlp_only_train,
-            train_max_length=cfg.model.max_length,
-        )
-    else:
-        source = str(source_dir / "best")
-        encoder = SentenceEncoder.from_pretrained(source)
+    source, encoder = _source_model(cfg, source_dir)
     device = "cuda" if torch.cuda.is_available() else "cpu"
     encoder = encoder.to(device)
-    settings = point.settings(cfg.training.seed)
-    key = (source, encoder.pooler, encoder.train_max_length, tuple(map(str, files)), settings.max_sentences)
-    if key not in _VECTORS:
-        sentences = read_fit_sentences(files, settings.max_sentences)
-        _VECTORS[key] = raw_vectors(encoder, sentences, cfg.eval.batch_size)
-        while len(_VECTORS) > _VECTORS_KEPT:
-            _VECTORS.pop(next(iter(_VECTORS)))
-    encoder = postprocess_model(encoder, settings, files, cfg.eval.batch_size, _VECTORS[key])
+    if point.method != EVALUATE_ONLY:
+        settings = point.settings(cfg.training.seed)
+        key = (
+            source,
+            encoder.pooler,
+            encoder.train_max_length,
+            tuple(map(str, files)),
+            settings.max_sentences,
+        )
+        if key not in _VECTORS:
+            sentences = read_fit_sentences(files, settings.max_sentences)
+            _VECTORS[key] = raw_vectors(encoder, sentences, cfg.eval.batch_size)
+            while len(_VECTORS) > _VECTORS_KEPT:
+                _VECTORS.pop(next(iter(_VECTORS)))
+        encoder = postprocess_model(encoder, settings, files, cfg.eval.batch_size, _VECTORS[key])
     logger.info("evaluating %s + %s on %s", source, point.method, ", ".join(cfg.eval.final_tasks))
     results = evaluate(
         encode_fn(encoder, cfg.eval.batch_size), data_dir, cfg.eval.final_tasks, cfg.eval.transfer_protocol
@@ -153,6 +161,23 @@ def run_postprocess_point(
     atomic_write_text(
         out / "results.json", json.dumps(summary, indent=2) + "\n"
     )  # last: marks the point done
+
+
+def _source_model(cfg: TrainConfig, source_dir: Path | None) -> tuple[str, Any]:
+    """(its name, the SentenceEncoder) of a post-processing point's model: the start model with the point's
+    settings, or an earlier point's best model."""
+    from sentcl.modeling.encoder import SentenceEncoder
+
+    if source_dir is not None:
+        source = str(source_dir / "best")
+        return source, SentenceEncoder.from_pretrained(source)
+    source = cfg.model.name_or_path
+    return source, SentenceEncoder.from_pretrained(
+        source,
+        pooler=cfg.model.pooler,
+        mlp_only_train=cfg.model.mlp_only_train,
+        train_max_length=cfg.model.max_length,
+    )
 
 
 def postprocess_differences(out: Path, record: dict[str, Any]) -> list[str]:

@@ -11,6 +11,7 @@ from pathlib import Path
 from sentcl.experiment_runs import GridRow
 from sentcl.experiments import METRICS, GridSpec
 from sentcl.report.plots import PIXELS, plot_grid_metric
+from sentcl.report.targets import read_table, table_markdown, targets_markdown
 
 
 def _fmt(value: float | None) -> str:
@@ -21,18 +22,29 @@ def grid_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
     """Markdown: | Point | Overrides | <metric> | Paper | Best step | Run folder |, one row per point."""
     metric = METRICS[spec.metric][2]
     with_paper = bool(spec.paper)
-    header = ["Point", "Overrides", metric] + (["Paper"] if with_paper else []) + ["Best step", "Run folder"]
+    also = [METRICS[m][2] for m in spec.also]
+    header = (
+        ["Point", "Overrides", metric, *also]
+        + (["Paper"] if with_paper else [])
+        + ["Best step", "Run folder"]
+    )
     lines = [
         "| " + " | ".join(header) + " |",
-        "|---|---|---:|" + ("---:|" if with_paper else "") + "---:|---|",
+        "|---|---|---:|" + "---:|" * len(also) + ("---:|" if with_paper else "") + "---:|---|",
     ]
     for row in rows:
         overrides = ", ".join(f"`{o}`" for o in row.point.overrides) or "(base)"
-        cells = [row.point.name, overrides, f"{row.value:.2f}"]
+        cells = [row.point.name, overrides, f"{row.value:.2f}", *(f"{row.extra[m]:.2f}" for m in spec.also)]
         cells += [_fmt(row.paper)] if with_paper else []
         cells += [_fmt(row.best_step), f"`{row.run_dir}`"]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
+
+
+def _mean_sd(values: Sequence[float]) -> str:
+    """``mean ± sd`` (sample sd), or the mean alone for one value."""
+    mean = statistics.fmean(values)
+    return f"{mean:.2f}" + (f" ± {statistics.stdev(values):.2f}" if len(values) > 1 else "")
 
 
 @dataclass(frozen=True)
@@ -66,10 +78,12 @@ def seed_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
     """Markdown: | Point | Overrides | <metric> mean ± sd | Per seed | Paper | Run folder |, one row per point."""
     metric = METRICS[spec.metric][2]
     with_paper = bool(spec.paper)
-    header = ["Point", "Overrides", f"{metric} (mean ± sd)", "Per seed"] + (["Paper"] if with_paper else [])
+    also = [f"{METRICS[m][2]} (mean ± sd)" for m in spec.also]
+    header = ["Point", "Overrides", f"{metric} (mean ± sd)", "Per seed", *also]
+    header += ["Paper"] if with_paper else []
     lines = [
         "| " + " | ".join(header + ["Run folder"]) + " |",
-        "|---|---|---:|---|" + ("---:|" if with_paper else "") + "---|",
+        "|---|---|---:|---|" + "---:|" * len(also) + ("---:|" if with_paper else "") + "---|",
     ]
     for summary in by_point(rows):
         first = summary.rows[0]
@@ -77,9 +91,9 @@ def seed_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
         if first.point.postprocess is not None:
             post = first.point.postprocess
             overrides += f"; {post.method} of {post.model}"
-        sd = "" if summary.sd is None else f" ± {summary.sd:.2f}"
         seeds = ", ".join(f"{r.seed}: {r.value:.2f}" for r in summary.rows)
-        cells = [first.point.name, overrides, f"{summary.mean:.2f}{sd}", seeds]
+        cells = [first.point.name, overrides, _mean_sd(summary.values), seeds]
+        cells += [_mean_sd([r.extra[m] for r in summary.rows]) for m in spec.also]
         cells += [_fmt(first.paper)] if with_paper else []
         cells += [f"`{first.run_dir.parent}`"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -128,6 +142,7 @@ def write_grid_report(
     if command:
         parts += ["```bash", command, "```", ""]
     parts += [seed_table(spec, rows) if spec.seeds else grid_table(spec, rows), ""]
+    parts += _side_sections(spec, rows, output_dir / f"{spec.name}-{variant}")
     if summaries is not None:
         shown = summaries.relative_to(output_dir) if summaries.is_relative_to(output_dir) else summaries
         parts += [
@@ -142,6 +157,23 @@ def write_grid_report(
     md = output_dir / f"{stem}.md"
     md.write_text("\n".join(parts), encoding="utf-8")
     return md, png
+
+
+def _side_sections(spec: GridSpec, rows: Sequence[GridRow], page_dir: Path) -> list[str]:
+    """The page's targets and side tables (sentcl.report.targets), read from ``page_dir`` (the folder beside
+    the page that holds its run summaries)."""
+    tables = {name: read_table(page_dir, name) for name in spec.tables}
+
+    def point_values(point: str, metric: str | None) -> list[float]:
+        chosen = [r for r in rows if r.point.name == point]
+        return [r.value if metric in (None, spec.metric) else r.extra[metric] for r in chosen]
+
+    parts = []
+    if spec.targets:
+        parts += ["## Targets", "", targets_markdown(spec.targets, point_values, tables), ""]
+    for name in spec.tables:
+        parts += [table_markdown(tables[name]), "", f"(From `{page_dir.name}/{name}`, beside this page.)", ""]
+    return parts
 
 
 def _shown(path: Path | str) -> str:

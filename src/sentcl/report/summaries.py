@@ -16,8 +16,8 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from sentcl.experiment_runs import GridRow
-from sentcl.experiments import METRICS, GridSpec
+from sentcl.experiment_runs import GridRow, row_values
+from sentcl.experiments import GridSpec
 
 #: the files of a run folder that make its summary, in the order they are copied; the first two are required (a
 #: post-processing point trains nothing, so it has no metrics.jsonl)
@@ -73,23 +73,24 @@ def rows_from_summaries(spec: GridSpec, variant: str, source: Path) -> list[Grid
     in grid order; each row's run folder is the one its config recorded (``training.output_dir``)."""
     if variant not in spec.variants:
         raise ValueError(f"{spec.path}: no variant {variant!r}; this grid has: {', '.join(spec.variants)}")
-    read_metric = METRICS[spec.metric][1]
     rows = []
     for point in spec.points_for(variant):
-        for seed in spec.seeds or (None,):
+        for seed in spec.seeds_for(point):
             folder = source / point.slug / ("" if seed is None else f"seed-{seed}")
-            summary = _read_json(folder / "results.json")
+            _read_json(folder / "results.json")  # present and a JSON object, or an error naming the file
             config = _read_json(folder / "config.json")
-            try:
-                value = read_metric(summary["results"])
-            except KeyError as err:
-                raise KeyError(
-                    f"{folder / 'results.json'}: no {spec.metric} result ({err.args[0]})"
-                ) from None
+            summary, value, extra = row_values(spec, folder / "results.json")
             run_dir = Path(config.get("training", {}).get("output_dir") or folder)
             rows.append(
                 GridRow(
-                    point, run_dir, value, summary.get("best_step"), spec.paper.get(point.name), True, seed
+                    point,
+                    run_dir,
+                    value,
+                    summary.get("best_step"),
+                    spec.paper.get(point.name),
+                    True,
+                    seed,
+                    extra,
                 )
             )
     return rows
