@@ -34,6 +34,30 @@ def spearman_of(model: Path, data: Path, split: str) -> float:
     return 100 * spearmanr(cos, [float(r[4]) for r in rows]).statistic
 
 
+def bare_student_spearman(model: Path, data: Path, layer: int) -> float:
+    """STS-B dev Spearman x 100 of transformers' own BertModel with only layer ``layer`` kept, mean-pooled by
+    hand: the independent reference of an evaluate-only point with ``model.student_layers``."""
+    import torch
+    from transformers import AutoModel, AutoTokenizer
+
+    tokenizer, bert = AutoTokenizer.from_pretrained(str(model)), AutoModel.from_pretrained(str(model)).eval()
+    bert.encoder.layer = torch.nn.ModuleList([bert.encoder.layer[layer]])
+    rows = [
+        line.split("\t") for line in (data / "senteval/STS/STSBenchmark/sts-dev.csv").read_text().splitlines()
+    ]
+
+    def embed(texts: list[str]) -> np.ndarray:
+        batch = tokenizer(texts, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            hidden = bert(**batch).last_hidden_state  # (N, L, H)
+        mask = batch["attention_mask"].unsqueeze(-1).float()  # (N, L, 1)
+        return ((hidden * mask).sum(1) / mask.sum(1)).numpy()
+
+    a, b = embed([r[5] for r in rows]), embed([r[6] for r in rows])
+    cos = (a * b).sum(1) / np.linalg.norm(a, axis=1) / np.linalg.norm(b, axis=1)
+    return 100 * spearmanr(cos, [float(r[4]) for r in rows]).statistic
+
+
 def write_grid(tmp_path: Path, tiny_bert: Path, **extra: object) -> Path:
     data = write_small_sts(tmp_path / "data")
     corpus = write_corpus(tmp_path / "corpus.txt", 40)
@@ -51,6 +75,12 @@ def write_grid(tmp_path: Path, tiny_bert: Path, **extra: object) -> Path:
         "also": ["stsb"],
         "points": [
             {"name": "start", "once": True, "postprocess": {"method": "none", "model": "start"}},
+            {
+                "name": "bare student",
+                "once": True,
+                "set": {"model.student_layers": [1]},
+                "postprocess": {"method": "none", "model": "start"},
+            },
             {"name": "trained"},
         ],
         "variants": {"cpu": {}},
@@ -112,6 +142,10 @@ def test_once_evaluate_only_also_targets_and_tables(tmp_path: Path, tiny_bert: P
     start = json.loads((runs / "tiny/cpu/start/seed-1/results.json").read_text())
     start_dev = start["results"]["stsb_dev"]["STSBenchmark"]["spearman"]
     assert start_dev == pytest.approx(spearman_of(tiny_bert, tmp_path / "data", "dev"), abs=1e-3)
+    bare = json.loads((runs / "tiny/cpu/bare-student/seed-1/results.json").read_text())["results"]
+    assert bare["stsb_dev"]["STSBenchmark"]["spearman"] == pytest.approx(
+        bare_student_spearman(tiny_bert, tmp_path / "data", 1), abs=1e-3
+    )
     trained = [
         json.loads((runs / f"tiny/cpu/trained/seed-{s}/results.json").read_text())["results"] for s in (1, 2)
     ]

@@ -110,7 +110,7 @@ def parse_postprocess(value: Any, where: str) -> PostprocessPoint:
     return point
 
 
-# (model, pooler, fit files, max_sentences) -> its raw vectors: the points of a grid that post-process the same
+# (model, its student layers, pooler, fit files, max_sentences) -> its raw vectors: the points of a grid that post-process the same
 # model (whitening and flow of one seed's model; the start model for every seed) encode the fit file once
 _VECTORS: dict[tuple[Any, ...], Any] = {}
 _VECTORS_KEPT = 4
@@ -138,6 +138,7 @@ def run_postprocess_point(
         settings = point.settings(cfg.training.seed)
         key = (
             source,
+            None if source_dir is not None else tuple(cfg.model.student_layers or ()),
             encoder.pooler,
             encoder.train_max_length,
             tuple(map(str, files)),
@@ -172,12 +173,17 @@ def _source_model(cfg: TrainConfig, source_dir: Path | None) -> tuple[str, Any]:
         source = str(source_dir / "best")
         return source, SentenceEncoder.from_pretrained(source)
     source = cfg.model.name_or_path
-    return source, SentenceEncoder.from_pretrained(
+    encoder = SentenceEncoder.from_pretrained(
         source,
         pooler=cfg.model.pooler,
         mlp_only_train=cfg.model.mlp_only_train,
         train_max_length=cfg.model.max_length,
     )
+    if cfg.model.student_layers is not None:  # the bare student: the start model's layer subset, untrained
+        from sentcl.modeling.student import keep_layers
+
+        keep_layers(encoder.backbone, cfg.model.student_layers, source)
+    return source, encoder
 
 
 def postprocess_differences(out: Path, record: dict[str, Any]) -> list[str]:
