@@ -16,6 +16,7 @@ READERS = (
     "next_sentence",
     "nli_csv",
     "nli_jsonl",
+    "offline_english",
     "ordered_lines",
     "pairs",
     "scored_pairs",

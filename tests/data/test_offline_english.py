@@ -149,3 +149,17 @@ def test_real_data_folder(data_dir: Path) -> None:
     assert not sts_test & set(corpus.sentences)
     assert len(corpus.sentences) == len(set(corpus.sentences)) == sum(c.added for c in corpus.counts.values())
     assert sum(c.added for c in corpus.counts.values()) > 150_000
+
+
+def test_training_reader_is_the_corpus_without_the_evaluation_sentences(tmp_path: Path) -> None:
+    """``data.reader: offline_english`` with ``data.train_file: .`` trains on the corpus the command writes with
+    both exclusions: the same sentences, in the same order, none of the STS test sets or STS-B dev."""
+    from sentcl.data.sources import read_training_data
+
+    data = _small_data(tmp_path / "data")
+    corpus = read_training_data("offline_english", data)
+    cut = offline_english_sentences(data, exclude_sts_test=True, exclude_stsb_dev=True)
+    assert corpus.examples == cut.sentences
+    assert STS_TEST_SENTENCE not in corpus.examples and "stsb dev a" not in corpus.examples
+    assert corpus.skipped == {"evaluation_sentences": sum(c.excluded for c in cut.counts.values())} != {}
+    assert read_training_data("offline_english", data, max_examples=3).examples == cut.sentences[:3]

@@ -56,6 +56,9 @@ def test_config_names_match_the_registries() -> None:
     from sentcl.data.augment import FEATURE_AUGMENTATIONS, TEXT_AUGMENTATIONS, TOKEN_AUGMENTATIONS
     from sentcl.data.sources import NEUTRAL_READERS, READERS
     from sentcl.evaluation.runner import DEV_PREFIXES, GROUPS, TASKS, dev_task_names
+    from sentcl.interop import mteb_adapter  # registers the task "mteb" (any test order, or this one alone)
+
+    assert "mteb" in TASKS and mteb_adapter
 
     assert tuple(READERS.names()) == config_names.READERS
     assert NEUTRAL_READERS == config_names.NEUTRAL_READERS

@@ -31,7 +31,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentcl.data.readers import DataFormatError, require_file
+from sentcl.data.readers import Corpus, DataFormatError, require_file
 from sentcl.data.scored_pairs import normalize_spaces
 
 SE = "senteval"
@@ -177,3 +177,12 @@ def offline_english_sentences(
                 count.added += 1
         count.distinct = len(mine)
     return OfflineCorpus(out, counts, excluded)
+
+
+def read_offline_english(folder: str | Path, max_examples: int | None = None) -> Corpus:
+    """The training reader ``offline_english``: ``data.train_file`` names the data folder itself (``.``), and
+    the examples are every distinct English sentence in it outside the evaluation's sentences (the STS test
+    sets and STS-B dev), in source order; the sampler shuffles them. What was left out is counted."""
+    corpus = offline_english_sentences(Path(folder), exclude_sts_test=True, exclude_stsb_dev=True)
+    excluded = sum(count.excluded for count in corpus.counts.values())
+    return Corpus(Path(folder), corpus.sentences[:max_examples], {"evaluation_sentences": excluded})

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from sentcl.data import nli, ordered, pairs, scored_pairs
+from sentcl.data import nli, offline_english, ordered, pairs, scored_pairs
 from sentcl.data.readers import Corpus, read_lines
 from sentcl.registry import Registry
 
@@ -22,6 +22,8 @@ READERS.register("next_sentence")(ordered.read_next_sentence)
 READERS.register("pairs")(pairs.read_pairs)  # (x, x+) from .csv / .tsv / .jsonl (SimCSE Table 4)
 READERS.register("scored_pairs")(scored_pairs.read_scored_pairs)  # (s1, s2, score): CoSENT
 READERS.register("stsb")(scored_pairs.read_stsb_pairs)  # STS Benchmark's TSV layout, scored pairs
+# train_file: the data folder ("."); every distinct English sentence outside the STS test sets and STS-B dev
+READERS.register("offline_english")(offline_english.read_offline_english)
 NEUTRAL_READERS = ("nli_jsonl", "senteval_snli")
 
 
