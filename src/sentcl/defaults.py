@@ -31,3 +31,11 @@ DATA_ENV = "SENTCL_DATA"
 #: The data folder when neither --data-dir nor $SENTCL_DATA is given: ``shared/data`` in the parent of the
 #: current working folder (run from the checkout, that is ``../shared/data`` beside it).
 DATA_DIR_DEFAULT = ("..", "shared", "data")
+
+#: Sub-folder of the cache folder ($SENTCL_CACHE, else ~/.cache/sentcl: ``sentcl.data.streaming.cache_root``)
+#: that holds cached teacher vectors when ``model.teacher_cache`` is null: ``~/.cache/sentcl/teachers``.
+TEACHER_CACHE_SUBDIR = "teachers"
+
+#: How a teacher's vectors meet a student of another width (``model.teacher_mapping``): a learned linear
+#: projection of the student's vector into the teacher's space, or the teacher's vectors reduced by PCA.
+TEACHER_MAPPINGS = ("projection", "pca")

@@ -281,3 +281,45 @@ class SNCSEOptions(TemperatureOptions):
 
     def check(self, cfg: TrainConfig) -> None:
         check_mask_pooler(cfg)
+
+
+# ---- distillation from teachers (model.teacher): the teacher keys every such method reads
+TEACHER_KEYS = ("model.teacher", "model.teacher_mapping")
+#: distill_kl's temperatures (our reading, after RankCSE's ListNet: the teacher's is half the student's)
+DISTILL_KL_TEMPERATURE = 0.05
+DISTILL_KL_TEACHER_TEMPERATURE = 0.025
+
+
+@dataclass
+class TeacherOptions(ObjectiveConfig):
+    """The options of a method that distils teachers (``model.teacher``); its own options follow."""
+
+    uses: ClassVar[tuple[str, ...]] = TEACHER_KEYS
+
+    def check(self, cfg: TrainConfig) -> None:
+        if cfg.model.teacher is None:
+            raise ConfigError(
+                f"{self.name} distils a teacher: set model.teacher (a model folder of any kind sentcl opens, a "
+                "hub id or an offline short name such as all-MiniLM-L6-v2)"
+            )
+
+
+@dataclass
+class DistillMSEOptions(TeacherOptions):
+    pass
+
+
+@dataclass
+class DistillKLOptions(TeacherOptions):
+    temperature: float = opt(
+        DISTILL_KL_TEMPERATURE, "Student temperature: p_S = softmax over j != i of cos(s_i, s_j) / tau."
+    )
+    teacher_temperature: float = opt(
+        DISTILL_KL_TEACHER_TEMPERATURE,
+        "Teacher temperature: p_T = softmax over j != i of cos(t_i, t_j) / tau_T.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.temperature", self.temperature)
+        check_positive("objective.teacher_temperature", self.teacher_temperature)
