@@ -25,7 +25,11 @@ def corpus_views(corpus: Corpus, method: str) -> int:
     if all(is_parallel(e) for e in corpus.examples):
         return 2
     first = is_parallel(corpus.examples[0])
-    bad = next(i for i, e in enumerate(corpus.examples) if is_parallel(e) != first or not (first or isinstance(e, str)))
+    bad = next(
+        i
+        for i, e in enumerate(corpus.examples)
+        if is_parallel(e) != first or not (first or isinstance(e, str))
+    )
     raise ConfigError(
         f"{method} trains on sentences (data.reader=lines) or (source, translation) pairs (data.reader=pairs), "
         f"one kind per file; example {bad} of {corpus.path} is {preview(corpus.examples[bad])}"

@@ -40,7 +40,9 @@ def teacher_text(example: Any) -> str:  # noqa: ANN401 - a corpus example
         return example
     if isinstance(example, tuple) and example and isinstance(example[0], str):
         return example[0]
-    raise TypeError(f"a teacher encodes sentences or (source, translation) pairs, got {type(example).__name__}")
+    raise TypeError(
+        f"a teacher encodes sentences or (source, translation) pairs, got {type(example).__name__}"
+    )
 
 
 def teacher_device(cfg: TrainConfig) -> str | None:
@@ -61,9 +63,7 @@ class Teachers:
     text_of: Callable[[Any], str] = teacher_text
 
     @classmethod
-    def build(
-        cls, cfg: TrainConfig, examples: Sequence[Any], *, shard_size: int | None = None
-    ) -> Teachers:
+    def build(cls, cfg: TrainConfig, examples: Sequence[Any], *, shard_size: int | None = None) -> Teachers:
         teachers = cfg.model.teacher
         if teachers is None:
             raise ConfigError(f"{cfg.objective.name} distils a teacher: set model.teacher")

@@ -29,7 +29,11 @@ from sentcl.similarity import cosine_matrix
 
 
 def kl_rows(teacher_logits: Tensor, student_logits: Tensor) -> Tensor:
-    """Mean over rows of KL(softmax(teacher row) || softmax(student row)), the diagonal left out: scalar."""
+    """Mean over rows of KL(softmax(teacher row) || softmax(student row)), the diagonal left out: scalar.
+
+    A batch of one sentence (an epoch's last, partial batch) has no other sentence to rank: 0, with a graph."""
+    if student_logits.size(0) < 2:
+        return student_logits.sum() * 0.0
     eye = torch.eye(teacher_logits.size(0), dtype=torch.bool, device=teacher_logits.device)  # (B, B)
     log_p = torch.log_softmax(off_diagonal(teacher_logits), dim=-1)  # (B, B), -inf on the diagonal
     log_q = torch.log_softmax(off_diagonal(student_logits), dim=-1)  # (B, B)

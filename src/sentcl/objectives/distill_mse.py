@@ -46,7 +46,9 @@ class DistillMSE(Objective):
     ) -> None:
         super().__init__()  # values checked once, by the config (model.teacher_mapping)
         if num_views not in (1, 2):
-            raise ValueError(f"distill_mse takes 1 view (sentences) or 2 (source, translation), got {num_views}")
+            raise ValueError(
+                f"distill_mse takes 1 view (sentences) or 2 (source, translation), got {num_views}"
+            )
         if mapping == "pca" and pca_basis is None:
             raise ValueError("teacher_mapping 'pca' needs the teachers' PCA basis")
         self.num_views = num_views

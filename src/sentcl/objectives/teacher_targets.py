@@ -31,8 +31,10 @@ def teacher_vectors(meta: Mapping[str, Tensor], count: int) -> list[Tensor]:
     """The K teachers' (B, D_k) vectors from the objective's keywords; a clear error when one is missing."""
     missing = [teacher_key(k) for k in range(count) if teacher_key(k) not in meta]
     if missing:
-        raise ValueError(f"the objective needs the teachers' vectors {', '.join(missing)} in the batch metadata")
-    return [meta[teacher_key(k)].float() for k in range(count)]
+        raise ValueError(
+            f"the objective needs the teachers' vectors {', '.join(missing)} in the batch metadata"
+        )
+    return [meta[teacher_key(k)] for k in range(count)]
 
 
 def teacher_mean(meta: Mapping[str, Tensor], weights: Sequence[float]) -> Tensor:
