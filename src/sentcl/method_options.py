@@ -283,7 +283,7 @@ class SNCSEOptions(TemperatureOptions):
         check_mask_pooler(cfg)
 
 
-# ---- distillation from teachers (model.teacher): the teacher keys every such method reads
+# ---- distillation from teachers (model.teacher); the width mapping is read by the methods that compare vectors
 TEACHER_KEYS = ("model.teacher", "model.teacher_mapping")
 #: distill_kl's temperatures (our reading, after RankCSE's ListNet: the teacher's is half the student's)
 DISTILL_KL_TEMPERATURE = 0.05
@@ -294,7 +294,7 @@ DISTILL_KL_TEACHER_TEMPERATURE = 0.025
 class TeacherOptions(ObjectiveConfig):
     """The options of a method that distils teachers (``model.teacher``); its own options follow."""
 
-    uses: ClassVar[tuple[str, ...]] = TEACHER_KEYS
+    uses: ClassVar[tuple[str, ...]] = ("model.teacher",)
 
     def check(self, cfg: TrainConfig) -> None:
         if cfg.model.teacher is None:
@@ -306,7 +306,7 @@ class TeacherOptions(ObjectiveConfig):
 
 @dataclass
 class DistillMSEOptions(TeacherOptions):
-    pass
+    uses: ClassVar[tuple[str, ...]] = TEACHER_KEYS
 
 
 @dataclass
@@ -323,3 +323,41 @@ class DistillKLOptions(TeacherOptions):
         super().__post_init__()
         check_positive("objective.temperature", self.temperature)
         check_positive("objective.teacher_temperature", self.teacher_temperature)
+
+
+#: RankCSE's ranking losses: ListMLE (its best BERT-base number), ListNet, or both
+RANKINGS = ("listmle", "listnet", "both")
+
+
+@dataclass
+class RankCSEOptions(TeacherOptions):
+    temperature: float = opt(0.05, "tau_1 of SimCSE's InfoNCE on the two dropout views.")
+    teacher_temperature: float = opt(
+        0.05, "tau_2: the teachers' in-batch similarities are scaled by 1/tau_2 (their softmax for ListNet)."
+    )
+    listnet_temperature: float = opt(
+        0.025, "tau_3: the student's similarities in ListNet are scaled by 1/tau_3 (tau_2 / 2, as the paper)."
+    )
+    listmle_temperature: float = opt(
+        0.05, "The student's similarities in ListMLE are scaled by 1/this (the public reproduction's tau_2)."
+    )
+    ranking: str = opt(
+        "listmle",
+        "Ranking distillation: 'listmle' (Plackett-Luce likelihood of the teachers' order; the paper's best "
+        "BERT-base row, 80.36), 'listnet' (cross-entropy of top-one probabilities; 80.05) or 'both'.",
+    )
+    listmle_weight: float = opt(1.0, "gamma: weight of the ListMLE term.")
+    listnet_weight: float = opt(1.0, "gamma: weight of the ListNet term.")
+    consistency_weight: float = opt(
+        1.0,
+        "beta: weight of the ranking consistency term, the Jensen-Shannon divergence between the in-batch "
+        "distributions of the two dropout views (0: off).",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("temperature", "teacher_temperature", "listnet_temperature", "listmle_temperature"):
+            check_positive(f"objective.{name}", getattr(self, name))
+        check_choice("objective.ranking", self.ranking, RANKINGS)
+        for name in ("listmle_weight", "listnet_weight", "consistency_weight"):
+            _non_negative(name, getattr(self, name))

@@ -25,6 +25,7 @@ from sentcl.method_options import (
     NextSentenceOptions,
     PromptBERTOptions,
     QuickThoughtsOptions,
+    RankCSEOptions,
     SNCSEOptions,
     SupPairsOptions,
     SupSimCSEOptions,
@@ -198,6 +199,17 @@ _RECORDS = (
               "ListNet term (Liu et al., ACL 2023) without its contrastive term; no paper states it alone",
               None, "none: no paper reports this loss alone"),
         "the student's in-batch similarity distribution follows the teacher's (KL divergence; our reading)",
+    ),
+    MethodRecord(
+        "rankcse", RankCSEOptions, "lines",
+        Paper("Jiduan Liu, Jiahao Liu, Qifan Wang, Jingang Wang, Wei Wu, Yunsen Xian, Dongyan Zhao, Kai Chen and "
+              "Rui Yan",
+              "RankCSE: Unsupervised Sentence Representations Learning via Learning to Rank", "ACL 2023",
+              "@inproceedings{liu2023rankcse, title={RankCSE: Unsupervised Sentence Representations Learning via "
+              "Learning to Rank}, author={Liu, Jiduan and Liu, Jiahao and Wang, Qifan and Wang, Jingang and Wu, Wei "
+              "and Xian, Yunsen and Zhao, Dongyan and Chen, Kai and Yan, Rui}, booktitle={ACL}, year={2023}}",
+              80.36, f"{_STS7}, unsupervised, the ListMLE variant (ListNet: 80.05)"),
+        "RankCSE (Liu et al., 2023): SimCSE + ranking consistency + listwise ranking distillation from teachers",
     ),
 )  # fmt: skip
 
