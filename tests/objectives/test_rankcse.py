@@ -31,16 +31,16 @@ def terms_by_hand(h, hp, teachers, weights, tau1, tau2, tau3, tau_mle):  # noqa:
     s = [[cos(h[i], hp[j]) for j in range(n)] for i in range(n)]
     back = [[cos(hp[i], h[j]) for j in range(n)] for i in range(n)]
     t = [
-        [sum(w * cos(tk[i], tk[j]) for w, tk in zip(weights, teachers)) / tau2 for j in range(n)]
+        [sum(w * cos(tk[i], tk[j]) for w, tk in zip(weights, teachers, strict=True)) / tau2 for j in range(n)]
         for i in range(n)
     ]
     infonce = sum(-math.log(softmax([x / tau1 for x in s[i]])[i]) for i in range(n)) / n
     js = 0.0
     for i in range(n):
         p, q = softmax([x / tau1 for x in s[i]]), softmax([x / tau1 for x in back[i]])
-        m = [(a + b) / 2 for a, b in zip(p, q)]
-        js += 0.5 * sum(a * math.log(a / c) for a, c in zip(p, m)) + 0.5 * sum(
-            b * math.log(b / c) for b, c in zip(q, m)
+        m = [(a + b) / 2 for a, b in zip(p, q, strict=True)]
+        js += 0.5 * sum(a * math.log(a / c) for a, c in zip(p, m, strict=True)) + 0.5 * sum(
+            b * math.log(b / c) for b, c in zip(q, m, strict=True)
         )
     js /= n
     listnet = 0.0
@@ -48,7 +48,7 @@ def terms_by_hand(h, hp, teachers, weights, tau1, tau2, tau3, tau_mle):  # noqa:
         others = [j for j in range(n) if j != i]
         q = softmax([t[i][j] for j in others])
         p = softmax([s[i][j] / tau3 for j in others])
-        listnet -= sum(a * math.log(b) for a, b in zip(q, p))
+        listnet -= sum(a * math.log(b) for a, b in zip(q, p, strict=True))
     listnet /= n
     listmle = 0.0
     for i in range(n):
