@@ -86,3 +86,35 @@ def test_the_projection_is_trained_resumed_exactly_and_not_saved_in_the_model(
     for key, value in state["model"].items():
         torch.testing.assert_close(again[key], value, rtol=0, atol=1e-6, msg=key)
     assert encoded == [16], "three runs, one encode"
+
+
+def test_parallel_sentences_train_both_terms_and_the_teacher_encodes_the_sources_only(
+    tmp_path: Path, tiny_bert: Path, encoded: list[int]
+) -> None:
+    pairs = tmp_path / "parallel.tsv"
+    rows = [
+        (f"the dog runs {w}", f"der hund rennt {w}") for w in ("fast", "slow", "near", "far", "home", "out")
+    ]
+    pairs.write_text("sent0\tsent1\n" + "".join(f"{a}\t{b}\n" for a, b in rows + rows[:2]), encoding="utf-8")
+    recipe = write(tmp_path, tiny_bert, "distill_mse", "pairs", max_steps=2)
+    cfg = yaml.safe_load(recipe.read_text())
+    cfg["data"].update(train_file=str(pairs), reader="pairs")
+    cfg["training"]["batch_size"] = 4
+    recipe.write_text(yaml.safe_dump(cfg), encoding="utf-8")
+    assert main(["train", "--config", str(recipe)]) == 0
+    assert encoded == [6], "the six distinct source sentences, not the translations"
+    steps = [json.loads(x) for x in (tmp_path / "pairs" / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in steps if r["event"] == "train"]
+    assert len(train) == 2
+    assert all(abs(r["loss"] - r["mse_source"] - r["mse_translation"]) < 1e-5 for r in train)
+
+
+def test_a_file_mixing_sentences_and_pairs_is_refused() -> None:
+    from sentcl.config import ConfigError
+    from sentcl.data.readers import Corpus
+    from sentcl.methods.distill_mse import corpus_views
+
+    assert corpus_views(Corpus(Path("a"), ["x", "y"], {}), "distill_mse") == 1
+    assert corpus_views(Corpus(Path("a"), [("x", "y")], {}), "distill_mse") == 2
+    with pytest.raises(ConfigError, match="example 1 of a"):
+        corpus_views(Corpus(Path("a"), ["x", ("x", "y")], {}), "distill_mse")

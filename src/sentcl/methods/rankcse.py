@@ -7,7 +7,7 @@ from transformers import PreTrainedTokenizerBase
 from sentcl.config import TrainConfig
 from sentcl.data.readers import Corpus
 from sentcl.method_options import RankCSEOptions
-from sentcl.methods.base import Method, register_method
+from sentcl.methods.base import Method, check_examples, register_method
 from sentcl.methods.teachers import Teachers
 from sentcl.methods.views import duplicate_view
 from sentcl.objectives.rankcse import RankCSELoss
@@ -19,6 +19,7 @@ def rankcse(
 ) -> Method:
     """Views (s, s) with independent dropout masks; the teachers' cached vectors of s give the target ranking of
     the batch (``sentcl.objectives.rankcse``: InfoNCE + beta JS consistency + gamma ListNet / ListMLE)."""
+    check_examples(corpus, lambda e: isinstance(e, str), "rankcse", "sentence", "check data.reader: lines")
     teachers = Teachers.build(cfg, corpus.examples)
     return Method(
         views=duplicate_view(2),

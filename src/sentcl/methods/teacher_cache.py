@@ -41,7 +41,7 @@ FORMAT = 1
 TEXTS_FILE = "texts.txt"
 VECTORS_DIR = "vectors"
 #: rows per shard of a teacher encode: the unit that a resumed encode skips
-TEACHER_SHARD_SIZE = 50_000
+TEACHER_SHARD_SIZE = 10_000
 
 
 def teacher_cache_dir(configured: str | None) -> Path:
