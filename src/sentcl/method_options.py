@@ -306,7 +306,19 @@ class TeacherOptions(ObjectiveConfig):
 
 @dataclass
 class DistillMSEOptions(TeacherOptions):
+    simcse_weight: float = opt(
+        0.0,
+        "lambda of an added SimCSE term (ours, not the paper's): lambda x InfoNCE between two dropout views of "
+        "each sentence (of a pair: the sentence and its translation); 0: the paper's loss alone.",
+    )
+    temperature: float = temperature_option()
+
     uses: ClassVar[tuple[str, ...]] = TEACHER_KEYS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _non_negative("simcse_weight", self.simcse_weight)
+        check_positive("objective.temperature", self.temperature)
 
 
 @dataclass

@@ -29,19 +29,38 @@ def mse(a: np.ndarray, b: np.ndarray) -> float:
 def test_distill_mse_is_the_papers_two_terms_against_the_weighted_teacher_mean():
     z = rand(5, 2, 6)  # (B, V, D): the student's source and translation vectors
     t0, t1 = rand(5, 6, seed=1), rand(5, 6, seed=2)
-    loss = DistillMSE([0.75, 0.25], 6, num_views=2)
+    loss = DistillMSE([0.75, 0.25], 6, parallel=True)
     out = loss(z, teacher_0=t0, teacher_1=t1)
     target = 0.75 * t0.numpy() + 0.25 * t1.numpy()
     source, translation = mse(z[:, 0].numpy(), target), mse(z[:, 1].numpy(), target)
     assert float(out["loss"]) == pytest.approx(source + translation, rel=1e-10)
     assert float(out["mse_source"]) == pytest.approx(source, rel=1e-10)
     assert float(out["mse_translation"]) == pytest.approx(translation, rel=1e-10)
-    one = DistillMSE([1.0], 6, num_views=1)(z[:, :1], teacher_0=t0)
+    one = DistillMSE([1.0], 6)(z[:, :1], teacher_0=t0)
     assert float(one["loss"]) == pytest.approx(mse(z[:, 0].numpy(), t0.numpy()), rel=1e-10)
 
 
+def nll(positive: float, others: list[float]) -> float:
+    return -positive + math.log(math.exp(positive) + sum(math.exp(o) for o in others))
+
+
+def test_distill_mse_with_simcse_adds_infonce_of_the_two_views_and_keeps_the_mse_on_the_first():
+    z, t = rand(5, 2, 6), rand(5, 6, seed=1)
+    out = DistillMSE([1.0], 6, simcse_weight=0.5, temperature=0.05)(z, teacher_0=t)
+    h, hp = z[:, 0].numpy(), z[:, 1].numpy()
+    infonce = np.mean(
+        [
+            nll(cos(h[i], hp[i]) / 0.05, [cos(h[i], hp[j]) / 0.05 for j in range(5) if j != i])
+            for i in range(5)
+        ]
+    )
+    assert float(out["simcse"]) == pytest.approx(infonce, rel=1e-10)
+    assert float(out["loss"]) == pytest.approx(mse(h, t.numpy()) + 0.5 * infonce, rel=1e-10)
+    assert DistillMSE([1.0], 6, simcse_weight=0.5).num_views == 2 and DistillMSE([1.0], 6).num_views == 1
+
+
 def test_distill_mse_projection_is_trained_and_maps_the_student_into_the_teacher_space():
-    loss = DistillMSE([1.0], teacher_dim=6, num_views=1)
+    loss = DistillMSE([1.0], teacher_dim=6)
     modules = loss.bind(4)
     assert set(modules) == {"teacher_projection"}
     proj = modules["teacher_projection"].double()

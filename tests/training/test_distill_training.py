@@ -40,14 +40,16 @@ def encoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return counts
 
 
-def write(tmp_path: Path, tiny_bert: Path, name: str, run: str, **training: object) -> Path:
+def write(
+    tmp_path: Path, tiny_bert: Path, name: str, run: str, options: dict | None = None, **training: object
+) -> Path:
     corpus = tmp_path / "corpus.txt"
     if not corpus.exists():
         write_corpus(corpus, 16)
         corpus.write_text(corpus.read_text() + corpus.read_text().splitlines()[0] + "\n")  # a repeated line
     recipe = tiny_recipe(tiny_bert, write_small_sts(tmp_path / "data"), corpus, tmp_path / run, **training)
     recipe["model"].update(teacher="all-MiniLM-L6-v2", teacher_cache=str(tmp_path / "cache"))
-    recipe["objective"] = {"name": name}
+    recipe["objective"] = {"name": name, **(options or {})}
     path = tmp_path / f"{run}.yaml"
     path.write_text(yaml.safe_dump(recipe), encoding="utf-8")
     return path
@@ -61,8 +63,12 @@ def test_two_epochs_and_a_second_run_encode_nothing_more(
     assert encoded == [16], "16 distinct sentences of 17 lines, encoded once for both epochs"
     steps = [json.loads(x) for x in (tmp_path / "first" / "metrics.jsonl").read_text().splitlines()]
     assert max(r["step"] for r in steps if r["event"] == "train") == 6  # 2 epochs of 3 batches
-    assert main(["train", "--config", str(write(tmp_path, tiny_bert, "distill_mse", "second"))]) == 0
+    second = write(tmp_path, tiny_bert, "distill_mse", "second", {"simcse_weight": 0.1})
+    assert main(["train", "--config", str(second)]) == 0
     assert encoded == [16], "the second run (another method, same teacher and corpus) reused the cache"
+    steps = [json.loads(x) for x in (tmp_path / "second" / "metrics.jsonl").read_text().splitlines()]
+    train = [r for r in steps if r["event"] == "train"]
+    assert train and all(abs(r["loss"] - r["mse_source"] - 0.1 * r["simcse"]) < 1e-5 for r in train)
 
 
 def test_the_projection_is_trained_resumed_exactly_and_not_saved_in_the_model(

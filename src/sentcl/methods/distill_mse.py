@@ -11,6 +11,7 @@ from sentcl.files import preview
 from sentcl.method_options import DistillMSEOptions
 from sentcl.methods.base import Example, Method, register_method
 from sentcl.methods.teachers import Teachers
+from sentcl.methods.views import duplicate_view
 from sentcl.objectives.distill_mse import DistillMSE
 
 
@@ -40,7 +41,8 @@ def corpus_views(corpus: Corpus, method: str) -> int:
 def distill_mse(
     cfg: TrainConfig, o: DistillMSEOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
 ) -> Method:
-    """Reimers & Gurevych 2020, eq. 1: MSE(M^(s), M(s)) [+ MSE(M^(t), M(s)) for a translation t].
+    """Reimers & Gurevych 2020, eq. 1: MSE(M^(s), M(s)) [+ MSE(M^(t), M(s)) for a translation t]
+    [+ lambda InfoNCE of two views with ``objective.simcse_weight``].
 
     The teachers encode each distinct source sentence once (cached; ``sentcl.methods.teachers``); a pairs file
     (``data.reader=pairs``: source, translation) makes a model multilingual, the student encoding both sides.
@@ -50,10 +52,12 @@ def distill_mse(
     dim = teachers.same_dim("distill_mse")
     mapping = cfg.model.teacher_mapping
     basis = torch.from_numpy(teachers.pca_basis()) if mapping == "pca" else None
+    parallel = views == 2
+    loss = DistillMSE(teachers.weights, dim, parallel, mapping, basis, o.simcse_weight, o.temperature)
     return Method(
-        views=(lambda e: (e[0], e[1])) if views == 2 else (lambda e: (e,)),
-        objective=DistillMSE(teachers.weights, dim, views, mapping, basis),
+        views=(lambda e: (e[0], e[1])) if parallel else duplicate_view(loss.num_views),
+        objective=loss,
         examples=corpus.examples,
         meta=teachers.meta,
-        views_are_copies=views == 1,
+        views_are_copies=not parallel,
     )

@@ -6,7 +6,11 @@ For a batch of parallel sentences (s_j, t_j), with M the teacher and M^ the stud
 
 the square being the mean squared error over the vector's coordinates, as the authors' code computes it
 (sentence-transformers' ``MSELoss``: ``nn.MSELoss`` on each pair of (B, D) matrices, the two terms added). A
-one-sentence-a-line corpus has one view and only the first term. The teachers' vectors arrive as
+one-sentence-a-line corpus has one view and only the first term.
+
+``simcse_weight`` lambda > 0 adds lambda x InfoNCE(view 0, view 1) (SimCSE's eq. 1, tau 0.05; ours, not the
+paper's): a sentence corpus then has two dropout views of each sentence (the MSE on the first), a pair corpus
+takes the translation as the sentence's positive. The teachers' vectors arrive as
 ``teacher_0 .. teacher_{K-1}`` (``sentcl.objectives.teacher_targets``); the target is their weighted mean
 M(s) = sum_k w_k M_k(s).
 
@@ -30,6 +34,7 @@ import torch
 from torch import Tensor, nn
 
 from sentcl.objectives.base import Objective
+from sentcl.objectives.infonce import info_nce
 from sentcl.objectives.teacher_targets import teacher_mean
 
 
@@ -40,18 +45,17 @@ class DistillMSE(Objective):
         self,
         weights: Sequence[float],
         teacher_dim: int,
-        num_views: int = 1,
+        parallel: bool = False,
         mapping: str = "projection",
         pca_basis: Tensor | None = None,
+        simcse_weight: float = 0.0,
+        temperature: float = 0.05,
     ) -> None:
-        super().__init__()  # values checked once, by the config (model.teacher_mapping)
-        if num_views not in (1, 2):
-            raise ValueError(
-                f"distill_mse takes 1 view (sentences) or 2 (source, translation), got {num_views}"
-            )
+        super().__init__()  # values checked once, by the config and the options class
         if mapping == "pca" and pca_basis is None:
             raise ValueError("teacher_mapping 'pca' needs the teachers' PCA basis")
-        self.num_views = num_views
+        self.parallel, self.simcse_weight, self.temperature = parallel, simcse_weight, temperature
+        self.num_views = 2 if parallel or simcse_weight > 0 else 1
         self.weights, self.teacher_dim, self.mapping = list(weights), teacher_dim, mapping
         self.pca_basis = pca_basis  # (D_t, D_t), axes by explained variance
         self.projection: nn.Linear | None = None
@@ -89,8 +93,14 @@ class DistillMSE(Objective):
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
         self.check_views(z)
         t = self.target(meta)  # (B, D)
-        terms = [nn.functional.mse_loss(self.student(z[:, v]), t) for v in range(self.num_views)]
-        out = {"loss": torch.stack(terms).sum(), "mse_source": terms[0].detach()}
-        if self.num_views == 2:
+        views = range(2) if self.parallel else range(1)  # a second dropout view only serves SimCSE's term
+        terms = [nn.functional.mse_loss(self.student(z[:, v]), t) for v in views]
+        loss = torch.stack(terms).sum()
+        out = {"mse_source": terms[0].detach()}
+        if self.parallel:
             out["mse_translation"] = terms[1].detach()
-        return out
+        if self.simcse_weight > 0:
+            simcse = info_nce(z[:, 0], z[:, 1], self.temperature)
+            loss = loss + self.simcse_weight * simcse
+            out["simcse"] = simcse.detach()
+        return {"loss": loss, **out}
