@@ -124,6 +124,11 @@ def test_vectors_are_encoded_once_and_reused_and_equal_the_teachers_encode(
     assert counting.opened == 3 and len(list(tmp_path.iterdir())) == 3
 
 
+def test_a_teacher_that_cannot_be_opened_is_named(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="model.teacher: .*nowhere cannot be opened"):
+        teacher_vectors(TeacherConfig(str(tmp_path / "nowhere")), ["a dog"], tmp_path / "cache")
+
+
 def test_an_interrupted_encode_resumes_with_the_missing_shards_only(
     sentcl_teacher: Path, tmp_path: Path, counting: Counting
 ) -> None:

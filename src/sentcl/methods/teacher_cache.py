@@ -34,6 +34,7 @@ from sentcl.index.identity import model_fingerprint
 from sentcl.index.shards import MANIFEST, ShardSet, encode_shards, read_manifest
 from sentcl.paths import resolve_model_path
 from sentcl.teacher_config import TeacherConfig
+from sentcl.typed_config import ConfigError
 
 logger = logging.getLogger(__name__)
 #: the cache entry's layout version (a new layout gets new entries, never misreads old ones)
@@ -149,7 +150,10 @@ def teacher_vectors(
             atomic_write(entry / TEXTS_FILE, lambda f: _write_lines(f, texts))
     distributed.barrier()  # texts.txt is on disk for every rank
     logger.info("encoding %d sentences with teacher %s into %s", len(texts), teacher.path, entry)
-    encoder = open_teacher(teacher, device)
+    try:
+        encoder = open_teacher(teacher, device)
+    except (OSError, ValueError) as err:
+        raise ConfigError(f"model.teacher: {teacher.path} cannot be opened as a teacher: {err}") from err
     encode_shards(
         encoder,
         entry / TEXTS_FILE,
