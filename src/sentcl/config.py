@@ -20,7 +20,14 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.config_names import DEV_PREFIXES, DEV_TASKS
-from sentcl.defaults import DATA_ENV, ENCODE_BATCH_SIZE, OUTPUT_DIM_INITS, TRAIN_MAX_LENGTH
+from sentcl.defaults import (
+    DATA_ENV,
+    ENCODE_BATCH_SIZE,
+    OUTPUT_DIM_INITS,
+    TEACHER_CACHE_SUBDIR,
+    TEACHER_MAPPINGS,
+    TRAIN_MAX_LENGTH,
+)
 from sentcl.files import preview, read_yaml
 from sentcl.method_records import (
     describe_objective,
@@ -31,6 +38,7 @@ from sentcl.method_records import (
 from sentcl.objective_config import AUGMENTATION_KEYS, ObjectiveConfig
 from sentcl.poolers import POOLERS  # the one pooler table
 from sentcl.prompt_templates import DENOISE_MODES, check_template
+from sentcl.teacher_config import TeacherConfig, parse_teachers
 from sentcl.typed_config import (
     ConfigError,
     T,
@@ -126,8 +134,31 @@ class ModelConfig:
         "How model.output_dim's Dense layer starts: pca (the top principal directions of the start model's "
         "vectors of the training corpus, y = W (x - mu)) or random (nn.Linear's initialisation).",
     )
+    teacher: list[TeacherConfig] | None = opt(
+        None,
+        "Teacher(s) of a distillation method: a model (any folder sentcl opens, a hub id or short name), a list "
+        "of them, or a list of mappings {path, weight (> 0), pooler, max_length}. Their vectors of the "
+        "training corpus are encoded once and cached (model.teacher_cache).",
+        method_scoped=True,
+        parse=parse_teachers,
+    )
+    teacher_mapping: str = opt(
+        "projection",
+        "When the teacher's width differs from the student's: 'projection' (a linear map of the student's "
+        "vector into the teacher's space, trained with the student, not saved in the model) or 'pca' (the "
+        "teacher's vectors reduced by PCA, fitted on the corpus' teacher vectors, to the student's width).",
+        method_scoped=True,
+    )
+    teacher_cache: str | None = opt(
+        None,
+        f"Folder of cached teacher vectors (null: $SENTCL_CACHE/{TEACHER_CACHE_SUBDIR}, else "
+        f"~/.cache/sentcl/{TEACHER_CACHE_SUBDIR}); read by the methods that distil a teacher.",
+        resume_safe=True,
+    )
 
     def __post_init__(self) -> None:
+        self.teacher = parse_teachers(self.teacher)
+        check_choice("model.teacher_mapping", self.teacher_mapping, TEACHER_MAPPINGS)
         check_choice("model.output_dim_init", self.output_dim_init, OUTPUT_DIM_INITS)
         check_positive("model.output_dim", self.output_dim, allow_none=True)
         if self.student_layers is not None:

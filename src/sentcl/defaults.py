@@ -38,3 +38,11 @@ OUTPUT_DIM_INITS = ("pca", "random")
 
 #: Training sentences the PCA start of ``model.output_dim`` is fitted on (the first ones of the corpus).
 OUTPUT_DIM_PCA_SENTENCES = 5000
+
+#: Sub-folder of the cache folder ($SENTCL_CACHE, else ~/.cache/sentcl: ``sentcl.data.streaming.cache_root``)
+#: that holds cached teacher vectors when ``model.teacher_cache`` is null: ``~/.cache/sentcl/teachers``.
+TEACHER_CACHE_SUBDIR = "teachers"
+
+#: How a teacher's vectors meet a student of another width (``model.teacher_mapping``): a learned linear
+#: projection of the student's vector into the teacher's space, or the teacher's vectors reduced by PCA.
+TEACHER_MAPPINGS = ("projection", "pca")

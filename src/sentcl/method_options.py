@@ -281,3 +281,95 @@ class SNCSEOptions(TemperatureOptions):
 
     def check(self, cfg: TrainConfig) -> None:
         check_mask_pooler(cfg)
+
+
+# ---- distillation from teachers (model.teacher); the width mapping is read by the methods that compare vectors
+TEACHER_KEYS = ("model.teacher", "model.teacher_mapping")
+#: distill_kl's temperatures (our reading, after RankCSE's ListNet: the teacher's is half the student's)
+DISTILL_KL_TEMPERATURE = 0.05
+DISTILL_KL_TEACHER_TEMPERATURE = 0.025
+
+
+@dataclass
+class TeacherOptions(ObjectiveConfig):
+    """The options of a method that distils teachers (``model.teacher``); its own options follow."""
+
+    uses: ClassVar[tuple[str, ...]] = ("model.teacher",)
+
+    def check(self, cfg: TrainConfig) -> None:
+        if cfg.model.teacher is None:
+            raise ConfigError(
+                f"{self.name} distils a teacher: set model.teacher (a model folder of any kind sentcl opens, a "
+                "hub id or an offline short name such as all-MiniLM-L6-v2)"
+            )
+
+
+@dataclass
+class DistillMSEOptions(TeacherOptions):
+    simcse_weight: float = opt(
+        0.0,
+        "lambda of an added SimCSE term (ours, not the paper's): lambda x InfoNCE between two dropout views of "
+        "each sentence (of a pair: the sentence and its translation); 0: the paper's loss alone.",
+    )
+    temperature: float = temperature_option()
+
+    uses: ClassVar[tuple[str, ...]] = TEACHER_KEYS
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        _non_negative("simcse_weight", self.simcse_weight)
+        check_positive("objective.temperature", self.temperature)
+
+
+@dataclass
+class DistillKLOptions(TeacherOptions):
+    temperature: float = opt(
+        DISTILL_KL_TEMPERATURE, "Student temperature: p_S = softmax over j != i of cos(s_i, s_j) / tau."
+    )
+    teacher_temperature: float = opt(
+        DISTILL_KL_TEACHER_TEMPERATURE,
+        "Teacher temperature: p_T = softmax over j != i of cos(t_i, t_j) / tau_T.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.temperature", self.temperature)
+        check_positive("objective.teacher_temperature", self.teacher_temperature)
+
+
+#: RankCSE's ranking losses: ListMLE (its best BERT-base number), ListNet, or both
+RANKINGS = ("listmle", "listnet", "both")
+
+
+@dataclass
+class RankCSEOptions(TeacherOptions):
+    temperature: float = opt(0.05, "tau_1 of SimCSE's InfoNCE on the two dropout views.")
+    teacher_temperature: float = opt(
+        0.05, "tau_2: the teachers' in-batch similarities are scaled by 1/tau_2 (their softmax for ListNet)."
+    )
+    listnet_temperature: float = opt(
+        0.025, "tau_3: the student's similarities in ListNet are scaled by 1/tau_3 (tau_2 / 2, as the paper)."
+    )
+    listmle_temperature: float = opt(
+        0.05, "The student's similarities in ListMLE are scaled by 1/this (the public reproduction's tau_2)."
+    )
+    ranking: str = opt(
+        "listmle",
+        "Ranking distillation: 'listmle' (Plackett-Luce likelihood of the teachers' order; the paper's best "
+        "BERT-base row, 80.36), 'listnet' (cross-entropy of top-one probabilities; 80.05) or 'both'.",
+    )
+    listmle_weight: float = opt(1.0, "gamma: weight of the ListMLE term.")
+    listnet_weight: float = opt(1.0, "gamma: weight of the ListNet term.")
+    consistency_weight: float = opt(
+        1.0,
+        "beta: weight of the ranking consistency term, the Jensen-Shannon divergence between the in-batch "
+        "distributions of the two dropout views (0: off).",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        for name in ("temperature", "teacher_temperature", "listnet_temperature", "listmle_temperature"):
+            check_positive(f"objective.{name}", getattr(self, name))
+        check_choice("objective.ranking", self.ranking, RANKINGS)
+        for name in ("listmle_weight", "listnet_weight", "consistency_weight"):
+            _non_negative(name, getattr(self, name))

@@ -18,11 +18,14 @@ from sentcl.method_options import (
     ArcCSEOptions,
     CoSENTOptions,
     CutoffTripletOptions,
+    DistillKLOptions,
+    DistillMSEOptions,
     ESimCSEOptions,
     MixCSEOptions,
     NextSentenceOptions,
     PromptBERTOptions,
     QuickThoughtsOptions,
+    RankCSEOptions,
     SNCSEOptions,
     SupPairsOptions,
     SupSimCSEOptions,
@@ -176,6 +179,37 @@ _RECORDS = (
               "Samples. arXiv:2201.05979, 2022.",
               78.97, f"{_STS7}, unsupervised"),
         "SNCSE (Wang et al., 2022): PromptBERT's [MASK] state + the negation as a soft negative (BML)",
+    ),
+    MethodRecord(
+        "distill_mse", DistillMSEOptions, "lines",
+        Paper("Nils Reimers and Iryna Gurevych",
+              "Making Monolingual Sentence Embeddings Multilingual using Knowledge Distillation", "EMNLP 2020",
+              "@inproceedings{reimers2020multilingual, title={Making Monolingual Sentence Embeddings Multilingual "
+              "using Knowledge Distillation}, author={Reimers, Nils and Gurevych, Iryna}, booktitle={EMNLP}, "
+              "year={2020}}",
+              None, "none: no comparable number; the paper reports multilingual and cross-lingual STS 2017 (Tables 1-2) and "
+              "bitext retrieval, not the 7-task English STS average"),
+        "knowledge distillation (Reimers & Gurevych, 2020): the student reproduces the teacher's vectors (MSE); "
+        "parallel sentences make it multilingual",
+    ),
+    MethodRecord(
+        "distill_kl", DistillKLOptions, "lines",
+        Paper("sentcl (our reading)", "In-batch similarity-distribution distillation", "unpublished",
+              "In-batch similarity-distribution distillation: our reading of the relational part of RankCSE's "
+              "ListNet term (Liu et al., ACL 2023) without its contrastive term; no paper states it alone",
+              None, "none: no paper reports this loss alone"),
+        "the student's in-batch similarity distribution follows the teacher's (KL divergence; our reading)",
+    ),
+    MethodRecord(
+        "rankcse", RankCSEOptions, "lines",
+        Paper("Jiduan Liu, Jiahao Liu, Qifan Wang, Jingang Wang, Wei Wu, Yunsen Xian, Dongyan Zhao, Kai Chen and "
+              "Rui Yan",
+              "RankCSE: Unsupervised Sentence Representations Learning via Learning to Rank", "ACL 2023",
+              "@inproceedings{liu2023rankcse, title={RankCSE: Unsupervised Sentence Representations Learning via "
+              "Learning to Rank}, author={Liu, Jiduan and Liu, Jiahao and Wang, Qifan and Wang, Jingang and Wu, Wei "
+              "and Xian, Yunsen and Zhao, Dongyan and Chen, Kai and Yan, Rui}, booktitle={ACL}, year={2023}}",
+              80.36, f"{_STS7}, unsupervised, the ListMLE variant (ListNet: 80.05)"),
+        "RankCSE (Liu et al., 2023): SimCSE + ranking consistency + listwise ranking distillation from teachers",
     ),
 )  # fmt: skip
 

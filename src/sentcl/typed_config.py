@@ -2,12 +2,14 @@
 
 Nothing here knows sentcl's sections (those live in :mod:`sentcl.config`). A field's metadata carries its
 facts: ``help`` (the --help line), flags read by other checks (e.g. ``method_scoped``, ``resume_safe``), and
-three optional hooks by which a section field picks its own class from its data and words its own errors:
+optional hooks by which a section field picks its own class from its data and words its own errors:
 
 - ``resolve_class(data: dict) -> type``: the dataclass to build the section from (e.g. the chosen method's
   options class for ``objective:``);
 - ``unknown_key(key, where, data) -> ConfigError``: the error for a key that class does not have;
-- ``describe(prefix) -> rows``: the section's rows in :func:`describe_fields` (e.g. every method's options).
+- ``describe(prefix) -> rows``: the section's rows in :func:`describe_fields` (e.g. every method's options);
+- ``parse(value, name) -> value``: a leaf field that reads its own value (e.g. ``model.teacher``: one name, a
+  list of names, or a list of mappings built as dataclasses), raising ConfigError naming ``name``.
 
 Every value echoed in an error is cut to a short preview (``sentcl.files.preview``).
 """
@@ -181,6 +183,8 @@ def from_dict(
             annotation = meta["resolve_class"](value if isinstance(value, dict) else {})
         if dataclasses.is_dataclass(annotation):
             kwargs[key] = from_dict(annotation, _section(value, name), name, meta.get("unknown_key"))  # type: ignore[arg-type]
+        elif "parse" in meta:  # the field reads its own value (e.g. a list of mappings)
+            kwargs[key] = meta["parse"](value.text if isinstance(value, RawText) else value, name)
         else:
             kwargs[key] = _leaf(value, annotation, name)
     return cls(**kwargs)

@@ -39,6 +39,9 @@ from sentcl.methods import mixcse  # noqa: E402, F401  isort: skip
 from sentcl.methods import arccse  # noqa: E402, F401  isort: skip
 from sentcl.methods import promptbert  # noqa: E402, F401  isort: skip
 from sentcl.methods import sncse  # noqa: E402, F401  isort: skip
+from sentcl.methods import distill_mse  # noqa: E402, F401  isort: skip
+from sentcl.methods import distill_kl  # noqa: E402, F401  isort: skip
+from sentcl.methods import rankcse  # noqa: E402, F401  isort: skip
 
 __all__ = [
     "BUILDERS",

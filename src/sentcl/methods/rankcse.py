@@ -1,0 +1,40 @@
+"""RankCSE (Liu et al., ACL 2023): SimCSE's dropout views + ranking consistency + listwise ranking distillation."""
+
+from __future__ import annotations
+
+from transformers import PreTrainedTokenizerBase
+
+from sentcl.config import TrainConfig
+from sentcl.data.readers import Corpus
+from sentcl.method_options import RankCSEOptions
+from sentcl.methods.base import Method, check_examples, register_method
+from sentcl.methods.teachers import Teachers
+from sentcl.methods.views import duplicate_view
+from sentcl.objectives.rankcse import RankCSELoss
+
+
+@register_method("rankcse")
+def rankcse(
+    cfg: TrainConfig, o: RankCSEOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
+) -> Method:
+    """Views (s, s) with independent dropout masks; the teachers' cached vectors of s give the target ranking of
+    the batch (``sentcl.objectives.rankcse``: InfoNCE + beta JS consistency + gamma ListNet / ListMLE)."""
+    check_examples(corpus, lambda e: isinstance(e, str), "rankcse", "sentence", "check data.reader: lines")
+    teachers = Teachers.build(cfg, corpus.examples)
+    return Method(
+        views=duplicate_view(2),
+        objective=RankCSELoss(
+            teachers.weights,
+            o.temperature,
+            o.teacher_temperature,
+            o.listnet_temperature,
+            o.listmle_temperature,
+            o.ranking,
+            o.listmle_weight,
+            o.listnet_weight,
+            o.consistency_weight,
+        ),
+        examples=corpus.examples,
+        meta=teachers.meta,
+        views_are_copies=True,
+    )
