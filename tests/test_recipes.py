@@ -81,6 +81,8 @@ def test_recipe_runs_and_saves(
         scored.write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in rows), encoding="utf-8")
         overrides[1] = f"data.train_file={scored}"
         overrides.append("data.reader=scored_pairs")
+    if "student_layers" in text:  # the tiny BERT has 2 layers
+        overrides.append("model.student_layers=[0, 1]")
     if "matryoshka_dims" in text:  # the tiny BERT is 32 wide
         overrides.append("objective.matryoshka_dims=[32,16,8]")
     args = ["train", "--config", str(recipe), "--data-dir", str(data_dir)]

@@ -153,13 +153,18 @@ def test_real_data_folder(data_dir: Path) -> None:
 
 def test_training_reader_is_the_corpus_without_the_evaluation_sentences(tmp_path: Path) -> None:
     """``data.reader: offline_english`` with ``data.train_file: .`` trains on the corpus the command writes with
-    both exclusions: the same sentences, in the same order, none of the STS test sets or STS-B dev."""
+    both exclusions: the same sentences, in one fixed shuffled order (so that max_examples samples every
+    source), none of the STS test sets or STS-B dev."""
+    import random
+
     from sentcl.data.sources import read_training_data
 
     data = _small_data(tmp_path / "data")
     corpus = read_training_data("offline_english", data)
     cut = offline_english_sentences(data, exclude_sts_test=True, exclude_stsb_dev=True)
-    assert corpus.examples == cut.sentences
+    order = list(cut.sentences)
+    random.Random(0).shuffle(order)
+    assert corpus.examples == order and corpus.examples != cut.sentences
     assert STS_TEST_SENTENCE not in corpus.examples and "stsb dev a" not in corpus.examples
     assert corpus.skipped == {"evaluation_sentences": sum(c.excluded for c in cut.counts.values())} != {}
-    assert read_training_data("offline_english", data, max_examples=3).examples == cut.sentences[:3]
+    assert read_training_data("offline_english", data, max_examples=3).examples == order[:3]

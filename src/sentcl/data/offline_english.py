@@ -27,6 +27,7 @@ distinct sentences it holds, how many it adds to the output, and how many it los
 
 from __future__ import annotations
 
+import random
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,10 +180,18 @@ def offline_english_sentences(
     return OfflineCorpus(out, counts, excluded)
 
 
+#: the seed of the training reader's one fixed order (read_offline_english)
+READER_ORDER_SEED = 0
+
+
 def read_offline_english(folder: str | Path, max_examples: int | None = None) -> Corpus:
     """The training reader ``offline_english``: ``data.train_file`` names the data folder itself (``.``), and
     the examples are every distinct English sentence in it outside the evaluation's sentences (the STS test
-    sets and STS-B dev), in source order; the sampler shuffles them. What was left out is counted."""
+    sets and STS-B dev), in one fixed shuffled order (seed 0), so that ``data.max_examples`` takes a sample of
+    every source rather than the first ones; the sampler shuffles again per epoch. What was left out is
+    counted."""
     corpus = offline_english_sentences(Path(folder), exclude_sts_test=True, exclude_stsb_dev=True)
     excluded = sum(count.excluded for count in corpus.counts.values())
-    return Corpus(Path(folder), corpus.sentences[:max_examples], {"evaluation_sentences": excluded})
+    sentences = list(corpus.sentences)
+    random.Random(READER_ORDER_SEED).shuffle(sentences)
+    return Corpus(Path(folder), sentences[:max_examples], {"evaluation_sentences": excluded})
