@@ -14,11 +14,17 @@ here (``model.student_layers``; untrained, but of the same shape, so it runs at 
 
     python -m bench.distill_speed --student runs/distill-l3/best          # from the repository root
     python -m bench.distill_speed --student-layers 0,2,4 --rounds 5
+
+``--eval-int8`` also scores the student's int8 export on the seven STS tasks (``sentcl.evaluate``, the one
+evaluation path) and ``--table FILE`` writes the side table a grid page shows (sentcl.report.targets): the
+speed and size rows, and the values its targets read (``student_pytorch_speedup``, ``student_int8_speedup``,
+``student_int8_sts_avg``, ...).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import tempfile
 import time
 from pathlib import Path
@@ -54,8 +60,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--rounds", type=int, default=5, help="alternation rounds, each over every sentence")
     p.add_argument("--sentences", type=int, default=None, help="only the first N STS-B test sentences")
+    p.add_argument("--eval-int8", action="store_true", help="score the int8 student on the seven STS tasks")
+    p.add_argument("--table", default=None, help="write the grid page's side table (JSON) here")
     args = p.parse_args(argv)
     args.model = args.teacher  # the harness's --model is the teacher
+    args.argv = argv  # the command as given (None: the process's own), for the result's "command"
     return args
 
 
@@ -105,7 +114,7 @@ def prepare(args: argparse.Namespace, work: Path, modes: list[str]) -> tuple[dic
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     set_threads(args.threads)
-    head = harness.header("distill_speed", args, args.threads)
+    head = harness.header("distill_speed", args, args.threads, skip=("argv",), argv=args.argv)
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     unknown = sorted(set(modes) - set(MODES))
     if unknown or "teacher" not in modes:
@@ -118,8 +127,66 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         sizes = {m: folder_size(f) for m, f in folders.items()}
         max_length = min(args.max_length, encoders["teacher"].max_length)  # the model's own limit at most
         measured = measure(encoders, sentences, args.batch_size, max_length, args.rounds)
+        if args.eval_int8 and "student-onnx-int8" in folders:
+            measured["student_int8_sts"] = sts_of(folders["student-onnx-int8"], args)
     config = {**head["config"], "max_length": max_length}
-    return {**head, "config": config, "sentences": len(sentences), "sizes": sizes, **measured}
+    res = {**head, "config": config, "sentences": len(sentences), "sizes": sizes, **measured}
+    if args.table is not None:
+        from sentcl.atomic import atomic_write_text
+
+        atomic_write_text(args.table, json.dumps(side_table(res), indent=2) + "\n")
+        print("wrote", args.table)
+    return res
+
+
+def sts_of(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
+    """The seven STS tasks of a model folder (here the int8 ONNX export) by sentcl's one evaluation path."""
+    from sentcl import evaluate
+    from sentcl.evaluation.runner import headline
+    from sentcl.modeling.open import open_model
+
+    results = evaluate(open_model(str(folder)), tasks=["sts"], data_dir=args.data_dir)
+    return {"avg": headline("sts", results["sts"]), "results": results["sts"]}
+
+
+def side_table(res: dict[str, Any]) -> dict[str, Any]:
+    """The grid page's side table (sentcl.report.targets): one row per mode, and the targets' values."""
+    modes, sizes = res["modes"], res["sizes"]
+    rows = [
+        [
+            mode,
+            round(row["sentences_per_s"], 1),
+            round(row["speed_vs_teacher"], 2),
+            round(sizes[mode]["bytes"] / 2**20, 1),
+        ]
+        for mode, row in modes.items()
+    ]
+    values = {
+        f"{mode.replace('-onnx-int8', '_int8')}_speedup": round(row["speed_vs_teacher"], 3)
+        for mode, row in modes.items()
+        if mode != "teacher"
+    }
+    values = {("student_pytorch_speedup" if k == "student_speedup" else k): v for k, v in values.items()}
+    if "student_int8_sts" in res:
+        values["student_int8_sts_avg"] = round(res["student_int8_sts"]["avg"], 2)
+    machine = res.get("machine", {})
+    notes = (
+        f"{res['sentences']} distinct STS-B test sentences, batch {res['config']['batch_size']}, "
+        f"{res['threads']} thread(s), max length {res['config']['max_length']}; median over "
+        f"{res['config']['rounds']} alternating rounds of each mode's rate and of its ratio to the teacher's "
+        f"rate in the same round (machine: {machine.get('cpu', 'unknown')}, load average at the start "
+        f"{', '.join(f'{x:.1f}' for x in machine.get('loadavg_start', []))})."
+    )
+    if "student_int8_sts_avg" in values:
+        notes += f" The int8 student's seven-task STS average: {values['student_int8_sts_avg']:.2f}."
+    return {
+        "title": "Encode speed and size against the teacher",
+        "columns": ["mode", "sentences/s", "speed vs teacher (PyTorch)", "folder MiB"],
+        "rows": rows,
+        "values": values,
+        "notes": notes,
+        "command": res["command"],
+    }
 
 
 def measure(
