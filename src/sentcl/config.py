@@ -111,6 +111,12 @@ class ModelConfig:
         "matched) in training only ('train', the authors' unsupervised BERT run), 'always' (also at "
         "inference) or 'never' (SNCSE's code).",
     )
+    generator: str | None = opt(
+        None,
+        "DiffCSE's frozen masked-LM generator G: a Hugging Face folder or hub id with an MLM head and the "
+        "encoder's vocabulary (the paper: distilbert-base-uncased for BERT).",
+        method_scoped=True,
+    )
 
     def __post_init__(self) -> None:
         if self.pooler is not None:

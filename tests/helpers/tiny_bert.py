@@ -48,3 +48,27 @@ def build_tiny_bert(folder: Path, seed: int = 0) -> Path:
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def build_tiny_mlm(folder: Path, seed: int = 1, vocab_size: int | None = None) -> Path:
+    """A 1-layer, 32-wide random BertForMaskedLM with the tiny BERT's word pieces (a DiffCSE generator), saved
+    with its tokenizer; ``vocab_size`` other than the tokenizer's gives a generator whose vocabulary differs."""
+    from transformers import BertForMaskedLM
+
+    folder.mkdir(parents=True, exist_ok=True)
+    tokenizer = BertTokenizerFast(vocab=str(write_vocab(folder)), do_lower_case=True)
+    config = BertConfig(
+        vocab_size=vocab_size or tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    BertForMaskedLM(config).save_pretrained(folder)
+    if vocab_size is None:
+        tokenizer.save_pretrained(folder)
+    else:
+        (folder / "vocab.txt").unlink()
+    return folder

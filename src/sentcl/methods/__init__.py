@@ -39,6 +39,7 @@ from sentcl.methods import mixcse  # noqa: E402, F401  isort: skip
 from sentcl.methods import arccse  # noqa: E402, F401  isort: skip
 from sentcl.methods import promptbert  # noqa: E402, F401  isort: skip
 from sentcl.methods import sncse  # noqa: E402, F401  isort: skip
+from sentcl.methods import diffcse  # noqa: E402, F401  isort: skip
 
 __all__ = [
     "BUILDERS",
