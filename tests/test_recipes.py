@@ -81,6 +81,10 @@ def test_recipe_runs_and_saves(
         scored.write_text("".join(f"{a}\t{b}\t{s}\n" for a, b, s in rows), encoding="utf-8")
         overrides[1] = f"data.train_file={scored}"
         overrides.append("data.reader=scored_pairs")
+    if "name: diffcse" in text:  # a tiny random masked-LM with the tiny BERT's vocabulary as the generator
+        from helpers.tiny_bert import build_tiny_mlm
+
+        overrides.append(f"model.generator={build_tiny_mlm(tmp_path / 'generator')}")
     if "matryoshka_dims" in text:  # the tiny BERT is 32 wide
         overrides.append("objective.matryoshka_dims=[32,16,8]")
     args = ["train", "--config", str(recipe), "--data-dir", str(data_dir)]
