@@ -112,7 +112,9 @@ def test_replaced_iff_the_generator_changed_the_token(encoder) -> None:
     for n in range(ids.size(0)):
         for t in range(ids.size(1)):
             real = bool(mask[n, t])
-            expected_token = int(ids[n, t]) if (t == 0 or not real) else (int(ids[n, t]) + int(odd[t])) % vocab
+            expected_token = (
+                int(ids[n, t]) if (t == 0 or not real) else (int(ids[n, t]) + int(odd[t])) % vocab
+            )
             assert int(rows["input_ids"][n, t]) == expected_token, (n, t)
             assert int(rows["labels"][n, t]) == int(real and expected_token != int(ids[n, t])), (n, t)
     assert int(rows["labels"].sum()) > 0
@@ -123,7 +125,9 @@ def test_masked_mode_edits_only_the_masked_tokens(encoder) -> None:
     batch = views_batch(encoder)
     ids, mask = batch["input_ids"], batch["attention_mask"]
     g = FixedGenerator(vocab, lambda x: (ids + 1) % vocab)  # always a different token
-    rows = objective_with(g, encoder, edit_positions="masked", masking_ratio=0.5).token_loss(batch, seed=5).rows
+    rows = (
+        objective_with(g, encoder, edit_positions="masked", masking_ratio=0.5).token_loss(batch, seed=5).rows
+    )
     seen = g.seen[-1]  # x' as G saw it: [MASK] or a random id where masked (or the same id, 10% of them)
     changed_input = seen != ids
     assert bool(changed_input.any())
@@ -198,7 +202,9 @@ def test_gradcache_step_equals_the_plain_step(tiny_bert, tiny_mlm) -> None:
         disc = objective._bound[0]  # type: ignore[index]
         encoder.eval(), disc.eval()  # no dropout: the two step forms see the same functions
         method = Method(views=duplicate_view(2), objective=objective, examples=[])
-        out = forward_loss(encoder, views_batch(encoder), method, len(SENTENCES), chunk_size=chunk, token_seed=4)
+        out = forward_loss(
+            encoder, views_batch(encoder), method, len(SENTENCES), chunk_size=chunk, token_seed=4
+        )
         grads = {f"e.{n}": p.grad.clone() for n, p in encoder.named_parameters() if p.grad is not None}
         grads.update({f"d.{n}": p.grad.clone() for n, p in disc.named_parameters() if p.grad is not None})
         return out, grads
