@@ -133,6 +133,9 @@ def test_generator_errors_name_the_problem(tmp_path: Path, tiny_bert: Path, data
     err = capsys.readouterr().err
     size = len(AutoTokenizer.from_pretrained(str(tiny_bert)))
     assert f"vocabulary of 100 tokens and the encoder's tokenizer {size}" in err
+    shuffled = build_tiny_mlm(tmp_path / "reordered_vocab", tokenizer_order="reversed")
+    assert train_with_generator(tmp_path / "d", tiny_bert, str(shuffled), data_dir) != 0
+    assert "tokens differ" in capsys.readouterr().err
     missing = tmp_path / "no_such_generator"
     assert train_with_generator(tmp_path / "c", tiny_bert, str(missing), data_dir) != 0
     err = capsys.readouterr().err

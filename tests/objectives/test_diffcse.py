@@ -63,6 +63,16 @@ def objective_with(generator: nn.Module, encoder: SentenceEncoder, **options: ob
     return objective
 
 
+def test_a_generator_folder_without_a_tokenizer_is_checked_by_its_size(tmp_path, encoder) -> None:
+    from helpers.tiny_bert import build_tiny_mlm
+
+    folder = build_tiny_mlm(tmp_path / "gen", tokenizer_order="none")
+    assert not (folder / "vocab.txt").exists() and not (folder / "tokenizer.json").exists()
+    generator = load_generator(str(folder), encoder.tokenizer)
+    assert generator.config.vocab_size == len(encoder.tokenizer) and not generator.training
+    assert all(not p.requires_grad for p in generator.parameters())
+
+
 def test_rtd_loss_is_the_binary_cross_entropy_over_the_real_tokens(encoder, tiny_mlm) -> None:
     objective = objective_with(load_generator(str(tiny_mlm), encoder.tokenizer), encoder)
     batch = views_batch(encoder)

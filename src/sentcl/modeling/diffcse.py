@@ -19,7 +19,7 @@ import torch
 from torch import Tensor, nn
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedTokenizerBase
 
-from sentcl.modeling.weights import check_weight_files
+from sentcl.modeling.weights import TOKENIZER_FILES, check_weight_files
 from sentcl.paths import model_load_error, resolve_model_path
 from sentcl.typed_config import ConfigError
 
@@ -43,9 +43,12 @@ def check_generator_vocabulary(name: str, generator: nn.Module, folder: str, tok
             f"{len(tokenizer)}: the generator reads the encoder's token ids, so both need the same vocabulary "
             "(the paper pairs distilbert-base-uncased with bert-base-uncased)"
         )
+    local = Path(folder)
+    if local.is_dir() and not any((local / name).is_file() for name in TOKENIZER_FILES):
+        return  # no tokenizer beside G: the sizes are all there is to compare
     try:
         own = AutoTokenizer.from_pretrained(folder)
-    except (OSError, ValueError):  # no tokenizer beside G: the sizes are all there is to compare
+    except (OSError, ValueError):  # a hub id without a usable tokenizer: the sizes are all there is
         return
     theirs, ours = own.get_vocab(), tokenizer.get_vocab()
     differ = sorted(t for t in set(theirs) | set(ours) if theirs.get(t) != ours.get(t))
