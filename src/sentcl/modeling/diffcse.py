@@ -23,9 +23,6 @@ from sentcl.modeling.weights import TOKENIZER_FILES, check_weight_files
 from sentcl.paths import model_load_error, resolve_model_path
 from sentcl.typed_config import ConfigError
 
-#: D's two classes, the labels of L_RTD
-ORIGINAL, REPLACED = 0, 1
-
 
 def _head_missing(model: nn.Module, missing: list[str]) -> list[str]:
     """The missing weight names outside the base model: the masked-LM head's."""
@@ -92,7 +89,7 @@ def load_generator(name: str, tokenizer: PreTrainedTokenizerBase) -> nn.Module:
 
 class ConditionedDiscriminator(nn.Module):
     """D(x'', h): a transformer backbone whose first input position is the sentence vector h, and a 2-way head
-    per token (``ORIGINAL``, ``REPLACED``)."""
+    per token (logit 0: original, logit 1: replaced)."""
 
     def __init__(self, backbone: nn.Module) -> None:
         super().__init__()

@@ -57,7 +57,7 @@ def edit_tokens(
 
 
 def replaced_labels(original: Tensor, edited: Tensor, attention_mask: Tensor) -> Tensor:
-    """(N, L) long: ``REPLACED`` (1) where x''_t != x_t on a real token, else ``ORIGINAL`` (0)."""
+    """(N, L) long: 1 (replaced) where x''_t != x_t on a real token, else 0 (original)."""
     return ((edited != original) & attention_mask.bool()).long()
 
 
