@@ -143,7 +143,8 @@ def forward_loss(
 
     ``batch`` holds the B·V example-major rows (token-augmented) on ``device``. The objective runs in fp32 on
     the (B, V, D) embeddings gathered from every process, with ``meta`` as keywords; an objective's token
-    loss (the MLM term, masks drawn from ``token_seed``) runs on the same rows. With ``chunk_size`` the step
+    loss (the MLM term, masks drawn from ``token_seed``; DiffCSE's RTD term, which also reads each row's
+    sentence vector h) runs on the same rows. With ``chunk_size`` the step
     is GradCache's (``sentcl.training.gradcache``): the same loss and gradient, one chunk of examples'
     activations at a time; ``length_buckets``, ``packed_tokens``: ``embed_views``'. With ``scaler`` (fp16) the gradients are those of the scaled loss. Returns the
     objective's outputs, detached.
