@@ -83,6 +83,10 @@ def test_recipe_runs_and_saves(
         overrides.append("data.reader=scored_pairs")
     if "student_layers" in text:  # the tiny BERT has 2 layers
         overrides.append("model.student_layers=[0, 1]")
+    if "name: diffcse" in text:  # a tiny random masked-LM with the tiny BERT's vocabulary as the generator
+        from helpers.tiny_bert import build_tiny_mlm
+
+        overrides.append(f"model.generator={build_tiny_mlm(tmp_path / 'generator')}")
     if "matryoshka_dims" in text:  # the tiny BERT is 32 wide
         overrides.append("objective.matryoshka_dims=[32,16,8]")
     args = ["train", "--config", str(recipe), "--data-dir", str(data_dir)]

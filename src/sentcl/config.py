@@ -155,6 +155,12 @@ class ModelConfig:
         f"~/.cache/sentcl/{TEACHER_CACHE_SUBDIR}); read by the methods that distil a teacher.",
         resume_safe=True,
     )
+    generator: str | None = opt(
+        None,
+        "DiffCSE's frozen masked-LM generator G: a Hugging Face folder or hub id with an MLM head and the "
+        "encoder's vocabulary (the paper: distilbert-base-uncased for BERT).",
+        method_scoped=True,
+    )
 
     def __post_init__(self) -> None:
         self.teacher = parse_teachers(self.teacher)

@@ -18,6 +18,7 @@ from sentcl.method_options import (
     ArcCSEOptions,
     CoSENTOptions,
     CutoffTripletOptions,
+    DiffCSEOptions,
     DistillKLOptions,
     DistillMSEOptions,
     ESimCSEOptions,
@@ -210,6 +211,18 @@ _RECORDS = (
               "and Xian, Yunsen and Zhao, Dongyan and Chen, Kai and Yan, Rui}, booktitle={ACL}, year={2023}}",
               80.36, f"{_STS7}, unsupervised, the ListMLE variant (ListNet: 80.05)"),
         "RankCSE (Liu et al., 2023): SimCSE + ranking consistency + listwise ranking distillation from teachers",
+    ),
+    MethodRecord(
+        "diffcse", DiffCSEOptions, "lines",
+        Paper("Yung-Sung Chuang, Rumen Dangovski, Hongyin Luo, Yang Zhang, Shiyu Chang, Marin Soljacic, "
+              "Shang-Wen Li, Wen-tau Yih, Yoon Kim and James Glass",
+              "DiffCSE: Difference-based Contrastive Learning for Sentence Embeddings", "NAACL 2022",
+              "@inproceedings{chuang2022diffcse, title={DiffCSE: Difference-based Contrastive Learning for "
+              "Sentence Embeddings}, author={Chuang, Yung-Sung and Dangovski, Rumen and Luo, Hongyin and Zhang, "
+              "Yang and Chang, Shiyu and Soljacic, Marin and Li, Shang-Wen and Yih, Wen-tau and Kim, Yoon and "
+              "Glass, James}, booktitle={NAACL}, year={2022}}",
+              78.49, f"{_STS7}, unsupervised"),
+        "DiffCSE (Chuang et al., 2022): SimCSE + replaced-token detection conditioned on the sentence vector",
     ),
 )  # fmt: skip
 

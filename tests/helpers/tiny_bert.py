@@ -48,3 +48,35 @@ def build_tiny_bert(folder: Path, seed: int = 0, layers: int = 2) -> Path:
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
     return folder
+
+
+def build_tiny_mlm(
+    folder: Path, seed: int = 1, vocab_size: int | None = None, tokenizer_order: str = "same"
+) -> Path:
+    """A 1-layer, 32-wide random BertForMaskedLM with the tiny BERT's word pieces (a DiffCSE generator), saved
+    with its tokenizer; ``vocab_size`` other than the tokenizer's gives a generator whose vocabulary differs
+    (saved without a tokenizer); ``tokenizer_order`` 'reversed' saves the same word pieces in another order,
+    'none' saves no tokenizer."""
+    from transformers import BertForMaskedLM
+
+    folder.mkdir(parents=True, exist_ok=True)
+    vocab_file = write_vocab(folder)
+    if tokenizer_order == "reversed":
+        words = vocab_file.read_text(encoding="utf-8").split()
+        vocab_file.write_text("\n".join(words[:5] + words[5:][::-1]) + "\n", encoding="utf-8")
+    tokenizer = BertTokenizerFast(vocab=str(vocab_file), do_lower_case=True)
+    config = BertConfig(
+        vocab_size=vocab_size or tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        max_position_embeddings=64,
+    )
+    torch.manual_seed(seed)
+    BertForMaskedLM(config).save_pretrained(folder)
+    if vocab_size is None and tokenizer_order != "none":
+        tokenizer.save_pretrained(folder)
+    else:
+        (folder / "vocab.txt").unlink()
+    return folder

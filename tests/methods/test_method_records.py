@@ -21,7 +21,7 @@ from sentcl.objective_config import ObjectiveConfig
 
 def test_every_method_has_a_builder_and_every_builder_a_record() -> None:
     assert BUILDERS.names() == METHODS.names()
-    assert len(METHODS.names()) == 15
+    assert len(METHODS.names()) == 16
 
 
 @pytest.mark.parametrize("name", METHODS.names())

@@ -42,6 +42,7 @@ from sentcl.methods import sncse  # noqa: E402, F401  isort: skip
 from sentcl.methods import distill_mse  # noqa: E402, F401  isort: skip
 from sentcl.methods import distill_kl  # noqa: E402, F401  isort: skip
 from sentcl.methods import rankcse  # noqa: E402, F401  isort: skip
+from sentcl.methods import diffcse  # noqa: E402, F401  isort: skip
 
 __all__ = [
     "BUILDERS",

@@ -4,7 +4,9 @@ An objective sees embeddings, not the model: ``forward`` gets the (B, V, D) view
 Quick-Thoughts' sentence positions, ESimCSE's queue of momentum embeddings) arrives as keyword tensors. The
 one exception is ``attach(model)``, through which an objective that trains its own module over the encoder
 gets the model once before training: the MLM objective (``sentcl.objectives.mlm``) builds its masked-LM head
-over the backbone and keeps the tokenizer to draw masks (``token_loss``). No objective sees the process rank.
+over the backbone and keeps the tokenizer to draw masks (``token_loss``); DiffCSE (``sentcl.objectives.diffcse``)
+builds its discriminator the same way, and its token term is ``conditioned``: the step passes it each row's
+sentence vector. No objective sees the process rank.
 """
 
 from __future__ import annotations
@@ -28,8 +30,9 @@ class Objective(nn.Module):
         return {}
 
     def token_loss(self, batch: dict[str, Tensor], seed: int) -> Any:
-        """A loss over the step's token rows beside the embedding loss (``sentcl.objectives.mlm.TokenLoss``),
-        drawn with ``seed``; None by default."""
+        """A loss over the step's token rows beside the embedding loss (``sentcl.objectives.mlm.TokenLoss``, or
+        DiffCSE's ``RTDTerm``, which also takes the rows' sentence vectors), drawn with ``seed``; None by
+        default."""
         return None
 
     def check_views(self, z: Tensor) -> None:

@@ -84,13 +84,15 @@ def mlm_loss(logits: Tensor, labels: Tensor) -> Tensor:
     return F.cross_entropy(flat_logits, flat_labels, ignore_index=IGNORE_INDEX)
 
 
-def add_mlm(outputs: dict[str, Tensor], mlm: Tensor, weight: float = MLM_WEIGHT) -> dict[str, Tensor]:
-    """New outputs dict with loss = outputs["loss"] + weight * mlm and the MLM term kept as "mlm"."""
+def add_mlm(
+    outputs: dict[str, Tensor], mlm: Tensor, weight: float = MLM_WEIGHT, key: str = "mlm"
+) -> dict[str, Tensor]:
+    """New outputs dict with loss = outputs["loss"] + weight * mlm and the token term kept as ``key``."""
     if "loss" not in outputs:
         raise KeyError("objective outputs have no 'loss' entry")
     combined = dict(outputs)
     combined["loss"] = outputs["loss"] + weight * mlm
-    combined["mlm"] = mlm.detach()
+    combined[key] = mlm.detach()
     return combined
 
 
@@ -113,6 +115,10 @@ class TokenLoss:
     """One step's MLM term: the masked rows of the whole batch (masks drawn once), and the loss of any subset
     of them weighted by its share of the selected positions, so that the chunks of a GradCache step sum to
     λ · L_mlm of the whole batch."""
+
+    name = "mlm"
+    #: scored on the token rows alone (DiffCSE's term, ``sentcl.objectives.diffcse``, also takes h)
+    conditioned = False
 
     def __init__(self, head: nn.Module, inputs: dict[str, Tensor], labels: Tensor, weight: float) -> None:
         self.head, self.weight = head, weight

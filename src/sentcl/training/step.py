@@ -4,7 +4,8 @@ gradients (``forward_loss``: the plain step and GradCache's chunked one)."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -142,7 +143,8 @@ def forward_loss(
 
     ``batch`` holds the B·V example-major rows (token-augmented) on ``device``. The objective runs in fp32 on
     the (B, V, D) embeddings gathered from every process, with ``meta`` as keywords; an objective's token
-    loss (the MLM term, masks drawn from ``token_seed``) runs on the same rows. With ``chunk_size`` the step
+    loss (the MLM term, masks drawn from ``token_seed``; DiffCSE's RTD term, which also reads each row's
+    sentence vector h) runs on the same rows. With ``chunk_size`` the step
     is GradCache's (``sentcl.training.gradcache``): the same loss and gradient, one chunk of examples'
     activations at a time; ``length_buckets``, ``packed_tokens``: ``embed_views``'. With ``scaler`` (fp16) the gradients are those of the scaled loss. Returns the
     objective's outputs, detached.
@@ -165,8 +167,11 @@ def forward_loss(
         outputs = objective(z)
         if token_loss is not None:
             with autocast(precision, device):
-                mlm = token_loss(token_loss.rows)
-            outputs = add_mlm(outputs, mlm.float(), token_loss.weight)
+                if token_loss.conditioned:  # DiffCSE: each row's own sentence vector h, with its graph
+                    term = token_loss(token_loss.rows, z.flatten(0, 1))  # h: (B·V, D), example-major rows
+                else:
+                    term = token_loss(token_loss.rows)
+            outputs = add_mlm(outputs, term.float(), token_loss.weight, token_loss.name)
         scale(outputs["loss"]).backward()
         return {k: v.detach() for k, v in outputs.items()}
     num_views = method.num_views
@@ -176,18 +181,44 @@ def forward_loss(
     z = cache.embed()  # (B, V, D), detached leaf
     outputs = objective(z)
     scale(outputs["loss"]).backward()
+    shares: list[Tensor] = []
+    if token_loss is not None and token_loss.conditioned:  # its gradient in h joins z.grad before the replay
+        shares = _token_shares(token_loss, num_examples, num_views, chunk_size, precision, device, scale, z)
     assert z.grad is not None
     cache.backward(z.grad)
     outputs = {k: v.detach() for k, v in outputs.items()}
-    if token_loss is not None:  # row-separable: each chunk's share of the selected positions, with a graph
-        shares = []
-        for _, rows in chunk_rows(token_loss.rows, num_examples, num_views, chunk_size):
-            with autocast(precision, device):
-                share = token_loss(rows).float()
-            scale(token_loss.weight * share).backward()
-            shares.append(share.detach())
-        outputs = add_mlm(outputs, torch.stack(shares).sum(), token_loss.weight)
+    if token_loss is not None and not token_loss.conditioned:
+        shares = _token_shares(token_loss, num_examples, num_views, chunk_size, precision, device, scale)
+    if token_loss is not None:
+        outputs = add_mlm(outputs, torch.stack(shares).sum(), token_loss.weight, token_loss.name)
     return outputs
+
+
+def _token_shares(
+    token_loss: Any,
+    num_examples: int,
+    num_views: int,
+    chunk_size: int,
+    precision: str,
+    device: torch.device,
+    scale: Callable[[Tensor], Tensor],
+    z: Tensor | None = None,
+) -> list[Tensor]:
+    """A GradCache step's token term, row-separable: each chunk's share of the counted positions, with a graph,
+    backpropagated at once. A conditioned term (DiffCSE) reads the chunk's rows of the cached leaf ``z``
+    (B, V, D), so its gradient in h accumulates in ``z.grad``."""
+    shares, start = [], 0
+    for count, rows in chunk_rows(token_loss.rows, num_examples, num_views, chunk_size):
+        with autocast(precision, device):
+            if z is not None:
+                h = z[start : start + count].flatten(0, 1)  # (b·V, D), example-major like the rows
+                share = token_loss(rows, h).float()
+            else:
+                share = token_loss(rows).float()
+        scale(token_loss.weight * share).backward()
+        shares.append(share.detach())
+        start += count
+    return shares
 
 
 class TrainingDiverged(RuntimeError):
