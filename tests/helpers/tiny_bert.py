@@ -28,14 +28,10 @@ def write_vocab(folder: Path) -> Path:
     return path
 
 
-def build_tiny_bert(folder: Path, seed: int = 0, layers: int = 2) -> Path:
-    """A 2-layer (or ``layers``), 32-wide random BERT and a word-piece tokenizer, saved as a plain HF folder."""
-    folder.mkdir(parents=True, exist_ok=True)
-    # transformers 5 ignores vocab_file= here (the tokenizer silently ends up with 5 tokens); vocab= works
-    tokenizer = BertTokenizerFast(vocab=str(write_vocab(folder)), do_lower_case=True)
-    assert tokenizer.vocab_size > len(SPECIALS) + len(WORDS), "tiny tokenizer lost its vocabulary"
-    config = BertConfig(
-        vocab_size=tokenizer.vocab_size,
+def tiny_config(vocab_size: int, layers: int) -> BertConfig:
+    """The tiny BERTs' shape: 32 wide, 2 heads, 64 positions, dropout 0.1, ``layers`` layers."""
+    return BertConfig(
+        vocab_size=vocab_size,
         hidden_size=32,
         num_hidden_layers=layers,
         num_attention_heads=2,
@@ -44,6 +40,15 @@ def build_tiny_bert(folder: Path, seed: int = 0, layers: int = 2) -> Path:
         hidden_dropout_prob=0.1,
         attention_probs_dropout_prob=0.1,
     )
+
+
+def build_tiny_bert(folder: Path, seed: int = 0, layers: int = 2) -> Path:
+    """A 2-layer (or ``layers``), 32-wide random BERT and a word-piece tokenizer, saved as a plain HF folder."""
+    folder.mkdir(parents=True, exist_ok=True)
+    # transformers 5 ignores vocab_file= here (the tokenizer silently ends up with 5 tokens); vocab= works
+    tokenizer = BertTokenizerFast(vocab=str(write_vocab(folder)), do_lower_case=True)
+    assert tokenizer.vocab_size > len(SPECIALS) + len(WORDS), "tiny tokenizer lost its vocabulary"
+    config = tiny_config(tokenizer.vocab_size, layers)
     torch.manual_seed(seed)
     BertModel(config).save_pretrained(folder)
     tokenizer.save_pretrained(folder)
@@ -65,14 +70,7 @@ def build_tiny_mlm(
         words = vocab_file.read_text(encoding="utf-8").split()
         vocab_file.write_text("\n".join(words[:5] + words[5:][::-1]) + "\n", encoding="utf-8")
     tokenizer = BertTokenizerFast(vocab=str(vocab_file), do_lower_case=True)
-    config = BertConfig(
-        vocab_size=vocab_size or tokenizer.vocab_size,
-        hidden_size=32,
-        num_hidden_layers=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=64,
-    )
+    config = tiny_config(vocab_size or tokenizer.vocab_size, 1)
     torch.manual_seed(seed)
     BertForMaskedLM(config).save_pretrained(folder)
     if vocab_size is None and tokenizer_order != "none":

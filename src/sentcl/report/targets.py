@@ -21,13 +21,13 @@ what was measured, what was needed and whether it was met (or by how much it was
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sentcl.files import read_json
 from sentcl.typed_config import ConfigError
 
 COMPARISONS = ("ratio", "difference", "value")
@@ -112,19 +112,10 @@ def parse_targets(items: Sequence[Any] | None, path: Path, tables: Sequence[str]
 
 
 def read_table(page_dir: Path, name: str) -> dict[str, Any]:
-    """A side table beside the page; an error names the file."""
+    """A side table beside the page (a JSON object with ``columns`` and ``rows`` lists); errors name the file."""
     path = page_dir / name
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing (a table the grid file names under 'tables')")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}, line {err.lineno}: not valid JSON ({err.msg})") from None
-    if (
-        not isinstance(data, dict)
-        or not isinstance(data.get("columns"), list)
-        or not isinstance(data.get("rows"), list)
-    ):
+    data = read_json(path, dict, "a side table of the page (grid file 'tables')")
+    if not isinstance(data.get("columns"), list) or not isinstance(data.get("rows"), list):
         raise ValueError(f"{path}: a side table is a JSON object with 'columns' and 'rows' lists")
     return data
 
