@@ -22,16 +22,24 @@ from sentcl.postprocess.grid import START, postprocess_differences, run_postproc
 logger = logging.getLogger(__name__)
 
 
-def config_differences(run_dir: Path, cfg: TrainConfig) -> list[str]:
+def config_differences(run_dir: Path, cfg: TrainConfig, trains: bool = True) -> list[str]:
     """Keys whose value in ``run_dir/config.json`` differs from ``cfg`` (where/how keys ignored).
 
-    A key the saved config lacks (a setting added to sentcl after the run) counts as its default value."""
+    A key the saved config lacks (a setting added to sentcl after the run) counts as its default value.
+    ``trains=False`` (a post-processing point of the start model, which trains nothing and fits on nothing
+    trained): only the keys that say what it computes count, the model's, the evaluation's and the seed
+    (POSTPROCESS_KEYS); a grid's training budget may change without evaluating the start model again."""
     saved = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
     return [
         f"{k}: {old!r} in the run, {new!r} now"
         for k, (old, new) in changed_settings(saved, cfg).items()
-        if k not in PLACE_KEYS
+        if k not in PLACE_KEYS and (trains or k == "training.seed" or k.startswith(POSTPROCESS_KEYS))
     ]
+
+
+#: the config sections a post-processing point's result depends on (with training.seed): the model it fits
+#: on and the evaluation; its fit files and options are compared through its postprocess.json
+POSTPROCESS_KEYS = ("model.", "eval.")
 
 
 @dataclass
@@ -88,7 +96,10 @@ def run_grid(
                 record = post.record(
                     variant, where, cfg.model.name_or_path if source is None else str(source / "best")
                 )
-                diff = config_differences(out, cfg) + postprocess_differences(out, record)
+                # on the start model, the training keys say nothing about the result; on a trained point they
+                # say which training it fits on
+                diff = config_differences(out, cfg, trains=source is not None)
+                diff += postprocess_differences(out, record)
                 if diff:
                     raise ConfigError(
                         f"{where}: the run folder {out} was made with other settings ({'; '.join(diff)}); delete "

@@ -214,3 +214,29 @@ def test_a_seeded_point_cannot_postprocess_a_once_point(tmp_path: Path, tiny_ber
     grid.write_text(yaml.safe_dump(data), encoding="utf-8")
     with pytest.raises(ConfigError, match="runs for every seed but its model 'trained' is 'once'"):
         load_grid(grid)
+
+
+def test_a_new_training_budget_keeps_the_start_model_points(tmp_path: Path, tiny_bert: Path) -> None:
+    """An evaluate-only point of the start model depends on the model and evaluation keys, not on the grid's
+    training budget: a changed max_steps retrains the trained point's folder (an error until it is deleted)
+    but reuses the start model's result; a changed model key is refused for both."""
+    from sentcl.experiment_runs import run_grid
+
+    grid = write_grid(tmp_path, tiny_bert, targets=[], tables=[])
+    runs = tmp_path / "runs"
+    run_grid(load_grid(grid), "cpu", runs)
+    start = runs / "tiny/cpu/start/seed-1/results.json"
+    before = start.read_bytes()
+    data = yaml.safe_load(grid.read_text())
+    data["variants"] = {"cpu": {"training.max_steps": 3, "training.eval_steps": 3}}
+    grid.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"point 'trained'.*training.max_steps: 2 in the run, 3 now"):
+        run_grid(load_grid(grid), "cpu", runs)
+    for seed in (1, 2):
+        shutil.rmtree(runs / f"tiny/cpu/trained/seed-{seed}")
+    rows = run_grid(load_grid(grid), "cpu", runs)
+    assert start.read_bytes() == before and [r.reused for r in rows[:2]] == [True, True]
+    data["variants"] = {"cpu": {"training.max_steps": 3, "training.eval_steps": 3, "model.pooler": "cls"}}
+    grid.write_text(yaml.safe_dump(data), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"point 'start'.*model.pooler: 'avg' in the run, 'cls' now"):
+        run_grid(load_grid(grid), "cpu", runs)
