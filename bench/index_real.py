@@ -5,7 +5,7 @@ SentEval transfer tasks, SICK, STS; about 200k), encoded with all-MiniLM-L6-v2 b
 (``sentcl.index.shards.encode_shards``, normalised, cached and resumable under ``--cache``). Queries: the
 distinct STS-B test sentences (not in the corpus), encoded once and cached.
 
-At each of three corpus sizes (the first quarter, half and all of the shards), for each type:
+At each of three corpus sizes (the first quarter, half and all of the shards; ``--sizes``), for each type:
 
 1. build and tune it with ``sentcl index build``'s code and defaults (``build_from_shards``,
    ``IndexParams()``: 1,000 corpus rows held out while tuning, target recall@10 0.95), open it as
@@ -135,7 +135,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         count = min(count, max(1, args.n // shards.manifest["shard_size"]))
     rows: list[dict[str, Any]] = []
     overrides = {k: v for k, v in (("hnsw_m", args.hnsw_m), ("nlist", args.nlist)) if v}
-    for n_shards in sorted({max(1, count // 4), max(1, count // 2), count}):
+    fractions = [float(f) for f in args.sizes.split(",")]
+    for n_shards in sorted({max(1, round(count * f)) for f in fractions}):
         part = prefix(shards, n_shards)
         base = np.concatenate([np.asarray(a) for _, a in part.iter_arrays()])  # (n, D)
         flat = faiss.IndexFlatIP(base.shape[1])
@@ -178,6 +179,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--finished-only",
         action="store_true",
         help="Use the shards finished so far (from line 1) and encode nothing more.",
+    )
+    p.add_argument(
+        "--sizes",
+        default="0.25,0.5,1",
+        help="Corpus sizes as fractions of the shards (default a quarter, half, all).",
     )
     p.add_argument("--target-recall", type=float, default=0.95)
     p.add_argument("--rounds", type=int, default=3)
