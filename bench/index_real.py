@@ -14,6 +14,9 @@ At each of three corpus sizes (the first quarter, half and all of the shards; ``
    QPS with all queries in one batch (median of ``--rounds``) and one query at a time (``--one-query``
    queries), beside exact search's QPS measured the same way.
 
+With ``--user-queries N`` the build is tuned on the first N STS-B queries instead, as a user's own queries
+(``sentcl index build --queries FILE``: tuned to the target itself), and the other queries measure it.
+
 One faiss thread (``--threads``) for every side.
 
     python -m bench.index --real --threads 1      # from the repository root; bench/results/index_real.json
@@ -92,7 +95,7 @@ def one_type(kind: str, part: Any, out: Path, ctx: dict[str, Any]) -> dict[str, 
 
     params = IndexParams(target_recall=ctx["target"], **ctx["overrides"])
     start = time.perf_counter()
-    build_from_shards(part, out, kind, params, seed=ctx["seed"])
+    build_from_shards(part, out, kind, params, seed=ctx["seed"], queries=ctx["tune_file"])
     total_s = time.perf_counter() - start
     ann = open_index(out)
     ann._shards = part  # the refine step reads these rows (the encode may still be running)
@@ -130,6 +133,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     faiss.omp_set_num_threads(args.threads)
     shards, queries = encoded(args)
+    tune_file = None
+    if args.user_queries:  # the first STS-B queries tune the build (--queries FILE), the others measure
+        tune_file = Path(args.cache) / f"tune_queries_{args.user_queries}.npy"
+        np.save(tune_file, queries[: args.user_queries])
+        queries = queries[args.user_queries :]
     count = len(shards.manifest["shards"])
     if args.n:
         count = min(count, max(1, args.n // shards.manifest["shard_size"]))
@@ -151,6 +159,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ctx = {"queries": queries, "exact_ids": exact_ids, "exact_qps": exact_qps, "exact_qps_one": exact_one}
         ctx.update(rounds=args.rounds, one=args.one_query, target=args.target_recall, seed=args.seed)
         ctx["overrides"] = overrides
+        ctx["tune_file"] = tune_file
         for kind in args.types.split(","):
             with tempfile.TemporaryDirectory(dir=args.cache) as tmp:
                 rows.append(one_type(kind, part, Path(tmp) / kind, ctx))
@@ -160,7 +169,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"x{r['x_exact_batched']:.1f} / x{r['x_exact_one_query']:.1f} build {r['build_and_tune_s']:.0f}s",
                 file=sys.stderr,
             )
-    return {"n": rows[-1]["n"], "queries": len(queries), "rows": rows}
+    tuned_on = f"the first {args.user_queries} STS-B test queries" if tune_file else "held-out corpus rows"
+    return {"n": rows[-1]["n"], "queries": len(queries), "tuned_on": tuned_on, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -184,6 +194,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--sizes",
         default="0.25,0.5,1",
         help="Corpus sizes as fractions of the shards (default a quarter, half, all).",
+    )
+    p.add_argument(
+        "--user-queries",
+        type=int,
+        default=0,
+        help="Tune on the first N STS-B queries as a user's own queries (sentcl index build --queries FILE: "
+        "tuned to the target itself) and measure on the others (default 0: held-out corpus rows).",
     )
     p.add_argument("--target-recall", type=float, default=0.95)
     p.add_argument("--rounds", type=int, default=3)
