@@ -14,7 +14,7 @@ At each of three corpus sizes (the first quarter, half and all of the shards; ``
    QPS with all queries in one batch (median of ``--rounds``) and one query at a time (``--one-query``
    queries), beside exact search's QPS measured the same way.
 
-With ``--user-queries N`` the build is tuned on the first N STS-B queries instead, as a user's own queries
+With ``--user-queries N`` the build is tuned on a seeded sample of N STS-B queries instead, as a user's own queries
 (``sentcl index build --queries FILE``: tuned to the target itself), and the other queries measure it.
 
 One faiss thread (``--threads``) for every side.
@@ -135,9 +135,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     shards, queries = encoded(args)
     tune_file = None
     if args.user_queries:  # the first STS-B queries tune the build (--queries FILE), the others measure
+        order = np.random.default_rng(args.seed).permutation(len(queries))  # STS-B is grouped by genre
         tune_file = Path(args.cache) / f"tune_queries_{args.user_queries}.npy"
-        np.save(tune_file, queries[: args.user_queries])
-        queries = queries[args.user_queries :]
+        np.save(tune_file, queries[order[: args.user_queries]])
+        queries = queries[np.sort(order[args.user_queries :])]
     count = len(shards.manifest["shards"])
     if args.n:
         count = min(count, max(1, args.n // shards.manifest["shard_size"]))
@@ -169,7 +170,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"x{r['x_exact_batched']:.1f} / x{r['x_exact_one_query']:.1f} build {r['build_and_tune_s']:.0f}s",
                 file=sys.stderr,
             )
-    tuned_on = f"the first {args.user_queries} STS-B test queries" if tune_file else "held-out corpus rows"
+    tuned_on = (
+        f"{args.user_queries} STS-B test queries (seeded sample)" if tune_file else "held-out corpus rows"
+    )
     return {"n": rows[-1]["n"], "queries": len(queries), "tuned_on": tuned_on, "rows": rows}
 
 
@@ -199,7 +202,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--user-queries",
         type=int,
         default=0,
-        help="Tune on the first N STS-B queries as a user's own queries (sentcl index build --queries FILE: "
+        help="Tune on a seeded sample of N STS-B queries as a user's own queries (sentcl index build --queries FILE: "
         "tuned to the target itself) and measure on the others (default 0: held-out corpus rows).",
     )
     p.add_argument("--target-recall", type=float, default=0.95)
