@@ -5,7 +5,7 @@ SentEval transfer tasks, SICK, STS; about 200k), encoded with all-MiniLM-L6-v2 b
 (``sentcl.index.shards.encode_shards``, normalised, cached and resumable under ``--cache``). Queries: the
 distinct STS-B test sentences (not in the corpus), encoded once and cached.
 
-At each of three corpus sizes (the first quarter, half and all of the shards), for each type:
+At each of three corpus sizes (the first quarter, half and all of the shards; ``--sizes``), for each type:
 
 1. build and tune it with ``sentcl index build``'s code and defaults (``build_from_shards``,
    ``IndexParams()``: 1,000 corpus rows held out while tuning, target recall@10 0.95), open it as
@@ -13,6 +13,9 @@ At each of three corpus sizes (the first quarter, half and all of the shards), f
 2. measure on the STS-B queries at that setting: recall@10 against exact search (faiss ``IndexFlatIP``),
    QPS with all queries in one batch (median of ``--rounds``) and one query at a time (``--one-query``
    queries), beside exact search's QPS measured the same way.
+
+With ``--user-queries N`` the build is tuned on a seeded sample of N STS-B queries instead, as a user's own queries
+(``sentcl index build --queries FILE``: tuned to the target itself), and the other queries measure it.
 
 One faiss thread (``--threads``) for every side.
 
@@ -92,7 +95,7 @@ def one_type(kind: str, part: Any, out: Path, ctx: dict[str, Any]) -> dict[str, 
 
     params = IndexParams(target_recall=ctx["target"], **ctx["overrides"])
     start = time.perf_counter()
-    build_from_shards(part, out, kind, params, seed=ctx["seed"])
+    build_from_shards(part, out, kind, params, seed=ctx["seed"], queries=ctx["tune_file"])
     total_s = time.perf_counter() - start
     ann = open_index(out)
     ann._shards = part  # the refine step reads these rows (the encode may still be running)
@@ -130,12 +133,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     faiss.omp_set_num_threads(args.threads)
     shards, queries = encoded(args)
+    tune_file = None
+    if args.user_queries:  # the first STS-B queries tune the build (--queries FILE), the others measure
+        order = np.random.default_rng(args.seed).permutation(len(queries))  # STS-B is grouped by genre
+        tune_file = Path(args.cache) / f"tune_queries_{args.user_queries}.npy"
+        np.save(tune_file, queries[order[: args.user_queries]])
+        queries = queries[np.sort(order[args.user_queries :])]
     count = len(shards.manifest["shards"])
     if args.n:
         count = min(count, max(1, args.n // shards.manifest["shard_size"]))
     rows: list[dict[str, Any]] = []
     overrides = {k: v for k, v in (("hnsw_m", args.hnsw_m), ("nlist", args.nlist)) if v}
-    for n_shards in sorted({max(1, count // 4), max(1, count // 2), count}):
+    fractions = [float(f) for f in args.sizes.split(",")]
+    for n_shards in sorted({max(1, round(count * f)) for f in fractions}):
         part = prefix(shards, n_shards)
         base = np.concatenate([np.asarray(a) for _, a in part.iter_arrays()])  # (n, D)
         flat = faiss.IndexFlatIP(base.shape[1])
@@ -150,6 +160,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ctx = {"queries": queries, "exact_ids": exact_ids, "exact_qps": exact_qps, "exact_qps_one": exact_one}
         ctx.update(rounds=args.rounds, one=args.one_query, target=args.target_recall, seed=args.seed)
         ctx["overrides"] = overrides
+        ctx["tune_file"] = tune_file
         for kind in args.types.split(","):
             with tempfile.TemporaryDirectory(dir=args.cache) as tmp:
                 rows.append(one_type(kind, part, Path(tmp) / kind, ctx))
@@ -159,7 +170,10 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 f"x{r['x_exact_batched']:.1f} / x{r['x_exact_one_query']:.1f} build {r['build_and_tune_s']:.0f}s",
                 file=sys.stderr,
             )
-    return {"n": rows[-1]["n"], "queries": len(queries), "rows": rows}
+    tuned_on = (
+        f"{args.user_queries} STS-B test queries (seeded sample)" if tune_file else "held-out corpus rows"
+    )
+    return {"n": rows[-1]["n"], "queries": len(queries), "tuned_on": tuned_on, "rows": rows}
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -178,6 +192,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "--finished-only",
         action="store_true",
         help="Use the shards finished so far (from line 1) and encode nothing more.",
+    )
+    p.add_argument(
+        "--sizes",
+        default="0.25,0.5,1",
+        help="Corpus sizes as fractions of the shards (default a quarter, half, all).",
+    )
+    p.add_argument(
+        "--user-queries",
+        type=int,
+        default=0,
+        help="Tune on a seeded sample of N STS-B queries as a user's own queries (sentcl index build --queries FILE: "
+        "tuned to the target itself) and measure on the others (default 0: held-out corpus rows).",
     )
     p.add_argument("--target-recall", type=float, default=0.95)
     p.add_argument("--rounds", type=int, default=3)

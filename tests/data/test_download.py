@@ -7,14 +7,12 @@ import io
 import logging
 import socket
 import tarfile
-import threading
 import zipfile
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from helpers.http_mirror import Mirror, serving
 
 from sentcl.cli import main
 from sentcl.data import download as dl
@@ -24,65 +22,15 @@ from sentcl.data.download import DownloadError, Source, download
 MARKER = "STS/STSBenchmark/sts-dev.csv"
 
 
-@dataclass
-class Server:
-    """Files by name; ``drop_after[name]`` = n: the next GET of it sends n bytes of the body, then hangs up."""
-
-    base: str = ""
-    files: dict[str, bytes] = field(default_factory=dict)
-    drop_after: dict[str, int] = field(default_factory=dict)
-    honour_range: bool = True
-    ranges: list[str | None] = field(default_factory=list)  # the Range header of each request, in order
-
-
-def _handler(state: Server) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:  # keep pytest output clean
-            pass
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            name = self.path.lstrip("/")
-            state.ranges.append(self.headers.get("Range"))
-            if name not in state.files:
-                self.send_error(404)
-                return
-            body, start = state.files[name], 0
-            header = self.headers.get("Range")
-            if header and state.honour_range:
-                start = int(header.removeprefix("bytes=").split("-")[0])
-                self.send_response(206)
-                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-            else:
-                self.send_response(200)
-            self.send_header("Content-Length", str(len(body) - start))
-            self.end_headers()
-            cut = state.drop_after.pop(name, None)
-            self.wfile.write(body[start:] if cut is None else body[start : start + cut])
-            if cut is not None:
-                self.wfile.flush()
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
-
-    return Handler
-
-
 @pytest.fixture()
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Server]:
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Mirror]:
     monkeypatch.setattr(dl, "TIMEOUT_S", 5.0)
     monkeypatch.setattr(dl, "CHUNK", 64)  # several reads per file, so a drop lands mid-transfer
-    state = Server()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    httpd.timeout = 5
-    state.base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+    with serving() as mirror:
+        yield mirror
 
 
-def _file_source(server: Server, name: str, body: bytes, sha: str | None = None) -> dict[str, Source]:
+def _file_source(server: Mirror, name: str, body: bytes, sha: str | None = None) -> dict[str, Source]:
     server.files[name] = body
     return {"wiki1m": Source("wiki1m", f"{server.base}/{name}", sha, f"corpora/{name}")}
 
@@ -122,7 +70,7 @@ def _zip(members: dict[str, bytes]) -> bytes:
 BODY = b"".join(f"sentence number {i} of the corpus .\n".encode() for i in range(200))
 
 
-def test_plain_file_pinned_sum(server: Server, tmp_path: Path) -> None:
+def test_plain_file_pinned_sum(server: Mirror, tmp_path: Path) -> None:
     sources = _file_source(server, "wiki.txt", BODY, _sha(BODY))
     (path,) = download(["wiki1m"], tmp_path, sources)
     assert path == tmp_path / "corpora" / "wiki.txt" and path.read_bytes() == BODY
@@ -131,7 +79,7 @@ def test_plain_file_pinned_sum(server: Server, tmp_path: Path) -> None:
     assert len(server.ranges) == 1
 
 
-def test_checksum_mismatch_is_an_error_and_leaves_nothing(server: Server, tmp_path: Path) -> None:
+def test_checksum_mismatch_is_an_error_and_leaves_nothing(server: Mirror, tmp_path: Path) -> None:
     sources = _file_source(server, "wiki.txt", BODY, _sha(b"something else"))
     with pytest.raises(DownloadError, match=r"checksum mismatch for http://127\.0\.0\.1:\d+/wiki\.txt"):
         download(["wiki1m"], tmp_path, sources)
@@ -140,7 +88,7 @@ def test_checksum_mismatch_is_an_error_and_leaves_nothing(server: Server, tmp_pa
 
 
 def test_trust_on_first_use_records_then_checks(
-    server: Server, tmp_path: Path, caplog: pytest.LogCaptureFixture
+    server: Mirror, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     sources = _file_source(server, "wiki.txt", BODY)
     with caplog.at_level(logging.WARNING, logger="sentcl.data.download"):
@@ -154,7 +102,7 @@ def test_trust_on_first_use_records_then_checks(
     assert (tmp_path / "corpora" / "wiki.txt").read_bytes() == BODY  # the installed copy is untouched
 
 
-def test_killed_transfer_resumes_with_range(server: Server, tmp_path: Path) -> None:
+def test_killed_transfer_resumes_with_range(server: Mirror, tmp_path: Path) -> None:
     sources = _file_source(server, "wiki.txt", BODY, _sha(BODY))
     server.drop_after["wiki.txt"] = 1000
     with pytest.raises(DownloadError, match="broke off after 1000 bytes|ended at 1000 of"):
@@ -167,9 +115,9 @@ def test_killed_transfer_resumes_with_range(server: Server, tmp_path: Path) -> N
     assert (tmp_path / "corpora" / "wiki.txt").read_bytes() == BODY and not part.exists()
 
 
-def test_server_ignoring_range_restarts_from_zero(server: Server, tmp_path: Path) -> None:
+def test_server_ignoring_range_restarts_from_zero(server: Mirror, tmp_path: Path) -> None:
     sources = _file_source(server, "wiki.txt", BODY, _sha(BODY))
-    server.honour_range = False
+    server.mode = "norange"
     part = tmp_path / ".downloads" / "wiki.txt.part"
     part.parent.mkdir()
     part.write_bytes(b"garbage that must not be kept")
@@ -179,7 +127,7 @@ def test_server_ignoring_range_restarts_from_zero(server: Server, tmp_path: Path
 
 
 @pytest.mark.parametrize("kind", ["tar.gz", "zip"])
-def test_archive_unpacked_into_layout(server: Server, tmp_path: Path, kind: str) -> None:
+def test_archive_unpacked_into_layout(server: Mirror, tmp_path: Path, kind: str) -> None:
     members = {f"downstream/{MARKER}": b"dev\n", "downstream/SICK/SICK_trial.txt": b"sick\n"}
     server.files[f"se.{kind}"] = _tar_gz(members) if kind == "tar.gz" else _zip(members)
     sources = {"senteval": Source("senteval", f"{server.base}/se.{kind}", None, "senteval", kind, MARKER)}
@@ -200,7 +148,7 @@ def test_archive_unpacked_into_layout(server: Server, tmp_path: Path, kind: str)
         ("tar.gz", lambda: _tar_gz({MARKER: b"x"}, hard={"STS/hard": "../evil"}), "outside the target"),
     ],
 )
-def test_malicious_archive_refused(server: Server, tmp_path: Path, kind: str, make, why: str) -> None:  # noqa: ANN001
+def test_malicious_archive_refused(server: Mirror, tmp_path: Path, kind: str, make, why: str) -> None:  # noqa: ANN001
     server.files[f"se.{kind}"] = make()
     data = tmp_path / "data"
     sources = {"senteval": Source("senteval", f"{server.base}/se.{kind}", None, "senteval", kind, MARKER)}
@@ -228,7 +176,7 @@ def test_offline_error_names_url_and_manual_step(tmp_path: Path, capsys: pytest.
 
 
 def test_cli_downloads_through_a_mirror(
-    server: Server, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    server: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     server.files["wiki1m_for_simcse.txt"] = BODY
     assert main(["download", "wiki1m", "--data-dir", str(tmp_path / "d"), "--mirror", server.base]) == 0
@@ -248,7 +196,7 @@ def test_table_targets_are_what_train_and_eval_read() -> None:
     assert all(s.url.startswith("https://") for s in dl.SOURCES.values())
 
 
-def test_http_error_names_url_and_manual_step(server: Server, tmp_path: Path) -> None:
+def test_http_error_names_url_and_manual_step(server: Mirror, tmp_path: Path) -> None:
     sources = {"nli": Source("nli", f"{server.base}/missing.csv", None, "corpora/nli_for_simcse.csv")}
     with pytest.raises(
         DownloadError, match=r"missing\.csv: HTTP 404 .*save it as .*corpora/nli_for_simcse\.csv"

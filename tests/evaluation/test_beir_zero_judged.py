@@ -1,13 +1,13 @@
-"""BEIR folders with a query judged only 0: ``count_zero_judged=True`` counts it with 0, as BEIR's
-pytrec_eval average does; the default leaves it out (issue 21)."""
+"""BEIR folders with a query judged only 0: the default (``zero_judged="keep"``) counts it with 0, as BEIR's
+pytrec_eval average does; ``"drop"`` leaves it out."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.beir import write_beir
 
 from sentcl.evaluation.retrieval_eval import evaluate_retrieval
 
@@ -31,20 +31,11 @@ def test_query_judged_only_zero_counts_as_beir_does(tmp_path: Path) -> None:
     docs = {"d1": "apple pie", "d2": "banana bread", "d3": "car engine", "d4": "boat sail"}
     queries = {"q1": "red fruit", "q2": "fast vehicle", "q3": "sea trip"}
     qrels = {"q1": {"d1": 2, "d2": 1}, "q2": {"d3": 1}, "q3": {"d4": 0, "d1": 0}}  # q3: judged, none relevant
-    (tmp_path / "qrels").mkdir()
-    (tmp_path / "corpus.jsonl").write_text(
-        "".join(json.dumps({"_id": k, "title": "", "text": v}) + "\n" for k, v in docs.items())
-    )
-    (tmp_path / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": k, "text": v}) + "\n" for k, v in queries.items())
-    )
-    lines = ["query-id\tcorpus-id\tscore"] + [
-        f"{q}\t{d}\t{s}" for q, ds in qrels.items() for d, s in ds.items()
-    ]
-    (tmp_path / "qrels" / "test.tsv").write_text("\n".join(lines) + "\n")
-    got = evaluate_retrieval(encode, tmp_path, count_zero_judged=True)
-    default = evaluate_retrieval(encode, tmp_path)  # sentcl's default leaves q3 out
-    assert default["queries"] == 2 and default["ndcg@10"] == pytest.approx(got["ndcg@10"] * 3 / 2)
+    folder = write_beir(tmp_path / "b", docs, queries, qrels)
+    got = evaluate_retrieval(encode, folder)  # the default: q3 counts, with 0
+    dropped = evaluate_retrieval(encode, folder, zero_judged="drop")
+    assert dropped["queries"] == 2 and dropped["ndcg@10"] == pytest.approx(got["ndcg@10"] * 3 / 2)
+    assert (got["zero_judged_queries"], dropped["zero_judged_queries"]) == (1, 1)
     # the reference: pytrec_eval on cosine scores, averaged over every query it returns (BEIR's mean)
     d = encode(list(docs.values()))
     d /= np.linalg.norm(d, axis=1, keepdims=True)

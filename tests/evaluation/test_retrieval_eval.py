@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.beir import write_beir as write_helper
 
 from sentcl.cli import main
 from sentcl.data.readers import DataFormatError
@@ -38,29 +39,22 @@ def fake_encode(texts: list[str]) -> np.ndarray:
     return np.array([VECTORS[t] for t in texts], dtype=np.float32)
 
 
+DOCS = {f"d{i + 1}": f"doc {w}" for i, w in enumerate(["one", "two", "three", "four", "five"])}
+QUERIES = {"q1": "query x", "q2": "query z", "d3": "query y", "q4": "query w"}
+
+
 def write_beir(folder: Path, qrels: str, split: str = "test") -> Path:
-    docs = ["one", "two", "three", "four", "five"]
-    (folder / "qrels").mkdir(parents=True)
-    (folder / "corpus.jsonl").write_text(
-        "".join(
-            json.dumps({"_id": f"d{i + 1}", "title": "", "text": f"doc {w}"}) + "\n"
-            for i, w in enumerate(docs)
-        )
-    )
-    queries = [("q1", "query x"), ("q2", "query z"), ("d3", "query y"), ("q4", "query w")]
-    (folder / "queries.jsonl").write_text(
-        "".join(json.dumps({"_id": i, "text": t}) + "\n" for i, t in queries)
-    )
-    (folder / "qrels" / f"{split}.tsv").write_text("query-id\tcorpus-id\tscore\n" + qrels)
-    return folder
+    return write_helper(folder, DOCS, QUERIES, qrels, split)
 
 
 QRELS = "q1\td2\t2\nq1\td5\t1\nq2\td5\t1\nd3\td3\t0\nd3\td2\t1\nq4\td1\t0\n"
 
 
 def test_rankings_by_construction(tmp_path: Path) -> None:
-    data = read_beir(write_beir(tmp_path / "b", QRELS))
-    assert set(data.qrels) == {"q1", "q2", "d3"}  # q4 has no relevant document: not scored
+    folder = write_beir(tmp_path / "b", QRELS)
+    assert set(read_beir(folder).qrels) == {"q1", "q2", "d3", "q4"}  # q4 is judged only 0: kept (BEIR)
+    data = read_beir(folder, zero_judged="drop")
+    assert set(data.qrels) == {"q1", "q2", "d3"} and data.zero_judged_queries == 1
     ranked = rank(fake_encode, data)
     assert ranked["q1"] == ["d1", "d4", "d2", "d3", "d5"]  # cos .994, .707, .6, then ties in corpus order
     assert ranked["q2"] == ["d5", "d4", "d1", "d2", "d3"]
@@ -71,11 +65,19 @@ def test_metrics_match_hand_computed_values(tmp_path: Path) -> None:
     # q1: relevant d2 (2) at rank 3, d5 (1) at rank 5. DCG = 2/log2(4) + 1/log2(6); IDCG = 2/log2(2) + 1/log2(3)
     ndcg_q1 = (2 / 2 + 1 / math.log2(6)) / (2 + 1 / math.log2(3))
     assert ndcg_q1 == pytest.approx(0.527134, abs=1e-6)
-    result = evaluate_retrieval(fake_encode, write_beir(tmp_path / "b", QRELS))
+    folder = write_beir(tmp_path / "b", QRELS)
+    result = evaluate_retrieval(fake_encode, folder, zero_judged="drop")
     assert result["ndcg@10"] == pytest.approx(100 * (ndcg_q1 + 1 + 1) / 3)  # q2, d3: relevant at rank 1
     assert result["mrr@10"] == pytest.approx(100 * (1 / 3 + 1 + 1) / 3)
     assert result["recall@100"] == pytest.approx(100.0)
     assert (result["queries"], result["documents"], result["split"]) == (3, 5, "test")
+    kept = evaluate_retrieval(fake_encode, folder)  # the default: q4 (judged only 0) counts with 0
+    assert kept["ndcg@10"] == pytest.approx(100 * (ndcg_q1 + 1 + 1 + 0) / 4)
+    assert kept["mrr@10"] == pytest.approx(100 * (1 / 3 + 1 + 1 + 0) / 4)
+    assert kept["recall@100"] == pytest.approx(100 * 3 / 4)
+    assert (kept["queries"], kept["zero_judged"], kept["zero_judged_queries"]) == (4, "keep", 1)
+    with pytest.raises(ValueError, match="--zero-judged must be one of keep, drop, got 'skip'"):
+        read_beir(folder, zero_judged="skip")
 
 
 def test_metric_cutoffs() -> None:
@@ -121,7 +123,15 @@ def test_bad_corpus_and_missing_files(tmp_path: Path) -> None:
 def test_cli_eval_retrieval_with_tiny_model(tmp_path: Path, tiny_bert: Path, capsys) -> None:  # noqa: ANN001
     folder = write_beir(tmp_path / "b", QRELS)
     out = tmp_path / "r.json"
-    assert main(["eval", "--model", str(tiny_bert), "--retrieval", str(folder), "--output", str(out)]) == 0
+    argv = ["eval", "--model", str(tiny_bert), "--retrieval", str(folder), "--output", str(out)]
+    assert main(argv) == 0
     result = json.loads(out.read_text())[f"retrieval:{folder}"]
-    assert 0 < result["ndcg@10"] <= 100 and result["queries"] == 3 and result["recall@100"] == 100.0
-    assert "ndcg@10" in capsys.readouterr().out
+    assert 0 < result["ndcg@10"] <= 100 and result["queries"] == 4 and result["recall@100"] == 75.0
+    printed = capsys.readouterr().out
+    assert (
+        "ndcg@10" in printed and '"zero_judged": "keep"' in printed and '"zero_judged_queries": 1' in printed
+    )
+    assert main([*argv, "--zero-judged", "drop"]) == 0
+    dropped = json.loads(out.read_text())[f"retrieval:{folder}"]
+    assert (dropped["queries"], dropped["recall@100"], dropped["zero_judged"]) == (3, 100.0, "drop")
+    assert dropped["ndcg@10"] == pytest.approx(result["ndcg@10"] * 4 / 3)  # q4 added 0 to the sum

@@ -18,13 +18,10 @@ import json
 import os
 import resource
 import shutil
-import socket
 import subprocess
 import sys
 import tarfile
-import threading
 from collections.abc import Callable, Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +29,7 @@ import pytest
 import yaml
 from harness import Case, parametrize, run_case
 from helpers.data import tiny_recipe, write, write_corpus
+from helpers.http_mirror import Mirror, serving
 
 from sentcl.cli import SIGPIPE_EXIT, main
 from sentcl.data import download as dl
@@ -546,65 +544,11 @@ def test_i06_stdout_full(built_index: Path) -> None:
 # ---------------------------------------------------------------------- downloads
 
 
-class Mirror:
-    """Files by name, served on 127.0.0.1 in one ``mode``: plain (Content-Length, Range honoured), cutnolen
-    (no Content-Length, the connection closed after half the body), norange (Range ignored: 200 and the whole
-    body), emptyrange (a range past the end answered 206 with an empty body)."""
-
-    def __init__(self) -> None:
-        self.files: dict[str, bytes] = {}
-        self.mode = "plain"
-        self.base = ""
-
-
-def _handler(mirror: Mirror) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_GET(self) -> None:  # noqa: N802 - http.server's name
-            body = mirror.files.get(self.path.lstrip("/"))
-            if body is None:
-                self.send_error(404)
-                return
-            asked = self.headers.get("Range")
-            start = int(asked.removeprefix("bytes=").split("-")[0]) if asked else 0
-            if mirror.mode == "cutnolen":
-                self.send_response(200)
-                self.send_header("Connection", "close")
-                self.end_headers()
-                self.wfile.write(body[: len(body) // 2])
-                self.wfile.flush()
-                self.close_connection = True
-                self.connection.shutdown(socket.SHUT_RDWR)
-                return
-            if asked and mirror.mode in ("plain", "emptyrange"):
-                self.send_response(206)
-                self.send_header("Content-Range", f"bytes {start}-{len(body) - 1}/{len(body)}")
-                self.send_header("Content-Length", str(max(len(body) - start, 0)))
-                self.end_headers()
-                self.wfile.write(body[start:])  # past the end: an empty body (emptyrange's non-compliance)
-                return
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-    return Handler
-
-
 @pytest.fixture()
 def mirror(monkeypatch: pytest.MonkeyPatch) -> Iterator[Mirror]:
     monkeypatch.setattr(dl, "TIMEOUT_S", 5.0)
-    state = Mirror()
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
-    state.base = f"http://127.0.0.1:{httpd.server_address[1]}"
-    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
-    thread.start()
-    yield state
-    httpd.shutdown()
-    httpd.server_close()
-    thread.join(timeout=5)
+    with serving() as state:
+        yield state
 
 
 WIKI = b"".join(f"wikipedia sentence {i} of the test corpus .\n".encode() for i in range(400))

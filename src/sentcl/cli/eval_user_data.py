@@ -8,6 +8,8 @@ from typing import Any
 
 
 def add_user_data_options(p: argparse.ArgumentParser) -> None:
+    from sentcl.evaluation.retrieval_eval import DEFAULT_ZERO_JUDGED, ZERO_JUDGED
+
     p.add_argument(
         "--pairs",
         type=Path,
@@ -39,6 +41,13 @@ def add_user_data_options(p: argparse.ArgumentParser) -> None:
         help="BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv): nDCG@10, MRR@10, Recall@100.",
     )
     p.add_argument("--split", default="test", help="qrels split of --retrieval (default test).")
+    p.add_argument(
+        "--zero-judged",
+        choices=ZERO_JUDGED,
+        default=DEFAULT_ZERO_JUDGED,
+        help="A --retrieval query judged only with score 0: keep it, counted with 0 (BEIR's mean; default), "
+        "or drop it from the means. The output gives the choice and the count.",
+    )
 
 
 def read_user_data(args: argparse.Namespace) -> list[tuple[str, Any]]:
@@ -53,7 +62,7 @@ def read_user_data(args: argparse.Namespace) -> list[tuple[str, Any]]:
     found: list[tuple[str, Any]] = [
         (f"pairs:{path}", read_pairs(path, columns, score_range, args.table_format)) for path in args.pairs
     ]
-    found += [(f"retrieval:{path}", read_beir(path, args.split)) for path in args.retrieval]
+    found += [(f"retrieval:{path}", read_beir(path, args.split, args.zero_judged)) for path in args.retrieval]
     return found
 
 

@@ -5,10 +5,14 @@ Layout (BEIR's): ``corpus.jsonl`` ({"_id", "title", "text"}), ``queries.jsonl`` 
 embedded as ``title + " " + text`` (BEIR's convention for dense models); documents are ranked by cosine, ties
 in corpus order, and a document whose id equals the query's is not ranked (BEIR's ``ignore_identical_ids``).
 
-Metrics, each a mean in percent (×100) over the queries with at least one relevant document (default),
-or, with ``read_beir(..., count_zero_judged=True)``, over every query of the qrels as BEIR averages
-pytrec_eval's per-query scores: a query judged only with score 0 then counts, with 0 on every metric. The
-two differ only where the qrels judge a query without any relevant document:
+Metrics, each a mean in percent (×100) over the queries of the qrels. A query judged only with score 0
+(no relevant document) is a choice, ``zero_judged`` (``sentcl eval --zero-judged``):
+
+- ``keep`` (default): it counts, with 0 on every metric, as in BEIR (its loader keeps every query of the
+  qrels; ``EvaluateRetrieval.evaluate`` averages pytrec_eval's per-query scores over every query);
+- ``drop``: it is left out of the means (the mean over the queries with a relevant document).
+
+The result names the choice and the number of such queries (``zero_judged``, ``zero_judged_queries``).
 
 - nDCG@10 = DCG@10 / IDCG@10 with DCG@k = Σ_{i≤k} rel_i / log2(i + 1) (trec_eval's linear gain, as BEIR's
   pytrec_eval), IDCG@k the DCG of the qrels sorted by relevance;
@@ -35,6 +39,8 @@ from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> relevance
+ZERO_JUDGED = ("keep", "drop")  # a query judged only 0: counted with 0 (BEIR's mean) or left out
+DEFAULT_ZERO_JUDGED = "keep"
 
 
 @dataclass
@@ -42,8 +48,10 @@ class BeirFolder:
     path: Path
     corpus: dict[str, str]  # document id -> "title text"
     queries: dict[str, str]
-    qrels: Qrels  # only queries with a relevant document
+    qrels: Qrels  # the queries scored (with zero_judged "drop": only those with a relevant document)
     split: str
+    zero_judged: str = DEFAULT_ZERO_JUDGED
+    zero_judged_queries: int = 0  # queries of the qrels judged only with score 0 (kept or dropped)
 
 
 def _records(path: Path, keys: Sequence[str], optional: Sequence[str] = ()) -> dict[str, dict[str, str]]:
@@ -71,8 +79,11 @@ def _records(path: Path, keys: Sequence[str], optional: Sequence[str] = ()) -> d
     return out
 
 
-def read_beir(folder: str | Path, split: str = "test", count_zero_judged: bool = False) -> BeirFolder:
-    """Read a BEIR folder; a missing file, unknown id or bad score is an error naming the file and line."""
+def read_beir(folder: str | Path, split: str = "test", zero_judged: str = DEFAULT_ZERO_JUDGED) -> BeirFolder:
+    """Read a BEIR folder; a missing file, unknown id or bad score is an error naming the file and line.
+    ``zero_judged``: keep or drop the queries judged only with score 0 (module doc)."""
+    if zero_judged not in ZERO_JUDGED:
+        raise ValueError(f"--zero-judged must be one of {', '.join(ZERO_JUDGED)}, got {zero_judged!r}")
     folder = Path(folder)
     if not os.path.lexists(folder):
         raise FileNotFoundError(f"retrieval folder {folder} does not exist or is not a folder")
@@ -104,7 +115,17 @@ def read_beir(folder: str | Path, split: str = "test", count_zero_judged: bool =
     judged = {q: docs for q, docs in qrels.items() if any(s > 0 for s in docs.values())}
     if not judged:
         raise DataFormatError(f"{qrels_path}: no query has a relevant document (score > 0)")
-    return BeirFolder(folder, corpus, queries, qrels if count_zero_judged else judged, split)
+    zero = len(qrels) - len(judged)
+    if zero:
+        logger.info(
+            "%s: %d of %d queries are judged only with score 0 (%s: --zero-judged)",
+            qrels_path,
+            zero,
+            len(qrels),
+            "counted with 0 as BEIR does" if zero_judged == "keep" else "left out of the means",
+        )
+    scored = qrels if zero_judged == "keep" else judged
+    return BeirFolder(folder, corpus, queries, scored, split, zero_judged, zero)
 
 
 # ---------------------------------------------------------------------- metrics on one ranking
@@ -155,14 +176,15 @@ def rank(encode: EncodeFn, data: BeirFolder, depth: int = 100, chunk: int = 256)
 
 
 def evaluate_retrieval(
-    encode: EncodeFn, folder: str | Path, split: str = "test", count_zero_judged: bool = False
+    encode: EncodeFn, folder: str | Path, split: str = "test", zero_judged: str = DEFAULT_ZERO_JUDGED
 ) -> dict[str, Any]:
     """Read a BEIR folder (``read_beir``) and score it (``score_retrieval``)."""
-    return score_retrieval(encode, read_beir(folder, split, count_zero_judged))
+    return score_retrieval(encode, read_beir(folder, split, zero_judged))
 
 
 def score_retrieval(encode: EncodeFn, data: BeirFolder) -> dict[str, Any]:
-    """{"ndcg@10", "mrr@10", "recall@100" (percent), "queries", "documents", "split", "folder"}."""
+    """{"ndcg@10", "mrr@10", "recall@100" (percent), "queries" (scored), "zero_judged" (keep/drop),
+    "zero_judged_queries" (judged only 0), "documents", "split", "folder"}."""
     ranked = rank(encode, data, depth=100)
     scores = {
         "ndcg@10": [ndcg_at_k(ranked[q], rel, 10) for q, rel in data.qrels.items()],
@@ -172,6 +194,8 @@ def score_retrieval(encode: EncodeFn, data: BeirFolder) -> dict[str, Any]:
     result: dict[str, Any] = {name: 100.0 * float(np.mean(v)) for name, v in scores.items()}
     return result | {
         "queries": len(data.qrels),
+        "zero_judged": data.zero_judged,
+        "zero_judged_queries": data.zero_judged_queries,
         "documents": len(data.corpus),
         "split": data.split,
         "folder": str(data.path),
