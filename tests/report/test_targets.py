@@ -240,3 +240,17 @@ def test_a_new_training_budget_keeps_the_start_model_points(tmp_path: Path, tiny
     grid.write_text(yaml.safe_dump(data), encoding="utf-8")
     with pytest.raises(ConfigError, match=r"point 'start'.*model.pooler: 'avg' in the run, 'cls' now"):
         run_grid(load_grid(grid), "cpu", runs)
+
+
+def test_a_target_of_a_point_not_run_yet_is_not_measured() -> None:
+    """A page of some points only (--only) shows such a target as not measured instead of failing."""
+    from sentcl.report.targets import Source, Target, targets_markdown
+
+    target = Target("keeps 97%", Source(point="student"), "ratio", Source(point="teacher"), at_least=0.97)
+    values = {"teacher": [80.0]}
+    text = targets_markdown([target], lambda point, metric: values.get(point, []), {})
+    assert "| keeps 97% | not measured (no runs of point 'student') | - | - |" in text
+    values["student"] = [76.0, 78.0]
+    assert "| keeps 97% | 0.963 (77.00 / 80.00) | ≥ 0.97 | no, short by 0.0075 |" in targets_markdown(
+        [target], lambda point, metric: values.get(point, []), {}
+    )

@@ -160,10 +160,14 @@ def targets_markdown(
     """| Target | Measured | Needed | Met |: each target with its number and how far it is from the bound."""
     lines = ["| Target | Measured | Needed | Met |", "|---|---:|---|---|"]
     for t in targets:
-        measured = _number(t.measured, point_values, tables)
+        try:
+            measured = _number(t.measured, point_values, tables)
+            base = None if t.against is None else _number(t.against, point_values, tables)
+        except KeyError as err:  # a page of some points only (--only): the target cannot be checked yet
+            lines.append(f"| {t.what} | not measured ({err.args[0].removeprefix('target: ')}) | - | - |")
+            continue
         shown = f"{measured:.2f}"
-        if t.against is not None:
-            base = _number(t.against, point_values, tables)
+        if base is not None:
             got = measured / base if t.compare == "ratio" else measured - base
             sign = "/" if t.compare == "ratio" else "−"
             shown = (
