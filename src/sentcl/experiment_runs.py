@@ -63,8 +63,7 @@ def row_values(spec: GridSpec, results_file: Path) -> tuple[dict[str, Any], floa
             values[metric] = METRICS[metric][1](summary["results"])
         except KeyError as err:
             raise KeyError(f"{results_file}: no {metric} result ({err.args[0]})") from None
-    value = values.pop(spec.metric)
-    return summary, value, values
+    return summary, values[spec.metric], {m: values[m] for m in spec.also}  # also may name the metric too
 
 
 def run_grid(
