@@ -166,17 +166,13 @@ def targets_markdown(
         except KeyError as err:  # a page of some points only (--only): the target cannot be checked yet
             lines.append(f"| {t.what} | not measured ({err.args[0].removeprefix('target: ')}) | - | - |")
             continue
-        shown = f"{measured:.2f}"
-        if base is not None:
-            got = measured / base if t.compare == "ratio" else measured - base
-            sign = "/" if t.compare == "ratio" else "−"
-            shown = (
-                f"{got:.3f} ({measured:.2f} {sign} {base:.2f})"
-                if t.compare == "ratio"
-                else (f"{got:+.2f} ({measured:.2f} {sign} {base:.2f})")
-            )
-        else:
-            got = measured
+        got, shown = measured, f"{measured:.2f}"
+        if base is not None and t.compare == "ratio":
+            got = measured / base
+            shown = f"{got:.3f} ({measured:.2f} / {base:.2f})"
+        elif base is not None:
+            got = measured - base
+            shown = f"{got:+.2f} ({measured:.2f} − {base:.2f})"
         needed, misses = [], []
         if t.at_least is not None:
             needed.append(f"≥ {t.at_least:g}")
