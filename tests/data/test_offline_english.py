@@ -168,3 +168,18 @@ def test_training_reader_is_the_corpus_without_the_evaluation_sentences(tmp_path
     assert STS_TEST_SENTENCE not in corpus.examples and "stsb dev a" not in corpus.examples
     assert corpus.skipped == {"evaluation_sentences": sum(c.excluded for c in cut.counts.values())} != {}
     assert read_training_data("offline_english", data, max_examples=3).examples == order[:3]
+
+
+def test_bench_corpus_is_the_offline_corpus_without_its_queries(tmp_path: Path) -> None:
+    """``bench/index_corpus.py`` (the ``--real`` search bench) reads through the same gatherer: the queries are
+    STS-B test's distinct sentences, and the corpus is every other sentence, the other STS test sets kept."""
+    from bench.index_corpus import build
+
+    data = _small_data(tmp_path / "data")
+    corpus_path, query_path, n, q = build(data, tmp_path / "bench")
+    queries = query_path.read_text(encoding="utf-8").splitlines()
+    corpus = corpus_path.read_text(encoding="utf-8").splitlines()
+    assert queries == ["stsb test a", "stsb test b"] and q == 2
+    expected = [s for s in offline_english_sentences(data).sentences if s not in {"stsb test a", "stsb test b"}]
+    assert corpus == expected and n == len(corpus)
+    assert {"sts12 a", "sick test a", "How café ?", STS_TEST_SENTENCE} <= set(corpus)

@@ -77,6 +77,13 @@ def _after_label(paths: list[Path]) -> Iterator[str]:
             yield line.split(" ", 1)[1] if " " in line.strip() else ""
 
 
+def stsb_split(data: Path, split: str) -> Iterator[str]:
+    """Both sentences of every row of STS-B's ``split`` (train, dev, test), raw, in file order."""
+    return _columns(
+        [data / SE / "STS" / "STSBenchmark" / f"sts-{split}.csv"], (5, 6), header=False, minimum=7
+    )
+
+
 def _sts_test(data: Path) -> Iterator[str]:
     se = data / SE
     folders = sorted((se / "STS").glob("STS1[2-6]-en-test"))
@@ -84,7 +91,7 @@ def _sts_test(data: Path) -> Iterator[str]:
         raise DataFormatError(f"{se / 'STS'}: no STS12-en-test ... STS16-en-test folder")
     for folder in folders:
         yield from _columns(sorted(folder.glob("STS.input.*.txt")), (0, 1), header=False, minimum=2)
-    yield from _columns([se / "STS" / "STSBenchmark" / "sts-test.csv"], (5, 6), header=False, minimum=7)
+    yield from stsb_split(data, "test")
     yield from _columns([se / "SICK" / "SICK_test_annotated.txt"], (1, 2), header=True, minimum=3)
 
 
@@ -121,10 +128,8 @@ SOURCES: dict[str, Callable[[Path], Iterator[str]]] = {
     "sick": lambda data: _columns(
         [data / SE / "SICK" / n for n in ("SICK_train.txt", "SICK_trial.txt")], (1, 2), True, 3
     ),
-    "stsb_train": lambda data: _columns(
-        [data / SE / "STS" / "STSBenchmark" / "sts-train.csv"], (5, 6), False, 7
-    ),
-    STSB_DEV: lambda data: _columns([data / SE / "STS" / "STSBenchmark" / "sts-dev.csv"], (5, 6), False, 7),
+    "stsb_train": lambda data: stsb_split(data, "train"),
+    STSB_DEV: lambda data: stsb_split(data, "dev"),
     STS_TEST: _sts_test,
 }
 
