@@ -14,6 +14,10 @@ At each of three corpus sizes (the first quarter, half and all of the shards; ``
    QPS with all queries in one batch (median of ``--rounds``) and one query at a time (``--one-query``
    queries), beside exact search's QPS measured the same way.
 
+With ``--embeddings DIR`` the corpus is a finished shard folder of real sentences already encoded with the same
+model (any ``sentcl encode --shard-size`` output, e.g. a distillation teacher's cache) instead of the offline
+corpus; the STS-B test queries are still encoded here.
+
 With ``--user-queries N`` the build is tuned on a seeded sample of N STS-B queries instead, as a user's own queries
 (``sentcl index build --queries FILE``: tuned to the target itself), and the other queries measure it.
 
@@ -36,6 +40,7 @@ import numpy as np
 from bench import harness
 from bench.common import format_table, median, write_json
 from bench.index_corpus import build as build_corpus
+from bench.index_corpus import stsb_test_sentences
 from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
 
 TYPES = ("ivf", "hnsw", "ivfpq")
@@ -46,11 +51,23 @@ def encoded(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
     from sentcl.index.shards import ShardSet, encode_shards, read_manifest
     from sentcl.modeling.open import load_encoder
 
-    corpus, queries, n, q = build_corpus(Path(args.data_dir), Path(args.cache))
-    print(f"corpus {n} sentences, {q} queries", file=sys.stderr)
-    shards_dir = Path(args.cache) / "shards"
+    Path(args.cache).mkdir(parents=True, exist_ok=True)
+    if args.embeddings:
+        shards_dir = Path(args.embeddings)
+        queries = Path(args.cache) / "queries.txt"
+        queries.write_text("\n".join(stsb_test_sentences(Path(args.data_dir))) + "\n", encoding="utf-8")
+        if read_manifest(shards_dir)["model"] != args.model:
+            raise SystemExit(
+                f"--embeddings {shards_dir}: encoded with {read_manifest(shards_dir)['model']}, not {args.model}"
+            )
+    else:
+        corpus, queries, n, q = build_corpus(Path(args.data_dir), Path(args.cache))
+        print(f"corpus {n} sentences, {q} queries", file=sys.stderr)
+        shards_dir = Path(args.cache) / "shards"
     model = None
     done = (shards_dir / "manifest.json").is_file() and read_manifest(shards_dir)["complete"]
+    if args.embeddings and not done:
+        raise SystemExit(f"--embeddings {shards_dir}: not a finished shard folder")
     if not done and not args.finished_only:
         model = load_encoder(args.model)
         encode_shards(model, corpus, shards_dir, 10_000, model_name=args.model, normalize=True)
@@ -131,6 +148,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     import faiss
 
+    from sentcl.index.tuning import unit
+
     faiss.omp_set_num_threads(args.threads)
     shards, queries = encoded(args)
     tune_file = None
@@ -147,7 +166,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     fractions = [float(f) for f in args.sizes.split(",")]
     for n_shards in sorted({max(1, round(count * f)) for f in fractions}):
         part = prefix(shards, n_shards)
-        base = np.concatenate([np.asarray(a) for _, a in part.iter_arrays()])  # (n, D)
+        base = unit(np.concatenate([np.asarray(a) for _, a in part.iter_arrays()]))  # (n, D): exact = cosine
         flat = faiss.IndexFlatIP(base.shape[1])
         flat.add(base)
         _, exact_ids = flat.search(queries, 10)  # (Q, 10)
@@ -182,6 +201,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     p.add_argument("--model", default="all-MiniLM-L6-v2")
     p.add_argument("--data-dir", default=os.environ.get(DATA_ENV, str(Path(*DATA_DIR_DEFAULT))))
     p.add_argument("--cache", default="runs/bench-real", help="Corpus, shards and query embeddings.")
+    p.add_argument(
+        "--embeddings",
+        help="A finished shard folder of real sentences encoded with --model, used as the corpus instead of "
+        "encoding the offline corpus (its query embeddings are cached under --cache).",
+    )
     p.add_argument("--n", type=int, help="Use only the first N corpus rows (default: all).")
     p.add_argument("--types", default=",".join(TYPES))
     p.add_argument("--hnsw-m", type=int, help="HNSW links per node (default: sentcl index build's).")

@@ -50,6 +50,28 @@ def test_tuned_setting_is_the_cheapest_reaching_the_target(
     ]
     if lower:  # the step below on the ladder misses the target, measured independently
         assert numpy_recall(out, vectors, queries, **{**setting, key: max(lower)}) < 0.95
+    if kind == "ivfpq":  # a refine factor up to 8 reached it: no escalation was tried
+        assert {r["refine"] for r in tuned["sweep"]} == {1, 2, 4, 8}
+
+
+def test_ivfpq_refine_escalates_when_the_codes_are_too_coarse(
+    shards: tuple[Path, np.ndarray], tmp_path: Path
+) -> None:
+    """One 5-bit code per 16-d vector: refine 8 scanning every cell stays under the target (measured here
+    with numpy too), so the tuning doubles the refine factor until one reaches it, and stops there."""
+    folder, vectors = shards
+    queries = clustered(300, 16, 7)[:300]
+    np.save(tmp_path / "q.npy", queries)
+    params = IndexParams(nlist=64, pq_m=1, pq_bits=5)
+    out = build_from_shards(folder, tmp_path / "coarse", "ivfpq", params, queries=tmp_path / "q.npy")
+    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    refines = [r["refine"] for r in tuned["sweep"]]
+    assert tuned["reached"] and tuned["setting"]["refine"] > 8
+    chosen = tuned["setting"]["refine"]
+    assert sorted(set(refines)) == [r for r in (1, 2, 4, 8, 16, 32, 64) if r <= chosen]  # none after it
+    assert numpy_recall(out, vectors, queries) == pytest.approx(tuned["recall_at_10"], abs=1e-4)
+    assert numpy_recall(out, vectors, queries) >= 0.95
+    assert numpy_recall(out, vectors, queries, nprobe=64, refine=8) < 0.95
 
 
 def test_held_out_corpus_rows_and_explicit_setting(shards: tuple[Path, np.ndarray], tmp_path: Path) -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import torch
 from torch import Tensor, nn
 
 
@@ -40,3 +41,40 @@ class Objective(nn.Module):
             raise ValueError(
                 f"{type(self).__name__} expects embeddings shaped (batch, {self.num_views}, dim), got {tuple(z.shape)}"
             )
+
+
+class TokenTermObjective(Objective):
+    """Wraps ``inner``: its loss on the embeddings is kept, and a term over the step's token rows is added by the
+    step (``token_loss``), weighted by ``weight``. ``attach`` builds the module that term trains beside the
+    encoder (``build_term_module``), registered under ``term_module_name``, and keeps the tokenizer; the
+    masks are drawn from ``self.generator``, seeded per step. The MLM term (``sentcl.objectives.mlm``) and
+    DiffCSE's L_RTD (``sentcl.objectives.diffcse``) are the two."""
+
+    term_module_name = "term"
+
+    def __init__(self, inner: Objective, weight: float) -> None:
+        super().__init__()
+        self.inner, self.weight = inner, weight
+        self._bound: tuple[nn.Module, Any] | None = None  # (the term's module, tokenizer)
+        self.generator = torch.Generator()  # the masks' draws, seeded per step by token_loss
+
+    @property
+    def num_views(self) -> int:  # type: ignore[override]
+        return self.inner.num_views
+
+    def build_term_module(self, model: nn.Module) -> nn.Module:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def attach(self, model: nn.Module) -> dict[str, nn.Module]:
+        module = self.build_term_module(model)
+        self._bound = (module, model.tokenizer)
+        return {**self.inner.attach(model), self.term_module_name: module}
+
+    def bound(self) -> tuple[nn.Module, Any]:
+        """(the term's module, the tokenizer); an error before ``attach``."""
+        if self._bound is None:
+            raise RuntimeError(f"{type(self).__name__}.attach(model) must run before training")
+        return self._bound
+
+    def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
+        return self.inner(z, **meta)

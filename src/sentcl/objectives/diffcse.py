@@ -21,16 +21,13 @@ rows with their h (``RTDTerm``), whole or in GradCache's chunks.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from sentcl.data.augment.tokens import SpecialIds, real_token_mask
 from sentcl.method_options import DIFFCSE_LAMBDA, DIFFCSE_MASKING_RATIO
-from sentcl.objectives.base import Objective
-from sentcl.objectives.mlm import IGNORE_INDEX, mask_tokens
+from sentcl.objectives.base import Objective, TokenTermObjective
+from sentcl.objectives.mlm import IGNORE_INDEX, mask_batch
 
 
 def edit_tokens(
@@ -102,11 +99,13 @@ class RTDTerm:
         return rtd_loss_sum(logits, rows["labels"], rows["counted"]) / self.count
 
 
-class DiffCSEObjective(Objective):
+class DiffCSEObjective(TokenTermObjective):
     """Wraps ``inner`` (InfoNCE): loss = inner(z) + lambda · L_RTD. ``generator`` is G, frozen; ``attach`` builds D.
 
     ``generator_output='sample'`` draws G's token from its softmax instead of the argmax; ``edit_positions``,
     ``rtd_positions``: see the module's docstring."""
+
+    term_module_name = "discriminator"
 
     def __init__(
         self,
@@ -118,45 +117,24 @@ class DiffCSEObjective(Objective):
         generator_output: str = "argmax",
         rtd_positions: str = "tokens",
     ) -> None:
-        super().__init__()
-        self.inner, self.weight, self.masking_ratio = inner, weight, masking_ratio
+        super().__init__(inner, weight)
+        self.masking_ratio = masking_ratio
         self.edit_positions, self.sample = edit_positions, generator_output == "sample"
         self.rtd_positions = rtd_positions
         self._frozen = (generator,)  # not a submodule: G is neither trained nor saved
-        self._bound: tuple[nn.Module, Any] | None = None  # (D, tokenizer)
-        self.generator = torch.Generator()  # the masks' draws, seeded per step by token_loss
 
-    @property
-    def num_views(self) -> int:  # type: ignore[override]
-        return self.inner.num_views
-
-    def attach(self, model: nn.Module) -> dict[str, nn.Module]:
+    def build_term_module(self, model: nn.Module) -> nn.Module:
         from sentcl.modeling.diffcse import build_discriminator
 
-        discriminator = build_discriminator(model)
         device = next(model.parameters()).device
         self._frozen = (self._frozen[0].to(device),)
-        self._bound = (discriminator, model.tokenizer)
-        return {**self.inner.attach(model), "discriminator": discriminator}
-
-    def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
-        return self.inner(z, **meta)
+        return build_discriminator(model)
 
     def token_loss(self, batch: dict[str, Tensor], seed: int) -> RTDTerm:
         """Mask the batch's rows from ``seed``, let G fill them: the step's L_RTD term (D runs later, with h)."""
-        if self._bound is None:
-            raise RuntimeError("DiffCSEObjective.attach(model) must run before training")
-        discriminator, tokenizer = self._bound
-        if tokenizer.mask_token_id is None:
-            raise ValueError(
-                f"tokenizer {type(tokenizer).__name__} has no mask token; DiffCSE masks x with it"
-            )
-        self.generator.manual_seed(seed)
+        discriminator, tokenizer = self.bound()
+        masked, mlm_labels = mask_batch(batch, tokenizer, self.masking_ratio, self.generator, seed)
         ids, mask = batch["input_ids"], batch["attention_mask"]
-        special = ~real_token_mask(ids, mask, SpecialIds.from_tokenizer(tokenizer))  # (N, L)
-        masked, mlm_labels = mask_tokens(
-            ids, special, tokenizer.mask_token_id, len(tokenizer), self.masking_ratio, self.generator
-        )
         generator = self._frozen[0]
         with torch.no_grad():
             logits = generator(input_ids=masked, attention_mask=mask).logits  # (N, L, V)

@@ -19,7 +19,7 @@ from torch import Tensor, nn
 from torch.nn import functional as F
 
 from sentcl.data.augment.tokens import SpecialIds, real_token_mask
-from sentcl.objectives.base import Objective
+from sentcl.objectives.base import Objective, TokenTermObjective
 
 IGNORE_INDEX = -100
 MLM_WEIGHT = 0.1
@@ -132,9 +132,24 @@ class TokenLoss:
         return mlm_loss_sum(logits, rows["labels"]) / self.count
 
 
-class MaskedLMObjective(Objective):
+def mask_batch(
+    batch: dict[str, Tensor], tokenizer: Any, probability: float, generator: torch.Generator, seed: int
+) -> tuple[Tensor, Tensor]:
+    """BERT's masks over the batch's real tokens, drawn from ``generator`` seeded with ``seed``: (masked ids
+    (N, L), labels (N, L))."""
+    if tokenizer.mask_token_id is None:
+        raise ValueError(f"tokenizer {type(tokenizer).__name__} has no mask token to mask the rows with")
+    generator.manual_seed(seed)
+    ids, mask = batch["input_ids"], batch["attention_mask"]
+    special = ~real_token_mask(ids, mask, SpecialIds.from_tokenizer(tokenizer))  # (N, L)
+    return mask_tokens(ids, special, tokenizer.mask_token_id, len(tokenizer), probability, generator)
+
+
+class MaskedLMObjective(TokenTermObjective):
     """Wraps ``inner``: loss = inner(z) + λ · L_mlm, the MLM loss on the step's token rows (SimCSE's
     ``--do_mlm``, λ = 0.1). The masked-LM head shares the encoder's backbone (``attach``)."""
+
+    term_module_name = "mlm"
 
     def __init__(
         self,
@@ -144,37 +159,18 @@ class MaskedLMObjective(Objective):
         name_or_path: str = "",
         new_head: bool = False,
     ) -> None:
-        super().__init__()
-        self.inner, self.weight, self.probability = inner, weight, probability
-        self.name_or_path, self.new_head = name_or_path, new_head
-        self._bound: tuple[nn.Module, Any] | None = None  # (head, tokenizer): trained beside the encoder
-        self.generator = torch.Generator()
+        super().__init__(inner, weight)
+        self.probability, self.name_or_path, self.new_head = probability, name_or_path, new_head
 
-    @property
-    def num_views(self) -> int:  # type: ignore[override]
-        return self.inner.num_views
-
-    def attach(self, model: nn.Module) -> dict[str, nn.Module]:
+    def build_term_module(self, model: nn.Module) -> nn.Module:
         from sentcl.modeling.mlm_head import attach_mlm_head
 
-        head = attach_mlm_head(model, self.name_or_path, self.new_head)  # type: ignore[arg-type]
-        self._bound = (head, model.tokenizer)
-        return {**self.inner.attach(model), "mlm": head}
-
-    def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
-        return self.inner(z, **meta)
+        return attach_mlm_head(model, self.name_or_path, self.new_head)  # type: ignore[arg-type]
 
     def token_loss(self, batch: dict[str, Tensor], seed: int) -> TokenLoss:
         """Draw BERT's masks over the batch's real tokens from ``seed``: the step's MLM term."""
-        if self._bound is None:
-            raise RuntimeError("MaskedLMObjective.attach(model) must run before training")
-        head, tokenizer = self._bound
-        self.generator.manual_seed(seed)
-        ids, mask = batch["input_ids"], batch["attention_mask"]
-        special = ~real_token_mask(ids, mask, SpecialIds.from_tokenizer(tokenizer))  # (N, L)
-        masked, labels = mask_tokens(
-            ids, special, tokenizer.mask_token_id, len(tokenizer), self.probability, self.generator
-        )
+        head, tokenizer = self.bound()
+        masked, labels = mask_batch(batch, tokenizer, self.probability, self.generator, seed)
         return TokenLoss(head, {**batch, "input_ids": masked}, labels, self.weight)
 
 
