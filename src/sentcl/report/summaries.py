@@ -11,13 +11,13 @@ folder, no training), and the test suite checks that every committed page with s
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
 from sentcl.experiment_runs import GridRow, row_values
 from sentcl.experiments import GridSpec
+from sentcl.files import read_json
 
 #: the files of a run folder that make its summary, in the order they are copied; the first two are required (a
 #: post-processing point trains nothing, so it has no metrics.jsonl)
@@ -56,18 +56,6 @@ def write_summaries(rows: Sequence[GridRow], target: Path) -> Path:
     return target
 
 
-def _read_json(path: Path) -> dict:
-    if not path.is_file():
-        raise FileNotFoundError(f"{path}: missing (the run summary of a row of the page)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{path}, line {err.lineno}: not valid JSON ({err.msg})") from None
-    if not isinstance(data, dict):
-        raise ValueError(f"{path}: expected a JSON object, got {type(data).__name__}")
-    return data
-
-
 def rows_from_summaries(spec: GridSpec, variant: str, source: Path) -> list[GridRow]:
     """The page's rows read from ``source`` (a summaries folder) alone: one per point (x seed) of ``variant``,
     in grid order; each row's run folder is the one its config recorded (``training.output_dir``)."""
@@ -77,8 +65,8 @@ def rows_from_summaries(spec: GridSpec, variant: str, source: Path) -> list[Grid
     for point in spec.points_for(variant):
         for seed in spec.seeds_for(point):
             folder = source / point.slug / ("" if seed is None else f"seed-{seed}")
-            _read_json(folder / "results.json")  # present and a JSON object, or an error naming the file
-            config = _read_json(folder / "config.json")
+            read_json(folder / "results.json", dict, "run summary")  # a JSON object, or an error naming it
+            config = read_json(folder / "config.json", dict, "run summary")
             summary, value, extra = row_values(spec, folder / "results.json")
             run_dir = Path(config.get("training", {}).get("output_dir") or folder)
             rows.append(
