@@ -18,30 +18,33 @@ if TYPE_CHECKING:  # type-only: modeling does not import the config's floor
 logger = logging.getLogger("sentcl")
 
 
+def start_encoder(cfg: ModelConfig, for_training: bool = True) -> SentenceEncoder:
+    """The start model ``model.name_or_path`` with the config's pooler, head, truncation and prompts, cut to
+    ``model.student_layers`` if set: for training (its dropout; a missing MLP head may be new) or, with
+    ``for_training=False``, as it is evaluated before training (an evaluate-only grid point)."""
+    encoder = SentenceEncoder.from_pretrained(
+        cfg.name_or_path,
+        pooler=cfg.pooler,
+        mlp_only_train=cfg.mlp_only_train,
+        train_max_length=cfg.max_length,
+        dropout=cfg.dropout if for_training else None,
+        for_training=for_training,
+        prompt=cfg.prompt_templates,
+        prompt_denoise=cfg.prompt_denoise,
+    )
+    if cfg.student_layers is not None:
+        keep_layers(encoder.backbone, cfg.student_layers, cfg.name_or_path)
+        logger.info("%s: student of layers %s", cfg.name_or_path, cfg.student_layers)
+    return encoder
+
+
 def build_encoder(
     cfg: ModelConfig, fit_sentences: Sequence[str] | None = None
 ) -> SentenceEncoder | DualEncoder:
     """``fit_sentences``: the training sentences ``model.output_dim_init: pca`` is fitted on."""
-
-    def one() -> SentenceEncoder:
-        encoder = SentenceEncoder.from_pretrained(
-            cfg.name_or_path,
-            pooler=cfg.pooler,
-            mlp_only_train=cfg.mlp_only_train,
-            train_max_length=cfg.max_length,
-            dropout=cfg.dropout,
-            for_training=True,
-            prompt=cfg.prompt_templates,
-            prompt_denoise=cfg.prompt_denoise,
-        )
-        if cfg.student_layers is not None:
-            keep_layers(encoder.backbone, cfg.student_layers, cfg.name_or_path)
-            logger.info("%s: student of layers %s", cfg.name_or_path, cfg.student_layers)
-        return encoder
-
     if cfg.two_encoders:
-        return DualEncoder(one(), one(), cfg.dual_embedding)
-    encoder = one()
+        return DualEncoder(start_encoder(cfg), start_encoder(cfg), cfg.dual_embedding)
+    encoder = start_encoder(cfg)
     if cfg.output_dim is not None:
         add_output_dense(encoder, cfg.output_dim, cfg.output_dim_init, fit_sentences)
     return encoder

@@ -172,18 +172,9 @@ def _source_model(cfg: TrainConfig, source_dir: Path | None) -> tuple[str, Any]:
     if source_dir is not None:
         source = str(source_dir / "best")
         return source, SentenceEncoder.from_pretrained(source)
-    source = cfg.model.name_or_path
-    encoder = SentenceEncoder.from_pretrained(
-        source,
-        pooler=cfg.model.pooler,
-        mlp_only_train=cfg.model.mlp_only_train,
-        train_max_length=cfg.model.max_length,
-    )
-    if cfg.model.student_layers is not None:  # the bare student: the start model's layer subset, untrained
-        from sentcl.modeling.student import keep_layers
+    from sentcl.modeling.build import start_encoder
 
-        keep_layers(encoder.backbone, cfg.model.student_layers, source)
-    return source, encoder
+    return cfg.model.name_or_path, start_encoder(cfg.model, for_training=False)
 
 
 def postprocess_differences(out: Path, record: dict[str, Any]) -> list[str]:
