@@ -72,6 +72,10 @@ def test_ivfpq_refine_escalates_when_the_codes_are_too_coarse(
     assert numpy_recall(out, vectors, queries) == pytest.approx(tuned["recall_at_10"], abs=1e-4)
     assert numpy_recall(out, vectors, queries) >= 0.95
     assert numpy_recall(out, vectors, queries, nprobe=64, refine=8) < 0.95
+    params = IndexParams(nlist=64, pq_m=1, pq_bits=5, refine=8)  # an explicit refine is kept, not escalated
+    out = build_from_shards(folder, tmp_path / "fixed", "ivfpq", params, queries=tmp_path / "q.npy")
+    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    assert {r["refine"] for r in tuned["sweep"]} == {8} and not tuned["reached"]
 
 
 def test_held_out_corpus_rows_and_explicit_setting(shards: tuple[Path, np.ndarray], tmp_path: Path) -> None:
