@@ -24,8 +24,8 @@ Settings are tried cheapest first, and the first that reaches the target is kept
 * ``ivfpq``: for each refine factor 1, 2, 4, 8 (the top refine·k PQ candidates re-scored with the exact
   vectors read from the memory-mapped shards), the smallest nprobe that reaches the target; of those, the
   one with the highest measured queries per second. When none of them reaches it (the 48-byte codes of
-  real MiniLM embeddings lose too much of the ranking at 50k rows and more: refine 8 stopped at 0.965-0.977
-  on held-out rows even scanning every cell), the refine factor keeps doubling, 16, 32, 64, until one
+  real MiniLM embeddings lose too much of the ranking from 40k rows on: refine 8 stopped at 0.965-0.977
+  on held-out rows even scanning every cell, refine 16 reached 0.99 at 40k; docs/performance.md), the refine factor keeps doubling, 16, 32, 64, until one
   reaches it.
 
 A setting given explicitly (``--nprobe``, ``--ef-search``, ``--refine``) is not tuned, only measured. When
@@ -185,9 +185,8 @@ def candidates(kind: str, params: dict[str, Any], explicit: dict[str, int]) -> t
     """The runs for ``kind`` (an explicit setting is a ladder of one), and the escalation runs tried in
     order only while no run has reached the target (ivfpq's larger refine factors)."""
     if kind == "hnsw":
-        return [
-            ("ef_search", [explicit["ef_search"]] if "ef_search" in explicit else list(EF_LADDER), {})
-        ], []
+        efs = [explicit["ef_search"]] if "ef_search" in explicit else list(EF_LADDER)
+        return [("ef_search", efs, {})], []
     ladder = [explicit["nprobe"]] if "nprobe" in explicit else nprobe_ladder(params["nlist"])
     if kind == "ivf":
         return [("nprobe", ladder, {})], []
