@@ -23,10 +23,10 @@ Settings are tried cheapest first, and the first that reaches the target is kept
 * ``hnsw``: efSearch 16, 24, 32, 48, ..., 2048;
 * ``ivfpq``: for each refine factor 1, 2, 4, 8 (the top refine·k PQ candidates re-scored with the exact
   vectors read from the memory-mapped shards), the smallest nprobe that reaches the target; of those, the
-  one with the highest measured queries per second. When none of them reaches it (the 48-byte codes of
-  real MiniLM embeddings lose too much of the ranking from 40k rows on: refine 8 stopped at 0.965-0.977
-  on held-out rows even scanning every cell, refine 16 reached 0.99 at 40k; docs/performance.md), the refine factor keeps doubling, 16, 32, 64, until one
-  reaches it.
+  one with the highest measured queries per second. When none of them reaches it, the refine factor keeps
+  doubling, 16, 32, 64, until one does: the 48-byte codes of real MiniLM embeddings lose too much of the
+  ranking from 40k rows on (refine 8 stopped at 0.965-0.977 on held-out rows even scanning every cell;
+  refine 16 reached 0.99 at 40k: docs/performance.md).
 
 A setting given explicitly (``--nprobe``, ``--ef-search``, ``--refine``) is not tuned, only measured. When
 no setting reaches the target, the one with the highest recall is kept and ``reached`` is false (the
