@@ -59,7 +59,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--hnsw-m", type=positive_int, default=d.hnsw_m, help=f"hnsw: links per node (default {d.hnsw_m})."
     )
     b.add_argument(
-        "--ef-construction", type=positive_int, default=d.ef_construction, help="hnsw: build beam width."
+        "--ef-construction",
+        type=positive_int,
+        default=d.ef_construction,
+        help="hnsw: build beam width (default %(default)s; 200 for a million rows and more, measured in docs/performance.md).",
     )
     b.add_argument(
         "--ef-search",
