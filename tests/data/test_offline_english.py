@@ -180,6 +180,8 @@ def test_bench_corpus_is_the_offline_corpus_without_its_queries(tmp_path: Path) 
     queries = query_path.read_text(encoding="utf-8").splitlines()
     corpus = corpus_path.read_text(encoding="utf-8").splitlines()
     assert queries == ["stsb test a", "stsb test b"] and q == 2
-    expected = [s for s in offline_english_sentences(data).sentences if s not in {"stsb test a", "stsb test b"}]
+    expected = [
+        s for s in offline_english_sentences(data).sentences if s not in {"stsb test a", "stsb test b"}
+    ]
     assert corpus == expected and n == len(corpus)
     assert {"sts12 a", "sick test a", "How café ?", STS_TEST_SENTENCE} <= set(corpus)
