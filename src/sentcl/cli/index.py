@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--ef-construction",
         type=positive_int,
         default=d.ef_construction,
-        help="hnsw: build beam width (default %(default)s; 200 for a million rows and more, measured in docs/performance.md).",
+        help="hnsw: build beam width (default %(default)s; larger builds longer and searches faster at the same recall: docs/performance.md).",
     )
     b.add_argument(
         "--ef-search",
