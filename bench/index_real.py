@@ -56,10 +56,9 @@ def encoded(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
         shards_dir = Path(args.embeddings)
         queries = Path(args.cache) / "queries.txt"
         queries.write_text("\n".join(stsb_test_sentences(Path(args.data_dir))) + "\n", encoding="utf-8")
-        if read_manifest(shards_dir)["model"] != args.model:
-            raise SystemExit(
-                f"--embeddings {shards_dir}: encoded with {read_manifest(shards_dir)['model']}, not {args.model}"
-            )
+        given = read_manifest(shards_dir)["model"]  # a clear error for a folder that is no shard folder
+        if given != args.model:
+            raise SystemExit(f"--embeddings {shards_dir}: encoded with {given}, not {args.model}")
     else:
         corpus, queries, n, q = build_corpus(Path(args.data_dir), Path(args.cache))
         print(f"corpus {n} sentences, {q} queries", file=sys.stderr)

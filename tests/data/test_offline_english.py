@@ -5,12 +5,14 @@ it), first-seen order, and the same file on every run."""
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
 
 from sentcl.cli import main
 from sentcl.data.offline_english import offline_english_sentences
+from sentcl.data.readers import DataFormatError
 
 STS_TEST_SENTENCE = "a man is playing a guitar ."  # also in SNLI and in SICK train below
 
@@ -185,3 +187,20 @@ def test_bench_corpus_is_the_offline_corpus_without_its_queries(tmp_path: Path) 
     ]
     assert corpus == expected and n == len(corpus)
     assert {"sts12 a", "sick test a", "How café ?", STS_TEST_SENTENCE} <= set(corpus)
+
+
+def test_a_ragged_sts_b_row_is_an_error_naming_the_file_and_line(tmp_path: Path) -> None:
+    """A hand-edited STS-B test file with a row of six fields (a score lost): the corpus and the search bench's
+    queries, which read it through the same code, both stop at it instead of reading a shifted column."""
+    from bench.index_corpus import build
+
+    data = _small_data(tmp_path / "data")
+    sts = data / "senteval/STS/STSBenchmark/sts-test.csv"
+    good = _stsb("stsb test a", "stsb test b")
+    sts.write_text(good + "\n" + "main-captions\tMSRvid\t2012test\t0002\tstsb test c\tstsb test d\n", "utf-8")
+    where = rf"{re.escape(str(sts))}:2: expected at least 7 tab-separated fields, got 6"
+    with pytest.raises(DataFormatError, match=where):
+        offline_english_sentences(data)
+    with pytest.raises(DataFormatError, match=where):
+        build(data, tmp_path / "bench")
+    assert not (tmp_path / "bench").exists()  # nothing written before the error

@@ -78,3 +78,7 @@ def test_bench_index_real_on_given_embeddings(tmp_path: Path, tiny_bert: Path) -
         assert row["n"] == 400 and 0 < row["recall_at_10"] <= 1
     with pytest.raises(SystemExit, match="encoded with"):
         index.main([*argv, "--model", "all-MiniLM-L6-v2"])
+    (tmp_path / "not-shards").mkdir()  # a folder of no encode: the manifest's reader names what is missing
+    argv[argv.index("--embeddings") + 1] = str(tmp_path / "not-shards")
+    with pytest.raises(FileNotFoundError, match=r"shard manifest .*not-shards/manifest\.json"):
+        index.main([*argv, "--model", str(tiny_bert)])
