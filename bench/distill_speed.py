@@ -16,7 +16,7 @@ here (``model.student_layers``; untrained, but of the same shape, so it runs at 
     python -m bench.distill_speed --student-layers 0,2,4 --rounds 5
 
 ``--eval-int8`` also scores the student's int8 export on the seven STS tasks (``sentcl.evaluate``, the one
-evaluation path) and ``--table FILE`` writes the side table a grid page shows (sentcl.report.targets): the
+evaluation path) and ``--table FILE`` writes the side table a grid page shows (sentcl.experiments.targets): the
 speed and size rows, and the values its targets read (``student_pytorch_speedup``, ``student_int8_speedup``,
 ``student_int8_sts_avg``, ...).
 """
@@ -36,8 +36,8 @@ import torch
 from bench import harness
 from bench.common import format_table, median, set_threads
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.paths import resolve_data_dir, resolve_model_path
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.paths import resolve_data_dir, resolve_model_path
 
 MODES = ("teacher", "student", "student-onnx-int8", "teacher-onnx-int8")
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.onnx")
@@ -132,7 +132,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     config = {**head["config"], "max_length": max_length}
     res = {**head, "config": config, "sentences": len(sentences), "sizes": sizes, **measured}
     if args.table is not None:
-        from sentcl.atomic import atomic_write_text
+        from sentcl.files.atomic import atomic_write_text
 
         atomic_write_text(args.table, json.dumps(side_table(res), indent=2) + "\n")
         print("wrote", args.table)
@@ -150,7 +150,7 @@ def sts_of(folder: Path, args: argparse.Namespace) -> dict[str, Any]:
 
 
 def side_table(res: dict[str, Any]) -> dict[str, Any]:
-    """The grid page's side table (sentcl.report.targets): one row per mode, and the targets' values."""
+    """The grid page's side table (sentcl.experiments.targets): one row per mode, and the targets' values."""
     modes, sizes = res["modes"], res["sizes"]
     rows = [
         [

@@ -37,9 +37,9 @@ from bench.common import (
     set_threads,
 )
 from sentcl.evaluation.runner import evaluate
+from sentcl.files.paths import data_file, resolve_data_dir, resolve_model_path
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.quantize import quantize_int8
-from sentcl.paths import data_file, resolve_data_dir, resolve_model_path
 
 DEFAULT_MODES = ["sentcl", "st", "sentcl-int8", "sentcl-bf16", "sentcl-onnx", "sentcl-onnx-int8", "st-onnx"]
 

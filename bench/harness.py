@@ -18,7 +18,7 @@ from typing import Any
 
 from bench.common import machine_info, read_sentences, worker_env, write_json
 from sentcl.data.sampler import batches, epoch_permutation
-from sentcl.paths import data_file, resolve_data_dir
+from sentcl.files.paths import data_file, resolve_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_MODEL = "all-MiniLM-L6-v2"

@@ -30,7 +30,7 @@ import numpy as np
 
 from bench import harness
 from bench.common import format_table, median, read_sentences, set_threads, write_json
-from sentcl.paths import data_file, resolve_data_dir
+from sentcl.files.paths import data_file, resolve_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -40,7 +40,7 @@ def write_corpus(path: Path, lines: int, seed_lines: list[str]) -> None:
 
 def seed_sentences() -> list[str]:
     try:
-        from sentcl.paths import resolve_data_dir
+        from sentcl.files.paths import resolve_data_dir
 
         path = resolve_data_dir() / "corpora" / "wiki1m_prefix.txt"
         return [s.strip() for s in path.read_text(encoding="utf-8").splitlines() if s.strip()]

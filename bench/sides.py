@@ -20,9 +20,9 @@ from transformers import AutoConfig
 from sentcl.config import TrainConfig, TrainingConfig, from_dict
 from sentcl.data.readers import Corpus
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.paths import resolve_model_path
 from sentcl.methods import build_method
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.paths import resolve_model_path
 from sentcl.training.batch_source import augment_tokens, make_batch
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import autocast

@@ -41,7 +41,7 @@ from bench.sides import SentclSide
 from sentcl.data.readers import read_lines
 from sentcl.data.sampler import batches, epoch_permutation
 from sentcl.data.streaming import LineFile, StreamingCorpus, collate_cached
-from sentcl.paths import data_file, resolve_data_dir, resolve_model_path
+from sentcl.files.paths import data_file, resolve_data_dir, resolve_model_path
 
 RUNS = ("memory-small", "stream-small", "stream-large", "memory-large")
 

@@ -34,7 +34,7 @@ from bench.common import (
 )
 from bench.sides import MODES, build_side, mode_spec
 from sentcl.evaluation.runner import dev_score
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 
 DEFAULT_MODES = ["sentcl", "sentcl-b2", "sentcl-fused", "st", "sentcl-bf16"]
 BF16_USABLE = 0.5  # bf16 modes run only where bf16 matmul reaches this share of the fp32 peak

@@ -46,7 +46,7 @@ def reference_run(task: str, model: str, data_dir: str | None) -> dict[str, Any]
         senteval_sorted,
     )
 
-    from sentcl.paths import resolve_model_path
+    from sentcl.files.paths import resolve_model_path
 
     encode = reference_avg_batcher(resolve_model_path(model))
 
@@ -58,7 +58,7 @@ def reference_run(task: str, model: str, data_dir: str | None) -> dict[str, Any]
         read_sst2,
         read_trec,
     )
-    from sentcl.paths import resolve_data_dir
+    from sentcl.files.paths import resolve_data_dir
 
     root = resolve_data_dir(data_dir)
     x = {}

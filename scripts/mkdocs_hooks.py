@@ -1,6 +1,6 @@
 """mkdocs hook (mkdocs.yml ``hooks:``): generates the configuration and CLI reference pages at build time.
 
-``reference/poolers.md`` is the torch-free pooler table (``sentcl.poolers``). ``reference/configuration.md`` walks the config dataclasses (``sentcl.config.TrainConfig``, each section and,
+``reference/poolers.md`` is the torch-free pooler table (``sentcl.config.poolers``). ``reference/configuration.md`` walks the config dataclasses (``sentcl.config.TrainConfig``, each section and,
 for ``objective:``, the base options and then every registered method's own options): key, type, default and
 the field's help line. ``reference/cli.md`` is the ``--help`` of ``sentcl`` and of every sub-command, nested
 ones included, taken from the argparse parser of ``sentcl.cli``. Both are written into the build only, never
@@ -73,8 +73,8 @@ def _table(rows: list[str]) -> str:
 
 def config_reference() -> str:
     from sentcl.config import TrainConfig
-    from sentcl.method_records import option_classes as objective_option_classes
-    from sentcl.objective_config import ObjectiveConfig
+    from sentcl.config.method_records import option_classes as objective_option_classes
+    from sentcl.config.objective import ObjectiveConfig
 
     hints = typing.get_type_hints(TrainConfig)
     parts = [
@@ -141,7 +141,7 @@ def cli_reference() -> str:
 
 
 def poolers_reference() -> str:
-    from sentcl.poolers import POOLER_TABLE
+    from sentcl.config.poolers import POOLER_TABLE
 
     yes = {True: "yes", False: "no"}
     rows = [
@@ -154,7 +154,7 @@ def poolers_reference() -> str:
             [
                 "# Poolers",
                 "",
-                "Generated from `sentcl.poolers.POOLER_TABLE` when the site is built. `model.pooler` (and `--pooler`) "
+                "Generated from `sentcl.config.poolers.POOLER_TABLE` when the site is built. `model.pooler` (and `--pooler`) "
                 "takes one of these names.",
                 "",
                 "| pooler | sentence vector | MLP head | sentence-transformers pooling | needs all layers |",

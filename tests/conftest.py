@@ -10,7 +10,7 @@ import pytest
 from helpers.data import SERVE_CORPUS, write_corpus
 from helpers.tiny_bert import build_tiny_bert
 
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 
 
 @pytest.fixture(scope="session")
@@ -43,7 +43,7 @@ def tiny_encoder(tiny_bert: Path) -> Any:
 @pytest.fixture(scope="session")
 def index_dir(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An index folder built the way ``sentcl search --index DIR`` builds it (same pooler as tiny_encoder)."""
-    from sentcl.search_cli import run_search
+    from sentcl.index.search import run_search
 
     folder = tmp_path_factory.mktemp("serve_index")
     corpus = folder / "corpus.txt"

@@ -151,3 +151,12 @@ def test_the_map_reader_and_the_length_check(tmp_path: Path) -> None:
 def test_floors_are_ordered_bottom_first(module: str) -> None:
     expected = {"sentcl.rng": 0, "sentcl.data.readers": 1, "sentcl.cli.train": 7, "sentcl": 7}[module]
     assert floor_of(module) == expected
+
+
+MAX_ROOT_MODULES = 10
+
+
+def test_the_root_is_thin() -> None:
+    """The package root holds its face and a few primitives; every other module lives in a room (a package)."""
+    root = sorted(p.name for p in SRC.glob("*.py"))
+    assert len(root) <= MAX_ROOT_MODULES, f"{len(root)} modules at the root of src/sentcl: {root}"

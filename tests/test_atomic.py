@@ -1,4 +1,4 @@
-"""``sentcl.atomic.atomic_dir_write``: a folder appears whole or not at all, and a failed write is a neutral
+"""``sentcl.files.atomic.atomic_dir_write``: a folder appears whole or not at all, and a failed write is a neutral
 ``AtomicWriteError`` (an OSError naming the folder and the OS's reason), in every command that writes one.
 
 A read-only folder is simulated by making ``os.mkdir``/``os.open`` fail with EROFS below it (the tests run as
@@ -18,8 +18,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "index"))
 from index_fixtures import write_shards  # noqa: E402
 
-from sentcl.atomic import AtomicWriteError, atomic_dir_write  # noqa: E402
 from sentcl.cli import main  # noqa: E402
+from sentcl.files.atomic import AtomicWriteError, atomic_dir_write  # noqa: E402
 
 
 def read_only(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.builtin_recipes import RECIPES_DIR, builtin_path, resolve_recipe
 from sentcl.cli import main
-from sentcl.experiments import load_grid
-from sentcl.install import EXTRA_OF_MODULE, extra_hint
+from sentcl.config.builtin import RECIPES_DIR, builtin_path, resolve_recipe
+from sentcl.experiments.grid import load_grid
+from sentcl.extras import EXTRA_OF_MODULE, extra_hint
 
 ROOT = Path(__file__).resolve().parents[1]
 CHECKOUT_RECIPES = sorted((ROOT / "configs").glob("*.yaml"))

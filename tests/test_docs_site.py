@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.builtin_recipes import recipe_names
 from sentcl.cli import COMMANDS
 from sentcl.config import TrainConfig
-from sentcl.poolers import POOLERS
+from sentcl.config.builtin import recipe_names
+from sentcl.config.poolers import POOLERS
 
 ROOT = Path(__file__).resolve().parents[1]
 # Internal language a reader does not have: the numbering of the source papers ("seed 003"; a random seed is

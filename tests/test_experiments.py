@@ -16,7 +16,7 @@ from helpers.data import write_corpus, write_small_sts
 import sentcl.training.loop as loop
 from sentcl.cli import main
 from sentcl.config import ConfigError, TrainConfig, load_config
-from sentcl.experiments import load_grid, point_configs, yaml_value
+from sentcl.experiments.grid import load_grid, point_configs, yaml_value
 
 ROOT = Path(__file__).resolve().parents[1]
 GRIDS = sorted((ROOT / "configs" / "experiments").glob("*.yaml"))
@@ -101,7 +101,7 @@ def test_tiny_grid_table_resume_and_config_guard(
         grid.read_text(encoding="utf-8").replace("max_steps: 2", "max_steps: 1"), encoding="utf-8"
     )
     with pytest.raises(ConfigError, match=r"another config \(training\.max_steps: 2 in the run, 1 now"):
-        from sentcl.experiment_runs import run_grid
+        from sentcl.experiments.runs import run_grid
 
         run_grid(load_grid(grid), "cpu", runs)
 
@@ -199,7 +199,7 @@ def test_config_guard_reads_keys_added_after_the_run_as_their_defaults(tmp_path:
     """A run made before a setting existed has no such key in config.json: equal to a config that leaves
     the setting at its default, different from one that sets it."""
     from sentcl.config import to_dict
-    from sentcl.experiment_runs import config_differences
+    from sentcl.experiments.runs import config_differences
 
     saved = to_dict(TrainConfig())
     del saved["training"]["gradient_cache_chunk"]

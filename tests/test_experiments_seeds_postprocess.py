@@ -16,11 +16,11 @@ import yaml
 from helpers.data import write_corpus, write_small_sts
 from scipy.stats import spearmanr
 
-import sentcl.experiment_runs as experiment_runs
-import sentcl.experiments as experiments
+import sentcl.experiments.grid as experiments
+import sentcl.experiments.runs as experiment_runs
 from sentcl.cli import main
 from sentcl.config import ConfigError
-from sentcl.experiments import load_grid, point_configs
+from sentcl.experiments.grid import load_grid, point_configs
 from sentcl.modeling import SentenceEncoder
 
 

@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from sentcl.data.readers import DataFormatError
-from sentcl.files import iter_jsonl, json_safe, read_json, read_yaml, write_json_strict
-from sentcl.paths import ModelFolderError
+from sentcl.files.paths import ModelFolderError
+from sentcl.files.read import iter_jsonl, json_safe, read_json, read_yaml, write_json_strict
 
 
 def test_read_json_reads_and_names_the_file_in_every_error(tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.builtin_recipes import grid_names, recipe_names
+from sentcl.config.builtin import grid_names, recipe_names
 
 ROOT = Path(__file__).resolve().parents[1]
 

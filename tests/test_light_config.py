@@ -10,14 +10,14 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sentcl.method_records import option_classes
+from sentcl.config.method_records import option_classes
 
 ROOT = Path(__file__).resolve().parents[1]
 
 PROBE = """
 import glob, json, sys
 from sentcl.config import TrainConfig, describe, load_config
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 checked = []
 for path in ["configs/demo.yaml", *sorted(glob.glob("configs/*.yaml"))]:
     cfg = load_config(TrainConfig, path, ["training.seed=7"])

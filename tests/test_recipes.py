@@ -10,11 +10,11 @@ import pytest
 
 from sentcl.cli import main
 from sentcl.config import TrainConfig, load_config
-from sentcl.experiments import load_grid, point_configs
+from sentcl.experiments.grid import load_grid, point_configs
 from sentcl.methods import METHODS
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.open import load_encoder
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 CPU_RECIPES = sorted(
@@ -121,6 +121,8 @@ def test_every_grid_point_validates(grid: Path) -> None:
     """Each point of each variant gets its own method's options (a point may switch objective.name)."""
     spec = load_grid(grid)
     for variant in spec.variants:
-        for point, cfg in point_configs(spec, variant):  # point_configs runs sentcl.validation.validate
+        for point, cfg in point_configs(
+            spec, variant
+        ):  # point_configs runs sentcl.training.validation.validate
             validate(cfg, environment=False)
             assert type(cfg.objective) is METHODS.build(cfg.objective.name).options, point.name

@@ -11,8 +11,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import sentcl.retrieval as retrieval
-from sentcl.retrieval import ExactIndex, FaissIndex, build_index, load_index, search
+import sentcl.index.exact as retrieval
+from sentcl.index.exact import ExactIndex, FaissIndex, build_index, load_index, search
 
 
 def brute_force(corpus: np.ndarray, queries: np.ndarray, k: int, cosine: bool = True) -> tuple[list, list]:

@@ -22,7 +22,7 @@ from sentcl.config import (
 )
 from sentcl.data.readers import DataFormatError
 from sentcl.methods import METHODS
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -274,7 +274,7 @@ def test_a_malformed_dev_task_file_fails_in_validation_not_at_the_first_evaluati
 
 
 def test_a_grid_point_that_switches_the_method_gets_that_methods_options() -> None:
-    from sentcl.experiments import load_grid, point_configs
+    from sentcl.experiments.grid import load_grid, point_configs
 
     spec = load_grid(ROOT / "configs" / "experiments" / "objectives.yaml")
     cfgs = {p.name: c for p, c in point_configs(spec, "cpu")}

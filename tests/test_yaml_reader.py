@@ -1,4 +1,4 @@
-"""sentcl's one YAML reader (``sentcl.files.load_yaml_text``): what PyYAML's safe_load reads the same, what it
+"""sentcl's one YAML reader (``sentcl.files.read.load_yaml_text``): what PyYAML's safe_load reads the same, what it
 refuses (duplicate keys, alias bombs, recursive aliases), and the bounded previews of echoed values."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ import time
 import pytest
 import yaml
 
-from sentcl.files import YAML_MAX_NODES, load_yaml_text, mend_jsonl_tail, preview
+from sentcl.files.read import YAML_MAX_NODES, load_yaml_text, mend_jsonl_tail, preview
 
 DOCS = [
     "model: {pooler: cls}\ntraining: {seed: 1, output_dir: runs/x}\n",
@@ -92,7 +92,7 @@ def test_json_readers_say_what_a_path_is(tmp_path) -> None:  # noqa: ANN001
     """A FIFO (whose read would block), a folder and a symlink loop are named for what they are."""
     import os
 
-    from sentcl.files import iter_jsonl, read_json
+    from sentcl.files.read import iter_jsonl, read_json
 
     os.mkfifo(tmp_path / "fifo")
     os.symlink(tmp_path / "b", tmp_path / "a")

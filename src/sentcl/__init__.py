@@ -33,8 +33,8 @@ def evaluate(
     """
     from sentcl.evaluation.embedding import evaluation_encode_fn
     from sentcl.evaluation.runner import evaluate as _evaluate
+    from sentcl.files.paths import resolve_data_dir
     from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
-    from sentcl.paths import resolve_data_dir
 
     return _evaluate(
         evaluation_encode_fn(model, batch_size),  # the one evaluation path, as sentcl eval

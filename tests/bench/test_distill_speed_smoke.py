@@ -46,10 +46,10 @@ def test_distill_speed_on_tiny_models(tmp_path: Path, data_dir: Path) -> None:
 
 
 def test_side_table_for_the_grid_page(tmp_path: Path, data_dir: Path) -> None:
-    """--table writes what a grid page shows (sentcl.report.targets reads it back): the rows and the targets'
+    """--table writes what a grid page shows (sentcl.experiments.targets reads it back): the rows and the targets'
     values equal the result's own figures; --eval-int8's STS average is the mean of its seven tasks."""
     from bench import distill_speed
-    from sentcl.report.targets import read_table, table_markdown
+    from sentcl.experiments.targets import read_table, table_markdown
 
     teacher = st_folder(tmp_path / "teacher", build_tiny_bert(tmp_path / "bert4", layers=4), "mean", [], True)
     table = tmp_path / "page" / "speed.json"

@@ -10,8 +10,8 @@ import pytest
 from helpers.tiny_bert import build_tiny_bert
 
 from sentcl.cli import main
+from sentcl.index.search import run_search
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.search_cli import run_search
 
 CORPUS = [
     "a man plays the guitar",

@@ -8,7 +8,7 @@ import pytest
 
 from sentcl.data.readers import DataFormatError, read_lines, read_sentences
 from sentcl.index.mining import read_corpus_file
-from sentcl.search_cli import read_sentences as search_sentences
+from sentcl.index.search import read_sentences as search_sentences
 
 TEXT = "  first one \n\n\t\nsecond\r\n   \nthird\n"
 

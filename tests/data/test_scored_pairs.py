@@ -9,7 +9,7 @@ import pytest
 from sentcl.data.readers import DataFormatError
 from sentcl.data.scored_pairs import read_scored_pairs, read_stsb_pairs
 from sentcl.data.sources import read_training_data
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 
 
 def _write(path: Path, text: str) -> Path:

@@ -21,7 +21,7 @@ from sentcl.evaluation import (
     main_score,
     write_json,
 )
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 
 
 @pytest.fixture(scope="module")

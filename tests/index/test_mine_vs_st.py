@@ -24,7 +24,7 @@ import numpy as np
 import pytest
 
 from sentcl.cli import main
-from sentcl.paths import resolve_model_path
+from sentcl.files.paths import resolve_model_path
 
 st_util = pytest.importorskip("sentence_transformers.util")
 datasets = pytest.importorskip("datasets")

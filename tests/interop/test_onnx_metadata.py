@@ -15,9 +15,9 @@ import pytest
 import torch
 from transformers import AutoModel, AutoTokenizer
 
+from sentcl.files.paths import resolve_model_path
 from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, export_onnx
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.paths import resolve_model_path
 
 SENTENCES = ["a man is playing a guitar", "stock price falls", "the dog runs near the river", "a"]
 

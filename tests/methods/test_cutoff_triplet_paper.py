@@ -112,7 +112,7 @@ def test_strong_view_cuts_strictly_more_wherever_possible(tiny_bert: Path, repla
 
 
 def test_grid_puts_the_papers_tables_1_2_beside_the_right_points() -> None:
-    from sentcl.experiments import load_grid, point_configs
+    from sentcl.experiments.grid import load_grid, point_configs
 
     spec = load_grid(Path(__file__).resolve().parents[2] / "configs" / "experiments" / "cutoff_triplet.yaml")
     cfgs = {p.name: c for p, c in point_configs(spec, "cpu")}

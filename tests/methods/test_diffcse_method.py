@@ -16,7 +16,7 @@ from transformers import AutoTokenizer
 
 from sentcl.cli import main
 from sentcl.config import ConfigError, TrainConfig, load_config
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 

@@ -11,12 +11,12 @@ import typing
 
 import pytest
 
-from sentcl import config_names
+import sentcl.config.names as config_names
 from sentcl.config import TrainConfig, load_config, method_scoped_keys, resume_safe_keys, to_dict
-from sentcl.method_records import METHODS, method_record
+from sentcl.config.method_records import METHODS, method_record
+from sentcl.config.objective import ObjectiveConfig
 from sentcl.methods import BUILDERS
 from sentcl.modeling.model_card import render_card
-from sentcl.objective_config import ObjectiveConfig
 
 
 def test_every_method_has_a_builder_and_every_builder_a_record() -> None:

@@ -20,7 +20,7 @@ from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.mlm_head import MLMHeadError, attach_mlm_head
 from sentcl.training.batch_source import augment_tokens, make_batch
 from sentcl.training.step import embed_views
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 
 SENTENCES = ["a man is playing a guitar", "the dog runs near the river", "stock price falls", "a cat sits"]
 

@@ -20,7 +20,7 @@ from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.prompt import PROMPTBERT_BERT_TEMPLATES
 from sentcl.objectives.infonce import InfoNCE
 from sentcl.objectives.sncse import SNCSE
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
 TEMPLATES = ['the news : "[X]" is [MASK] .', 'the report of "[X]" is [MASK] .']

@@ -10,13 +10,13 @@ import numpy as np
 import pytest
 
 from sentcl.config import ConfigError, TrainConfig, from_dict, load_config, to_dict
+from sentcl.config.teacher import TeacherConfig
+from sentcl.files.paths import resolve_model_path
 from sentcl.methods import teacher_cache
 from sentcl.methods.teacher_cache import TEXTS_FILE, teacher_vectors
 from sentcl.methods.teachers import Teachers
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.paths import resolve_model_path
-from sentcl.teacher_config import TeacherConfig
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 
 TEXTS = ["a man plays the guitar", "the dog runs", "a man plays the guitar", "stock price falls", "a\nb"]
 

@@ -17,9 +17,9 @@ from modeling_folders import SENTENCES, plain_bert, st_encode, st_folder
 from transformers import AutoModel, AutoTokenizer
 
 from sentcl.config import ModelConfig
+from sentcl.files.paths import ModelFolderError, resolve_model_path
 from sentcl.modeling import SentenceEncoder
 from sentcl.modeling.build import build_encoder
-from sentcl.paths import ModelFolderError, resolve_model_path
 
 LONG = " ".join(["the big red car is on the road near the house"] * 30)  # > 256 word pieces
 

@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 
 from sentcl import open_model
+from sentcl.files.paths import resolve_model_path
 from sentcl.interop.onnx import export_onnx
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.onnx_encoder import OnnxEncoder
 from sentcl.modeling.open import locate
-from sentcl.paths import resolve_model_path
 from sentcl.types import Encoder
 
 SENTENCES = ["a man is playing a guitar", "the dog runs", "a"]

@@ -1,4 +1,4 @@
-"""One pooler table (sentcl.poolers, with its functions in sentcl.modeling.pooling) read by config, CLI, encoder and loader; one encode_fn."""
+"""One pooler table (sentcl.config.poolers, with its functions in sentcl.modeling.pooling) read by config, CLI, encoder and loader; one encode_fn."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from sentcl import config, poolers
+import sentcl.config.poolers as poolers
+import sentcl.config.sections as config
 from sentcl.cli.options import POOLERS as CLI_POOLERS
 from sentcl.modeling import encode_fn, loading
 from sentcl.modeling.packed import PACKED_POOLERS
@@ -26,7 +27,7 @@ def test_every_reader_of_the_list_is_the_same_object() -> None:
 
 
 def test_the_pooling_module_and_the_packed_forward_read_the_one_table() -> None:
-    """The facts the modeling side once kept in its own tables, now derived from sentcl.poolers: compared with
+    """The facts the modeling side once kept in its own tables, now derived from sentcl.config.poolers: compared with
     the values those tables held (PACKED_POOLERS was a literal set, the heads and layers literal flags)."""
     assert {"avg", "cls", "cls_before_pooler"} == PACKED_POOLERS
     assert {n for n, s in POOLER_SPECS.items() if s.prompt} == {"mask"}

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from sentcl.files.paths import ModelFolderError
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.prompt import Prompt
-from sentcl.paths import ModelFolderError
 
 TEMPLATES = ['the news : "[X]" is [MASK] .', 'the report of "[X]" is [MASK] .']
 SENTENCES = [

@@ -16,10 +16,10 @@ from modeling_folders import SENTENCES, st_encode, st_folder
 from transformers import BertConfig, BertModel, DistilBertConfig, DistilBertModel
 
 from sentcl.config import ModelConfig
+from sentcl.config.typed import ConfigError, from_dict
 from sentcl.modeling import SentenceEncoder
 from sentcl.modeling.build import build_encoder
 from sentcl.modeling.student import keep_layers
-from sentcl.typed_config import ConfigError, from_dict
 
 
 @pytest.fixture(scope="module")

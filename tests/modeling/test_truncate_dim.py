@@ -10,9 +10,9 @@ import pytest
 from scipy.stats import spearmanr
 
 from sentcl.cli import main
+from sentcl.evaluation.dimensions import plot_sweeps, read_sweep
+from sentcl.files.paths import ModelFolderError
 from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder
-from sentcl.paths import ModelFolderError
-from sentcl.report.dimensions import plot_sweeps, read_sweep
 
 SENTENCES = ["a dog runs in the garden", "the man is playing music", "a red car", "the stock price falls"]
 PAIRS = [
@@ -136,7 +136,7 @@ def test_encode_truncate_dim_of_a_sentence_transformers_folder(tmp_path: Path) -
     normalised, so sentcl re-normalises the prefix)."""
     from sentence_transformers import SentenceTransformer
 
-    from sentcl.paths import resolve_model_path
+    from sentcl.files.paths import resolve_model_path
 
     (tmp_path / "in.txt").write_text("\n".join(SENTENCES) + "\n", encoding="utf-8")
     args = ["encode", "--model", "all-MiniLM-L6-v2", "--input", str(tmp_path / "in.txt")]

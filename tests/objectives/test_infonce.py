@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.method_options import UnsupSimCSEOptions
+from sentcl.config.method_options import UnsupSimCSEOptions
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from sentcl.method_options import SupSimCSEOptions
+from sentcl.config.method_options import SupSimCSEOptions
 from sentcl.objectives import (
     CutoffTriplet,
     QuickThoughts,

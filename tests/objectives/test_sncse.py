@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from sentcl.method_options import SNCSEOptions
+from sentcl.config.method_options import SNCSEOptions
 from sentcl.objectives.sncse import SNCSE
 
 

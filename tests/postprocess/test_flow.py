@@ -13,8 +13,8 @@ import torch
 from helpers.data import write_corpus
 from safetensors.torch import load_file, save_file
 
+from sentcl.files.paths import ModelFolderError
 from sentcl.modeling import SentenceEncoder
-from sentcl.paths import ModelFolderError
 from sentcl.postprocess.fit import PostprocessSettings, postprocess_model
 from sentcl.postprocess.flow import FlowConfig, Glow, fit_flow
 

@@ -62,7 +62,7 @@ def same_as_fresh(folder: Path, printed: str) -> None:
     import contextlib
     import io
 
-    from sentcl.retrieval import load_index
+    from sentcl.index.exact import load_index
 
     hits = json.JSONDecoder().raw_decode(printed[printed.index("[") :])[0]
     fresh = io.StringIO()
@@ -389,7 +389,7 @@ def test_index_reliability(case: Case, tmp_path: Path, capsys: pytest.CaptureFix
 )
 def test_load_index_names_the_bad_file(tmp_path: Path, damage: Callable[[Path], None], error: str) -> None:
     """What the search cache logs before rebuilding: load_index's error names the file."""
-    from sentcl.retrieval import ExactIndex, load_index
+    from sentcl.index.exact import ExactIndex, load_index
 
     ExactIndex(np.random.default_rng(0).standard_normal((5, 4)), texts=CORPUS).save(tmp_path / "i")
     damage(tmp_path / "i")

@@ -24,7 +24,7 @@ from harness import Case, parametrize, run_case
 from helpers.data import tiny_recipe, write_corpus
 
 from sentcl.cli import main
-from sentcl.files import YAML_MAX_NODES
+from sentcl.files.read import YAML_MAX_NODES
 
 ENV: dict[str, Path] = {}  # tiny model, data folder, a finished run: set by the fixtures
 ROOT = Path(__file__).resolve().parents[2]

@@ -718,7 +718,7 @@ def test_korean_advice_on_minilm_is_measured(caplog: pytest.LogCaptureFixture) -
     """all-MiniLM-L6-v2's vocabulary holds jamo, not syllables: strip_accents=False would make it worse."""
     from transformers import AutoTokenizer
 
-    from sentcl.paths import resolve_model_path
+    from sentcl.files.paths import resolve_model_path
 
     folder = resolve_model_path("all-MiniLM-L6-v2")
     loaded = AutoTokenizer.from_pretrained(folder)

@@ -22,10 +22,10 @@ from harness import Case, parametrize, run_case
 from safetensors.torch import save_file
 from torch import nn
 
+from sentcl.files.paths import resolve_model_path
 from sentcl.interop.onnx import export_onnx
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.st_write import write_dense
-from sentcl.paths import resolve_model_path
 
 ENV: dict[str, Path] = {}
 MARKER = "PWNED_BY_BIN"

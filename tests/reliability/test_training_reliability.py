@@ -28,9 +28,9 @@ from harness import Case, parametrize, run_case
 from helpers.data import tiny_recipe, write_corpus
 from safetensors.torch import load_file
 
-from sentcl import atomic as atomic_module
-from sentcl.atomic import atomic_dir_write
+import sentcl.files.atomic as atomic_module
 from sentcl.cli import main
+from sentcl.files.atomic import atomic_dir_write
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.training import checkpoint as ckpt_module
 from sentcl.training.checkpoint import STATE_FILE, load_state

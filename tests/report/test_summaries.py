@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from sentcl.cli import main
-from sentcl.experiment_runs import GridRow
-from sentcl.experiments import load_grid
-from sentcl.report.grid import write_grid_report
-from sentcl.report.summaries import SUMMARY_FILES, rows_from_summaries, summaries_dir, write_summaries
+from sentcl.experiments.grid import load_grid
+from sentcl.experiments.page import write_grid_report
+from sentcl.experiments.runs import GridRow
+from sentcl.experiments.summaries import SUMMARY_FILES, rows_from_summaries, summaries_dir, write_summaries
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"

@@ -18,7 +18,7 @@ from scipy.stats import spearmanr
 
 from sentcl.cli import main
 from sentcl.config import ConfigError
-from sentcl.experiments import load_grid
+from sentcl.experiments.grid import load_grid
 from sentcl.modeling import SentenceEncoder
 
 
@@ -220,7 +220,7 @@ def test_a_new_training_budget_keeps_the_start_model_points(tmp_path: Path, tiny
     """An evaluate-only point of the start model depends on the model and evaluation keys, not on the grid's
     training budget: a changed max_steps retrains the trained point's folder (an error until it is deleted)
     but reuses the start model's result; a changed model key is refused for both."""
-    from sentcl.experiment_runs import run_grid
+    from sentcl.experiments.runs import run_grid
 
     grid = write_grid(tmp_path, tiny_bert, targets=[], tables=[])
     runs = tmp_path / "runs"
@@ -244,7 +244,7 @@ def test_a_new_training_budget_keeps_the_start_model_points(tmp_path: Path, tiny
 
 def test_a_target_of_a_point_not_run_yet_is_not_measured() -> None:
     """A page of some points only (--only) shows such a target as not measured instead of failing."""
-    from sentcl.report.targets import Source, Target, targets_markdown
+    from sentcl.experiments.targets import Source, Target, targets_markdown
 
     target = Target("keeps 97%", Source(point="student"), "ratio", Source(point="teacher"), at_least=0.97)
     values = {"teacher": [80.0]}

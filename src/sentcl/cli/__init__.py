@@ -6,7 +6,7 @@ that runs it (``run(args) -> int``). A new command is a new module named in ``CO
 ``main`` turns what goes wrong into one line ``sentcl CMD: error: ...`` and an exit status, never a
 traceback: a user's mistake (``options.USER_ERRORS``) exits 2; an OS error (a write the OS refused: a
 read-only folder, a full disk, a file-size limit) exits 1, naming the user's path and the OS's reason
-(``sentcl.pathcheck.os_error_message``). Standard output closed early (``sentcl ... | head -1``) ends
+(``sentcl.files.pathcheck.os_error_message``). Standard output closed early (``sentcl ... | head -1``) ends
 quietly with 141, as a process killed by SIGPIPE; standard output full or failing (``> /dev/full``) is one
 error line and exit 1. In both cases standard output is then pointed at /dev/null, so the interpreter's own
 flush at exit prints nothing more.
@@ -24,8 +24,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from sentcl.cli.options import USER_ERRORS, user_error_message
-from sentcl.install import missing_extra_message
-from sentcl.pathcheck import os_error_message
+from sentcl.extras import missing_extra_message
+from sentcl.files.pathcheck import os_error_message
 
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 logger = logging.getLogger("sentcl")

@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_data_dir
-from sentcl.pathcheck import check_output_file
+from sentcl.files.pathcheck import check_output_file
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -36,9 +36,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.atomic import atomic_write_text
     from sentcl.data.offline_english import offline_english_sentences
-    from sentcl.paths import resolve_data_dir
+    from sentcl.files.atomic import atomic_write_text
+    from sentcl.files.paths import resolve_data_dir
 
     check_output_file(args.output, "--out")
     data = resolve_data_dir(args.data_dir)

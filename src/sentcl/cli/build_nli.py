@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_data_dir
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

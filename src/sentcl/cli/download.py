@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from sentcl.paths import DATA_DIR_DEFAULT_TEXT, default_data_dir
+from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, default_data_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

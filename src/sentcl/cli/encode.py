@@ -8,10 +8,10 @@ from pathlib import Path
 
 import numpy as np
 
-from sentcl.atomic import atomic_save_npy
 from sentcl.cli.options import add_model_options, load_model, positive_int
 from sentcl.data.readers import iter_text_lines, require_file
-from sentcl.pathcheck import check_output_dir, check_output_file
+from sentcl.files.atomic import atomic_save_npy
+from sentcl.files.pathcheck import check_output_dir, check_output_file
 
 logger = logging.getLogger("sentcl")
 

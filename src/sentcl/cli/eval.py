@@ -6,12 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-from sentcl.atomic import atomic_write_text
-from sentcl.cli.eval_user_data import add_user_data_options, evaluate_user_data, read_user_data
 from sentcl.cli.options import add_data_dir, add_model_options, load_model
-from sentcl.pathcheck import check_output_file
-from sentcl.paths import resolve_data_dir
-from sentcl.report.dimensions import parse_dims, plot_sweep, truncation_sweep
+from sentcl.evaluation.dimensions import parse_dims, plot_sweep, truncation_sweep
+from sentcl.evaluation.user_data import add_user_data_options, evaluate_user_data, read_user_data
+from sentcl.files.atomic import atomic_write_text
+from sentcl.files.pathcheck import check_output_file
+from sentcl.files.paths import resolve_data_dir
 from sentcl.types import EncodeFn
 
 

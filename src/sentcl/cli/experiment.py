@@ -6,8 +6,8 @@ import argparse
 import dataclasses
 from pathlib import Path
 
-from sentcl.builtin_recipes import resolve_recipe
 from sentcl.cli.options import add_overrides
+from sentcl.config.builtin import resolve_recipe
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -51,10 +51,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.experiment_runs import run_grid
-    from sentcl.experiments import load_grid, point_configs, select_points
-    from sentcl.report.grid import write_grid_report
-    from sentcl.report.summaries import rows_from_summaries, summaries_dir, write_summaries
+    from sentcl.experiments.grid import load_grid, point_configs, select_points
+    from sentcl.experiments.page import write_grid_report
+    from sentcl.experiments.runs import run_grid
+    from sentcl.experiments.summaries import rows_from_summaries, summaries_dir, write_summaries
 
     overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
     spec = load_grid(resolve_recipe(args.grid, grids=True))

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from sentcl.cli.options import add_pooler
-from sentcl.pathcheck import check_output_dir
+from sentcl.files.pathcheck import check_output_dir
 
 FORMATS = ("onnx",)
 

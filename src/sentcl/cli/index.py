@@ -8,7 +8,7 @@ import logging
 from pathlib import Path
 
 from sentcl.cli.options import positive_int, settings_from_args
-from sentcl.pathcheck import check_input_dir, check_output_dir
+from sentcl.files.pathcheck import check_input_dir, check_output_dir
 
 logger = logging.getLogger("sentcl")
 

@@ -7,7 +7,7 @@ import logging
 from pathlib import Path
 
 from sentcl.cli.options import add_model_options, load_model, positive_int, settings_from_args
-from sentcl.pathcheck import check_output_file
+from sentcl.files.pathcheck import check_output_file
 
 logger = logging.getLogger("sentcl")
 

@@ -7,13 +7,13 @@ import dataclasses
 from typing import Any, TypeVar
 
 from sentcl.config import ConfigError
+from sentcl.config.poolers import POOLERS
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
 from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
 from sentcl.modeling.encode import encode_fn as model_encode_fn
-from sentcl.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
-from sentcl.poolers import POOLERS
 from sentcl.types import EncodeFn
 
 T = TypeVar("T")

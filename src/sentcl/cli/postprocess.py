@@ -7,7 +7,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler, positive_int
-from sentcl.pathcheck import check_output_dir
+from sentcl.files.pathcheck import check_output_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -69,7 +69,7 @@ def fit_file_path(path: Path, data_dir: str | None) -> Path:
     """``path`` as given, else below the data folder (as recipes name data files)."""
     if path.exists() or path.is_absolute():
         return path
-    from sentcl.paths import DataNotFoundError, resolve_data_dir
+    from sentcl.files.paths import DataNotFoundError, resolve_data_dir
 
     try:
         candidate = resolve_data_dir(data_dir) / path
@@ -79,7 +79,7 @@ def fit_file_path(path: Path, data_dir: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.atomic import atomic_dir_write
+    from sentcl.files.atomic import atomic_dir_write
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.open import open_model
     from sentcl.postprocess.fit import PostprocessSettings, postprocess_model

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import textwrap
 
-from sentcl.builtin_recipes import GRIDS_SUBDIR, RECIPES_DIR, builtin_path, grid_names, recipe_names
+from sentcl.config.builtin import GRIDS_SUBDIR, RECIPES_DIR, builtin_path, grid_names, recipe_names
 
 LINE_WIDTH = 110
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler
-from sentcl.pathcheck import check_output_dir
+from sentcl.files.pathcheck import check_output_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

@@ -13,7 +13,7 @@ logger = logging.getLogger("sentcl")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.retrieval import BACKENDS
+    from sentcl.index.exact import BACKENDS
 
     p = sub.add_parser("search", help="Nearest corpus sentences (cosine) for one or more queries.")
     p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from sentcl.index import is_ann_index
-    from sentcl.search_cli import format_hits, hits_json, read_sentences, run_ann_search, run_search
+    from sentcl.index.search import format_hits, hits_json, read_sentences, run_ann_search, run_search
 
     queries = list(args.query)
     if args.queries:

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.cli.options import add_model_options, load_model, positive_int
-from sentcl.install import missing_extra_message
+from sentcl.extras import missing_extra_message
 
 logger = logging.getLogger("sentcl")
 

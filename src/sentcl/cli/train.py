@@ -6,10 +6,10 @@ import argparse
 import json
 import sys
 
-from sentcl.builtin_recipes import resolve_recipe
 from sentcl.cli.options import add_overrides
 from sentcl.config import TrainConfig, describe, load_config
-from sentcl.paths import DATA_DIR_DEFAULT_TEXT
+from sentcl.config.builtin import resolve_recipe
+from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT
 
 
 def _config_keys_epilog() -> str:

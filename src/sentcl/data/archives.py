@@ -111,7 +111,7 @@ def _find_root(folder: Path, marker: str) -> Path | None:
 
 def extract_archive(file: Path, target: Path, kind: str, marker: str) -> None:
     """Unpack ``file`` so that ``target/marker`` exists; ``target`` appears whole or not at all."""
-    from sentcl.atomic import atomic_dir_write
+    from sentcl.files.atomic import atomic_dir_write
 
     staging = target.parent / f".unpack-{target.name}-{uuid.uuid4().hex[:8]}"
     try:

@@ -270,7 +270,7 @@ def _read_pins(path: Path) -> dict[str, str]:
 
 
 def _write_pins(path: Path, pins: dict[str, str]) -> None:
-    from sentcl.atomic import atomic_write_text
+    from sentcl.files.atomic import atomic_write_text
 
     atomic_write_text(path, "".join(f"{digest}  {name}\n" for name, digest in pins.items()))
 

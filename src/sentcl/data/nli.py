@@ -25,10 +25,10 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from sentcl.atomic import atomic_write_text
 from sentcl.data.readers import Corpus, DataFormatError, iter_text_lines, require_file
 from sentcl.data.tables import iter_csv_records, iter_records
-from sentcl.pathcheck import check_input_dir
+from sentcl.files.atomic import atomic_write_text
+from sentcl.files.pathcheck import check_input_dir
 
 NliExample = tuple[str, ...]
 LABELS = ("entailment", "neutral", "contradiction")

@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sentcl.files import DataFormatError, decode_line, iter_text_lines  # noqa: F401  (their home: files)
-from sentcl.pathcheck import check_input_file
+from sentcl.files.pathcheck import check_input_file
+from sentcl.files.read import DataFormatError, decode_line, iter_text_lines  # noqa: F401  (their home: files)
 
 logger = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ class Corpus:
 def require_file(path: Path, what: str = "training file") -> None:
     """A clear error unless ``path`` is a readable regular file: FileNotFoundError when it is missing, else a
     DataFormatError saying what it is (a directory, a FIFO, a symbolic link loop, unreadable: see
-    ``sentcl.pathcheck``); a FIFO is never opened, so nothing blocks."""
+    ``sentcl.files.pathcheck``); a FIFO is never opened, so nothing blocks."""
     check_input_file(path, what, DataFormatError)
 
 

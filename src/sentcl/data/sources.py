@@ -1,4 +1,4 @@
-"""Readers by name: a method names the reader that yields its examples (its record's ``reader``, sentcl.method_records).
+"""Readers by name: a method names the reader that yields its examples (its record's ``reader``, sentcl.config.method_records).
 
 Every reader is ``(path, max_examples) -> Corpus``; ``with_neutral`` (supervised SimCSE's neutral hard
 negatives) goes to the NLI readers that group hypotheses by premise.
@@ -31,7 +31,7 @@ def read_training_data(
     reader: str, path: Path, max_examples: int | None = None, with_neutral: bool = False
 ) -> Corpus:
     """The examples of ``path`` read by ``reader``. The reader and ``with_neutral`` are checked by
-    ``sentcl.validation.check_data`` (with_neutral needs an NLI reader: nli_csv or a NEUTRAL_READERS one)."""
+    ``sentcl.training.validation.check_data`` (with_neutral needs an NLI reader: nli_csv or a NEUTRAL_READERS one)."""
     read = READERS.get(reader)
     if with_neutral and reader in NEUTRAL_READERS:
         return read(path, max_examples, with_neutral=True)

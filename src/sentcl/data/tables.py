@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.data.readers import DataFormatError, decode_line, require_file
-from sentcl.files import parse_json_line
+from sentcl.files.read import parse_json_line
 
 FORMATS = ("tsv", "csv", "jsonl")
 _BY_SUFFIX = {".tsv": "tsv", ".csv": "csv", ".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl"}

@@ -21,7 +21,7 @@ import numpy as np
 from scipy.special import logsumexp
 
 from sentcl.evaluation.senteval_readers import load_sts_task
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 from sentcl.types import EncodeFn
 
 

@@ -34,7 +34,7 @@ import numpy as np
 
 from sentcl.data.readers import DataFormatError
 from sentcl.data.tables import cell, check_width, column_index, read_table
-from sentcl.pathcheck import check_input_dir
+from sentcl.files.pathcheck import check_input_dir
 from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)

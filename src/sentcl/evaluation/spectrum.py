@@ -21,7 +21,7 @@ import numpy as np
 
 from sentcl.evaluation.alignment_uniformity import l2_normalize
 from sentcl.evaluation.senteval_readers import load_sts_task
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 from sentcl.types import EncodeFn
 
 GOLD_EDGES = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)

@@ -32,8 +32,8 @@ import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
 from sentcl.evaluation.senteval_readers import STS_TASKS, STS_YEARS, Pair, load_sts_task
-from sentcl.files import write_json_strict
-from sentcl.sts_table import DISPLAY_NAMES, format_sts_table, main_score, row_label  # noqa: F401 - re-exported
+from sentcl.evaluation.sts_table import DISPLAY_NAMES, format_sts_table, main_score, row_label  # noqa: F401 - re-exported
+from sentcl.files.read import write_json_strict
 from sentcl.types import EncodeFn
 
 OnDone = Callable[[str], None]  # called with a task's name when it is done (progress)

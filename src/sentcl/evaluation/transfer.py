@@ -55,7 +55,7 @@ from sentcl.evaluation.senteval_readers import (
     read_sst2,
     read_trec,
 )
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 from sentcl.types import EncodeFn
 
 TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")

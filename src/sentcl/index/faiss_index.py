@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.files import load_npy, read_json
+from sentcl.extras import extra_hint
+from sentcl.files.read import load_npy, read_json
 from sentcl.index.shards import ShardSet
-from sentcl.install import extra_hint
 from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -260,10 +260,10 @@ def _save_folder(
     """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``.
 
     A folder that cannot be written (read-only, full disk) raises the OS's error naming the file, or
-    ``sentcl.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""
+    ``sentcl.files.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""
     import json
 
-    from sentcl.atomic import atomic_dir_write
+    from sentcl.files.atomic import atomic_dir_write
 
     def write(tmp: Path) -> None:
         tmp.mkdir(parents=True)

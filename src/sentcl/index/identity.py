@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.paths import resolve_model_path
+from sentcl.files.paths import resolve_model_path
 
 MIB = 1 << 20
 EDGE = 64 << 10

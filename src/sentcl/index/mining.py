@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.retrieval import ExactIndex
+from sentcl.index.exact import ExactIndex
 
 logger = logging.getLogger(__name__)
 SAMPLING = ("top", "random")

@@ -33,9 +33,9 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.atomic import atomic_save_npy, atomic_write_json
 from sentcl.data.readers import decode_line
-from sentcl.files import load_npy, read_json
+from sentcl.files.atomic import atomic_save_npy, atomic_write_json
+from sentcl.files.read import load_npy, read_json
 from sentcl.index.identity import input_fingerprint, model_identity, offsets_digest
 from sentcl.version import __version__
 

@@ -119,7 +119,7 @@ def probe_from_rows(shards: ShardSet, rows: np.ndarray) -> Probe:
 
 
 def probe_from_file(shards: ShardSet, path: Any) -> Probe:
-    from sentcl.files import load_npy
+    from sentcl.files.read import load_npy
 
     q = np.asarray(load_npy(path, mmap=False))
     if q.ndim != 2 or q.shape[1] != shards.dim or len(q) == 0:

@@ -19,8 +19,8 @@ import numpy as np
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.evaluation.runner import Task, format_mteb_table, register_task
 from sentcl.evaluation.senteval_readers import load_sts_task
-from sentcl.install import extra_hint
-from sentcl.paths import DataNotFoundError
+from sentcl.extras import extra_hint
+from sentcl.files.paths import DataNotFoundError
 from sentcl.types import EncodeFn
 
 # MTEB task name -> sentcl's STS task name

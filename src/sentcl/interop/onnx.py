@@ -28,7 +28,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentcl.atomic import atomic_write_text
+from sentcl.files.atomic import atomic_write_text
 from sentcl.modeling.onnx_encoder import (  # noqa: F401 - the reading side, re-exported for old imports
     INPUTS,
     ONNX_CONFIG,
@@ -273,7 +273,7 @@ def export_onnx(
     The folder is written whole into a temporary sibling and swapped in (a killed export leaves no partial
     OUT, and its temporary is removed by the next export). ``verbose``: onnxruntime's own log lines too.
     """
-    from sentcl.atomic import atomic_dir_write
+    from sentcl.files.atomic import atomic_dir_write
     from sentcl.modeling.dual import DualEncoder
     from sentcl.modeling.open import open_model
 

@@ -1,12 +1,12 @@
 """Training methods: which views each example yields, how they are encoded, and which objective scores them.
 
-Each method's record (options class, reader, paper) is torch-free in :mod:`sentcl.method_records`, its options
-in :mod:`sentcl.method_options`; ``Method`` and the builders' registry live in :mod:`sentcl.methods.base`, the
+Each method's record (options class, reader, paper) is torch-free in :mod:`sentcl.config.method_records`, its options
+in :mod:`sentcl.config.method_options`; ``Method`` and the builders' registry live in :mod:`sentcl.methods.base`, the
 view helpers in :mod:`sentcl.methods.views`, and each builder in a module of its own. A new method is a record,
 an options class, a new module and one import line below (the import registers its builder).
 """
 
-from sentcl.method_records import METHODS, MethodRecord
+from sentcl.config.method_records import METHODS, MethodRecord
 from sentcl.methods.base import (
     BUILDERS,
     Builder,

@@ -5,9 +5,9 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import ArcCSEOptions
 from sentcl.data.augment.nested_spans import NestedSpanMask
 from sentcl.data.readers import Corpus
-from sentcl.method_options import ArcCSEOptions
 from sentcl.methods.base import Method, register_method
 from sentcl.methods.views import duplicate_view
 from sentcl.objectives.arccse import ArcCSELoss

@@ -5,7 +5,7 @@ A method is data + objective, nothing about optimisation:
     example --views--> (v_1..v_V) --tokenize--> (B·V, L) --[token/feature aug per view]--> encoder(s)
             --> (B, V, D) --> objective
 
-Each method has a torch-free record (``sentcl.method_records``: options class, reader, paper) and a builder
+Each method has a torch-free record (``sentcl.config.method_records``: options class, reader, paper) and a builder
 here, registered with ``@register_method(name)`` on ``(cfg, options, corpus, tokenizer) -> Method``; the
 builder receives ``cfg.objective`` as ``options``, an instance of the record's options class, and trusts it.
 """
@@ -22,9 +22,9 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import ConfigError, ObjectiveConfig, TrainConfig
+from sentcl.config.method_records import METHODS, MethodRecord, method_record
 from sentcl.data.readers import Corpus
-from sentcl.files import preview
-from sentcl.method_records import METHODS, MethodRecord, method_record
+from sentcl.files.read import preview
 from sentcl.objectives.base import Objective
 from sentcl.objectives.matryoshka import matryoshka_wrap
 from sentcl.objectives.mlm import mlm_wrap
@@ -105,9 +105,9 @@ BUILDERS: Registry[Builder] = Registry("method builder")
 def register_method(
     name: str,
 ) -> Callable[[Callable[[TrainConfig, OptionsT, Corpus, PreTrainedTokenizerBase], Method]], Any]:
-    """Register the builder of method ``name``, which must have a record (sentcl.method_records)."""
+    """Register the builder of method ``name``, which must have a record (sentcl.config.method_records)."""
     if name not in METHODS:
-        raise ValueError(f"method {name!r} has no record in sentcl.method_records")
+        raise ValueError(f"method {name!r} has no record in sentcl.config.method_records")
 
     def decorator(build: Callable[[TrainConfig, OptionsT, Corpus, PreTrainedTokenizerBase], Method]) -> Any:
         BUILDERS.register(name)(lambda: build)

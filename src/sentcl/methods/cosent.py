@@ -9,8 +9,8 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import CoSENTOptions
 from sentcl.data.readers import Corpus
-from sentcl.method_options import CoSENTOptions
 from sentcl.methods.base import Example, Method, check_examples, check_scores_vary, register_method
 from sentcl.objectives.cosent import CoSENT
 

@@ -7,9 +7,9 @@ import logging
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import CutoffTripletOptions
 from sentcl.data.augment import TOKEN_AUGMENTATIONS
 from sentcl.data.readers import Corpus
-from sentcl.method_options import CutoffTripletOptions
 from sentcl.methods.base import Method, register_method
 from sentcl.methods.views import duplicate_view
 from sentcl.objectives.triplet import CutoffTriplet
@@ -29,7 +29,7 @@ def cutoff_triplet(
     other way round, ``objective.order=as_printed``); inference is [CLS] through the MLP
     (``model.mlp_only_train=false``). ``weak_positive`` (ours): views (s, s*, s**), InfoNCE(s, s*).
     The strong view cuts strictly more tokens than the weak one wherever the sentence has enough.
-    The pooler rule (model.pooler=cls) is checked by sentcl.validation.
+    The pooler rule (model.pooler=cls) is checked by sentcl.training.validation.
     """
     seed = cfg.training.seed
     if o.triplet_form == "paper" and cfg.model.mlp_only_train:

@@ -5,8 +5,8 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import DistillKLOptions
 from sentcl.data.readers import Corpus
-from sentcl.method_options import DistillKLOptions
 from sentcl.methods.base import Method, register_method
 from sentcl.methods.teachers import Teachers, teacher_text
 from sentcl.objectives.distill_kl import DistillKL

@@ -6,9 +6,9 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import ConfigError, TrainConfig
+from sentcl.config.method_options import DistillMSEOptions
 from sentcl.data.readers import Corpus
-from sentcl.files import preview
-from sentcl.method_options import DistillMSEOptions
+from sentcl.files.read import preview
 from sentcl.methods.base import Example, Method, register_method
 from sentcl.methods.teachers import Teachers
 from sentcl.methods.views import duplicate_view

@@ -5,9 +5,9 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import ESimCSEOptions
 from sentcl.data.augment.repetition import WordRepetition
 from sentcl.data.readers import Corpus
-from sentcl.method_options import ESimCSEOptions
 from sentcl.methods.base import Method, register_method
 from sentcl.methods.momentum import MomentumQueue
 from sentcl.methods.views import positive_view_augmented

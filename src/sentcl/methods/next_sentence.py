@@ -5,8 +5,8 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import NextSentenceOptions
 from sentcl.data.readers import Corpus
-from sentcl.method_options import NextSentenceOptions
 from sentcl.methods.base import Method, register_method
 from sentcl.objectives.infonce import InfoNCE
 

@@ -19,12 +19,12 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import ConfigError, TrainConfig
+from sentcl.config.method_options import PromptBERTOptions, check_mask_pooler
+from sentcl.config.prompt_templates import PROMPTBERT_BERT_TEMPLATES
 from sentcl.data.readers import Corpus
-from sentcl.method_options import PromptBERTOptions, check_mask_pooler
 from sentcl.methods.base import Method, ViewFn, register_method
 from sentcl.modeling.prompt import Prompt
 from sentcl.objectives.infonce import InfoNCE
-from sentcl.prompt_templates import PROMPTBERT_BERT_TEMPLATES
 
 
 def training_prompt(cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase) -> Prompt:

@@ -9,8 +9,8 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import QuickThoughtsOptions
 from sentcl.data.readers import Corpus
-from sentcl.method_options import QuickThoughtsOptions
 from sentcl.methods.base import Example, Method, register_method
 
 

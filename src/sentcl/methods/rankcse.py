@@ -5,8 +5,8 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import RankCSEOptions
 from sentcl.data.readers import Corpus
-from sentcl.method_options import RankCSEOptions
 from sentcl.methods.base import Method, check_examples, register_method
 from sentcl.methods.teachers import Teachers
 from sentcl.methods.views import duplicate_view

@@ -20,9 +20,9 @@ from collections.abc import Callable
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import ConfigError, TrainConfig
+from sentcl.config.method_options import SNCSEOptions
 from sentcl.data.negation import negate, read_negations
 from sentcl.data.readers import Corpus
-from sentcl.method_options import SNCSEOptions
 from sentcl.methods.base import Method, register_method
 from sentcl.methods.promptbert import training_prompt, two_templates
 from sentcl.objectives.sncse import SNCSE

@@ -5,8 +5,8 @@ from __future__ import annotations
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import TrainConfig
+from sentcl.config.method_options import SupPairsOptions
 from sentcl.data.readers import Corpus
-from sentcl.method_options import SupPairsOptions
 from sentcl.methods.base import Example, Method, check_examples, register_method
 from sentcl.objectives.infonce import InfoNCE
 

@@ -27,14 +27,14 @@ from pathlib import Path
 from typing import IO, Any
 
 from sentcl import distributed
-from sentcl.atomic import atomic_write, atomic_write_json
+from sentcl.config.teacher import TeacherConfig
+from sentcl.config.typed import ConfigError
 from sentcl.data.streaming import cache_root
 from sentcl.defaults import ENCODE_BATCH_SIZE, TEACHER_CACHE_SUBDIR
+from sentcl.files.atomic import atomic_write, atomic_write_json
+from sentcl.files.paths import resolve_model_path
 from sentcl.index.identity import model_fingerprint
 from sentcl.index.shards import MANIFEST, ShardSet, encode_shards, read_manifest
-from sentcl.paths import resolve_model_path
-from sentcl.teacher_config import TeacherConfig
-from sentcl.typed_config import ConfigError
 
 logger = logging.getLogger(__name__)
 #: the cache entry's layout version (a new layout gets new entries, never misreads old ones)

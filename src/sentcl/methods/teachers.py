@@ -25,10 +25,10 @@ import torch
 from torch import Tensor
 
 from sentcl.config import ConfigError, TrainConfig
+from sentcl.config.teacher import TeacherConfig
 from sentcl.index.shards import ShardSet
 from sentcl.methods.teacher_cache import distinct_texts, teacher_cache_dir, teacher_vectors
 from sentcl.objectives.teacher_targets import teacher_key
-from sentcl.teacher_config import TeacherConfig
 
 #: rows per chunk when a pass over every teacher vector fits the PCA
 PCA_CHUNK = 65_536

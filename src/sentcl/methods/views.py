@@ -35,7 +35,7 @@ def positive_view_augmented(augment: Callable[[str], str]) -> ViewFn:
 
 
 def text_augmentation(cfg: TrainConfig) -> Callable[[str], str] | None:
-    """``data.augmentation`` built with its options (the name is checked by sentcl.validation)."""
+    """``data.augmentation`` built with its options (the name is checked by sentcl.training.validation)."""
     d = cfg.data
     if d.augmentation is None:
         return None
@@ -54,7 +54,7 @@ def token_augmentation(
     cfg: TrainConfig, tokenizer: PreTrainedTokenizerBase
 ) -> tuple[TokenAugment | None, EmbeddingAugment | None]:
     """``data.token_augmentation`` built with its options: (token augmentation, None) or (None, feature
-    augmentation); the name is checked by sentcl.validation."""
+    augmentation); the name is checked by sentcl.training.validation."""
     d = cfg.data
     name, rate, seed = d.token_augmentation, d.token_augmentation_rate, cfg.training.seed
     if name is None:

@@ -19,9 +19,9 @@ import torch
 from torch import Tensor, nn
 from transformers import AutoConfig, AutoModelForMaskedLM, AutoTokenizer, PreTrainedTokenizerBase
 
+from sentcl.config.typed import ConfigError
+from sentcl.files.paths import model_load_error, resolve_model_path
 from sentcl.modeling.weights import TOKENIZER_FILES, check_weight_files
-from sentcl.paths import model_load_error, resolve_model_path
-from sentcl.typed_config import ConfigError
 
 
 def _head_missing(model: nn.Module, missing: list[str]) -> list[str]:

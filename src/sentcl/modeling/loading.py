@@ -35,8 +35,11 @@ from torch import nn
 from transformers import AutoConfig, AutoModel, AutoTokenizer
 from transformers.utils import logging as hf_logging
 
+from sentcl.config.poolers import HEADLESS_POOLERS, POOLERS, pooler_info
+from sentcl.config.typed import ConfigError
 from sentcl.defaults import POOLER, TRAIN_MAX_LENGTH
-from sentcl.files import read_json
+from sentcl.files.paths import ModelFolderError, model_load_error
+from sentcl.files.read import read_json
 from sentcl.modeling.folder_layout import (  # noqa: F401 - position_limit re-exported for old imports
     HEAD_WEIGHTS,
     SENTCL_CONFIG,
@@ -47,10 +50,7 @@ from sentcl.modeling.heads import ACTIVATIONS, DenseLayer, MLPHead
 from sentcl.modeling.prompt import DENOISE_MODES, PROMPTBERT_BERT_TEMPLATES, check_template
 from sentcl.modeling.st_folder import check_dense_chain, is_head_like, read_dense, read_st_folder, st_pooler
 from sentcl.modeling.weights import check_tokenizer_files, check_weight_files, load_checked
-from sentcl.paths import ModelFolderError, model_load_error
-from sentcl.poolers import HEADLESS_POOLERS, POOLERS, pooler_info
 from sentcl.postprocess.storage import check_postprocess_meta, load_flow
-from sentcl.typed_config import ConfigError
 
 if TYPE_CHECKING:
     from sentcl.modeling.encoder import SentenceEncoder

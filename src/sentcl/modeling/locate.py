@@ -28,11 +28,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentcl.files import read_json
+from sentcl.files.paths import ModelFolderError, resolve_model_path
+from sentcl.files.read import read_json
 from sentcl.modeling.loading import LoadOptions, load_plain, load_sentcl, load_st, read_sentcl_json
 from sentcl.modeling.onnx_encoder import ONNX_CONFIG, is_onnx_folder
 from sentcl.modeling.st_folder import MODULES_JSON, is_st_folder
-from sentcl.paths import ModelFolderError, resolve_model_path
 
 if TYPE_CHECKING:
     from sentcl.modeling.dual import DualEncoder

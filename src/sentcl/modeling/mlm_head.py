@@ -15,9 +15,9 @@ import torch
 from torch import Tensor, nn
 from transformers import AutoModelForMaskedLM
 
+from sentcl.files.paths import resolve_model_path
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.weights import SAFETENSORS, SAFETENSORS_INDEX, check_weight_files
-from sentcl.paths import resolve_model_path
 
 
 class MLMHeadError(ValueError):

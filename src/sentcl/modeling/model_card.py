@@ -18,12 +18,12 @@ from typing import Any
 
 import yaml
 
-from sentcl.atomic import atomic_write_text
-from sentcl.files import load_yaml_text
-from sentcl.method_records import METHODS, method_record
+from sentcl.config.method_records import METHODS, method_record
+from sentcl.config.poolers import pooler_info
+from sentcl.evaluation.sts_table import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
+from sentcl.files.atomic import atomic_write_text
+from sentcl.files.read import load_yaml_text
 from sentcl.modeling.st_folder import is_st_folder
-from sentcl.poolers import pooler_info
-from sentcl.sts_table import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
 
 CARD_FILE = "README.md"
 _STS_RESULTS = ("sts", "stsb")  # final results shaped as evaluate_sts's, shown as tables
@@ -104,7 +104,7 @@ def card_metadata(
 
 def _method_section(name: str) -> tuple[str, list[str]]:
     """The method's one line and its card section (paper, citation, the paper's headline number), from its
-    record (sentcl.method_records); a name with no record (a run of an older sentcl) gets the name alone."""
+    record (sentcl.config.method_records); a name with no record (a run of an older sentcl) gets the name alone."""
     if name not in METHODS:
         return name, []
     record = method_record(name)

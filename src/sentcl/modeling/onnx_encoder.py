@@ -16,12 +16,12 @@ import numpy as np
 import torch
 from torch import Tensor
 
+from sentcl.config.poolers import POOLERS
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.files import read_json
+from sentcl.files.paths import ModelFolderError
+from sentcl.files.read import read_json
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.weights import check_tokenizer_files
-from sentcl.paths import ModelFolderError
-from sentcl.poolers import POOLERS
 from sentcl.similarity import cosine_matrix, embedding_matrix
 
 ONNX_CONFIG = "sentcl_onnx.json"
@@ -63,7 +63,7 @@ class OnnxEncoder:
     def __init__(self, folder: str | Path, threads: int | None = None) -> None:
         from transformers import AutoTokenizer
 
-        from sentcl.paths import resolve_model_path
+        from sentcl.files.paths import resolve_model_path
 
         folder = Path(resolve_model_path(str(folder)))
         if not is_onnx_folder(folder):

@@ -23,8 +23,8 @@ import torch
 from torch import Tensor, nn
 from transformers import BertModel
 
+from sentcl.config.poolers import POOLERS, pooler_info
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.poolers import POOLERS, pooler_info
 
 #: poolers computed on the packed last layer: mean over real tokens, or the [CLS] token
 PACKED_POOLERS = frozenset(name for name in POOLERS if pooler_info(name).packed)  # the one pooler table's

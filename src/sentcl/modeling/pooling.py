@@ -6,7 +6,7 @@ on top); ``avg`` averages the last layer over real tokens; ``avg_top2`` the last
 and the last; ``mask`` is PromptBERT's [MASK] state of a template (modeling/prompt.py).
 
 What a pooler is (its head, its layers, its prompt, its sentence-transformers equivalent, packed support) is
-declared once, in the torch-free table ``sentcl.poolers.POOLER_TABLE``; this module adds each name's function
+declared once, in the torch-free table ``sentcl.config.poolers.POOLER_TABLE``; this module adds each name's function
 (``POOLER_FUNCTIONS``, which must cover the table exactly) and ``POOLER_SPECS``, the function beside the
 table's facts for the encoder. ``POOLERS`` and ``HEADLESS_POOLERS`` are the table's.
 """
@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from torch import Tensor
 
-from sentcl.poolers import HEADLESS_POOLERS, POOLER_TABLE, POOLERS
+from sentcl.config.poolers import HEADLESS_POOLERS, POOLER_TABLE, POOLERS
 
 Pooler = Callable[[Sequence[Tensor], Tensor], Tensor]
 
@@ -62,7 +62,7 @@ def pool_mask(hidden_states: Sequence[Tensor], attention_mask: Tensor) -> Tensor
     raise ValueError("pooler 'mask' needs the input ids and a prompt template: use SentenceEncoder")
 
 
-#: each pooler's function, by the name of its row in sentcl.poolers.POOLER_TABLE
+#: each pooler's function, by the name of its row in sentcl.config.poolers.POOLER_TABLE
 POOLER_FUNCTIONS: dict[str, Pooler] = {
     "cls": pool_cls,
     "cls_before_pooler": pool_cls,

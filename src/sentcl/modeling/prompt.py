@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import torch
 from torch import Tensor, nn
 
-from sentcl.prompt_templates import (  # noqa: F401 - the templates as text (torch-free), re-exported
+from sentcl.config.prompt_templates import (  # noqa: F401 - the templates as text (torch-free), re-exported
     DENOISE_MODES,
     MASK,
     PROMPTBERT_BERT_TEMPLATES,

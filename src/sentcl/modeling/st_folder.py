@@ -20,10 +20,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sentcl.files import read_json
+from sentcl.files.paths import ModelFolderError
+from sentcl.files.read import read_json
 from sentcl.modeling.heads import ACTIVATIONS, DENSE_ACTIVATIONS, DenseLayer
 from sentcl.modeling.weights import load_checked, read_weights
-from sentcl.paths import ModelFolderError
 
 MODULES_JSON = "modules.json"
 ST_CONFIG = "sentence_bert_config.json"

@@ -22,6 +22,7 @@ import transformers
 from safetensors.torch import save_file
 from torch import nn
 
+from sentcl.config.poolers import POOLER_TABLE
 from sentcl.modeling.heads import DENSE_ACTIVATIONS
 from sentcl.modeling.st_folder import (  # noqa: F401 - the reading side, re-exported for old imports
     LEGACY_MODES,
@@ -34,7 +35,6 @@ from sentcl.modeling.st_folder import (  # noqa: F401 - the reading side, re-exp
     read_st_folder,
     st_pooler,
 )
-from sentcl.poolers import POOLER_TABLE
 
 logger = logging.getLogger("sentcl")
 

@@ -21,7 +21,7 @@ from typing import Any
 
 from torch import nn
 
-from sentcl.typed_config import ConfigError
+from sentcl.config.typed import ConfigError
 
 # (attribute path of the layer ModuleList, config attribute holding the layer count)
 LAYER_HOMES: tuple[tuple[tuple[str, ...], str], ...] = (

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
-from sentcl.paths import ModelFolderError
+from sentcl.files.paths import ModelFolderError
 
 SAFETENSORS = "model.safetensors"
 SAFETENSORS_INDEX = "model.safetensors.index.json"
@@ -58,7 +58,7 @@ def check_safetensors(file: Path) -> None:
 def check_weight_files(folder: Path) -> None:
     """A local backbone folder's weights: safetensors checked (every shard an index lists, present and readable),
     a pickle-only folder refused unopened."""
-    from sentcl.files import read_json
+    from sentcl.files.read import read_json
 
     index = folder / SAFETENSORS_INDEX
     if index.is_file():

@@ -18,7 +18,7 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
-from sentcl.method_options import COSENT_SCALE
+from sentcl.config.method_options import COSENT_SCALE
 from sentcl.objectives.base import Objective
 
 SCALE = COSENT_SCALE

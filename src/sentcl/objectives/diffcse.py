@@ -25,7 +25,7 @@ import torch
 from torch import Tensor, nn
 from torch.nn import functional as F
 
-from sentcl.method_options import DIFFCSE_LAMBDA, DIFFCSE_MASKING_RATIO
+from sentcl.config.method_options import DIFFCSE_LAMBDA, DIFFCSE_MASKING_RATIO
 from sentcl.objectives.base import Objective, TokenTermObjective
 from sentcl.objectives.mlm import IGNORE_INDEX, mask_batch
 

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from torch import Tensor
 
+from sentcl.config.objective import SIMILARITIES
 from sentcl.defaults import TEMPERATURE
-from sentcl.objective_config import SIMILARITIES
 from sentcl.objectives.base import Objective
 from sentcl.similarity import cosine_matrix
 
@@ -74,7 +74,7 @@ class InfoNCE(Objective):
     def __init__(
         self, temperature: float = TEMPERATURE, similarity: str = "cosine", symmetric: bool = False
     ) -> None:
-        super().__init__()  # values checked once, by the options class (sentcl.objective_config)
+        super().__init__()  # values checked once, by the options class (sentcl.config.objective)
         self.temperature = temperature
         self.similarity = similarity
         self.symmetric = symmetric

@@ -31,8 +31,8 @@ import torch
 from torch import Tensor
 from torch.nn import functional as F
 
+from sentcl.config.method_options import MIX_PARTNERS
 from sentcl.defaults import TEMPERATURE
-from sentcl.method_options import MIX_PARTNERS
 from sentcl.objectives.base import Objective
 from sentcl.similarity import cosine_matrix
 

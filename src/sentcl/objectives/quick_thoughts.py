@@ -29,7 +29,7 @@ from typing import Any
 import torch
 from torch import Tensor
 
-from sentcl.method_options import QT_DIAGONALS, QT_REDUCTIONS
+from sentcl.config.method_options import QT_DIAGONALS, QT_REDUCTIONS
 from sentcl.objectives.base import Objective
 
 REDUCTIONS, DIAGONALS = QT_REDUCTIONS, QT_DIAGONALS

@@ -28,7 +28,7 @@ from typing import Any
 from torch import Tensor
 from torch.nn import functional as F
 
-from sentcl.method_options import CUTOFF_TRIPLET_TEMPERATURE, TRIPLET_ORDERS
+from sentcl.config.method_options import CUTOFF_TRIPLET_TEMPERATURE, TRIPLET_ORDERS
 from sentcl.objectives.base import Objective
 from sentcl.objectives.infonce import info_nce
 

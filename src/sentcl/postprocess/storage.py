@@ -19,7 +19,7 @@ from typing import Any
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from sentcl.paths import ModelFolderError
+from sentcl.files.paths import ModelFolderError
 
 logger = logging.getLogger("sentcl")
 

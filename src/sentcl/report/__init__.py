@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.paths import resolve_data_dir
+from sentcl.files.paths import resolve_data_dir
 from sentcl.report.collect import ReportSource, ensure_results, open_source, read_trajectory
 from sentcl.report.markdown import render
 from sentcl.report.plots import (

@@ -21,10 +21,10 @@ from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.evaluation.runner import evaluate, expand
 from sentcl.evaluation.sts import write_json
 from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
-from sentcl.files import iter_jsonl
-from sentcl.pathcheck import check_input_dir
-from sentcl.paths import OFFLINE_MODELS
-from sentcl.search_cli import model_fingerprint
+from sentcl.files.pathcheck import check_input_dir
+from sentcl.files.paths import OFFLINE_MODELS
+from sentcl.files.read import iter_jsonl
+from sentcl.index.search import model_fingerprint
 
 logger = logging.getLogger(__name__)
 CACHE_FILE = "report_cache.json"

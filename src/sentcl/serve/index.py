@@ -59,7 +59,7 @@ def load_search_index(
     folder is neither kind, has no texts, or was built by another encoder (model, pooler, max length,
     truncation: refused unless ``allow_model_mismatch``; the dimension always)."""
     from sentcl.index import is_ann_index, open_index
-    from sentcl.retrieval import load_index
+    from sentcl.index.exact import load_index
 
     folder = Path(folder)
     if not folder.is_dir():

@@ -3,7 +3,7 @@
 A run folder holds ``checkpoint-<step>/`` (model as a plain HF folder under ``model/`` plus
 ``training_state.pt``: optimizer, schedule, RNG states, counters) and ``best/`` (the best model by the dev
 score). Every file is fsynced before the rename, so a crash or a kill mid-write leaves only a ``.tmp-*``
-folder, never a half-written checkpoint (``sentcl.atomic.atomic_dir_write``, the project's one atomic folder
+folder, never a half-written checkpoint (``sentcl.files.atomic.atomic_dir_write``, the project's one atomic folder
 writer; ``write_checkpoint_dir`` words its errors for a run). Replacing an existing folder (``best/``) swaps
 the two folders atomically where the OS can (Linux ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two
 renames, and a kill between them leaves ``.old-best-*``, which ``recover_run_folder`` puts back on the next
@@ -26,7 +26,7 @@ from typing import Any
 
 import torch
 
-from sentcl.atomic import STALE_RE, AtomicWriteError, atomic_dir_write
+from sentcl.files.atomic import STALE_RE, AtomicWriteError, atomic_dir_write
 
 logger = logging.getLogger(__name__)
 CHECKPOINT_RE = re.compile(r"^checkpoint-(\d+)$")
@@ -38,7 +38,7 @@ class CheckpointError(RuntimeError):
 
 
 def write_checkpoint_dir(target: Path, write: Callable[[Path], None]) -> None:
-    """``sentcl.atomic.atomic_dir_write`` in the checkpoint's words: a failed write raises ``CheckpointError``
+    """``sentcl.files.atomic.atomic_dir_write`` in the checkpoint's words: a failed write raises ``CheckpointError``
     naming the target and the OS's reason, and says that the previous checkpoints are kept."""
     try:
         atomic_dir_write(target, write)

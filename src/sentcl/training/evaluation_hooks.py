@@ -16,7 +16,7 @@ from sentcl.config import to_dict
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.embedding import evaluation_encode_fn
 from sentcl.evaluation.runner import dev_score, evaluate
-from sentcl.files import read_json, write_json_strict
+from sentcl.files.read import read_json, write_json_strict
 from sentcl.modeling.encode import encode_fn
 from sentcl.modeling.model_card import write_run_card
 from sentcl.modeling.open import open_model

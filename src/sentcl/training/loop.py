@@ -43,7 +43,7 @@ from sentcl.training.run import (
     start_run,
 )
 from sentcl.training.step import forward_loss
-from sentcl.validation import validate
+from sentcl.training.validation import validate
 
 __all__ = ["TrainResult", "epoch_batches", "train"]
 logger = logging.getLogger(__name__)

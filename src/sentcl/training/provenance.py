@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from sentcl.atomic import atomic_write_text
+from sentcl.files.atomic import atomic_write_text
 
 PROVENANCE_FILE = "provenance.json"
 PACKAGES = ("sentcl", "torch", "transformers", "tokenizers", "numpy", "sentence-transformers")

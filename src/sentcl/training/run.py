@@ -13,11 +13,11 @@ import torch
 from torch import nn
 
 from sentcl import distributed
-from sentcl.atomic import atomic_write_text
 from sentcl.config import TrainConfig, to_dict
 from sentcl.data.readers import Corpus
 from sentcl.data.sources import read_training_data
 from sentcl.data.streaming import StreamingCorpus
+from sentcl.files.atomic import atomic_write_text
 from sentcl.rng import rng_state, set_rng_state
 from sentcl.training.allocator import fix_mmap_threshold
 from sentcl.training.checkpoint import (
@@ -35,7 +35,7 @@ from sentcl.training.provenance import write_provenance
 from sentcl.training.run_folder import RunLock, file_fingerprint, prepare_output_dir
 from sentcl.training.step import check_finite_grad_norm, check_finite_loss, check_finite_weights
 from sentcl.training.tracking import Tracker
-from sentcl.validation import Resolved
+from sentcl.training.validation import Resolved
 
 logger = logging.getLogger(__name__)
 KEEP_CHECKPOINTS = 2

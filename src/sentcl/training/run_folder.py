@@ -17,7 +17,7 @@ import tempfile
 from pathlib import Path
 
 from sentcl.config import ConfigError, TrainConfig, changed_settings, resume_safe_keys
-from sentcl.files import iter_jsonl, mend_jsonl_tail, read_json
+from sentcl.files.read import iter_jsonl, mend_jsonl_tail, read_json
 from sentcl.training.checkpoint import STATE_FILE, list_checkpoints, recover_run_folder
 
 logger = logging.getLogger(__name__)

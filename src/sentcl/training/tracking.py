@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.config import ConfigError, flatten
-from sentcl.install import extra_hint
+from sentcl.extras import extra_hint
 
 REPORT_TO = ("none", "tensorboard", "wandb", "mlflow")
 # report_to -> (module that must be importable, the command that installs it)

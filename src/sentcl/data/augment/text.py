@@ -21,7 +21,7 @@ from transformers import AutoModelForMaskedLM, AutoTokenizer, PreTrainedTokenize
 
 from sentcl.data.augment.tokens import MaskedLMReplacement, SpecialIds
 from sentcl.data.augment.wordnet import WordNet
-from sentcl.paths import model_load_error, resolve_model_path
+from sentcl.files.paths import model_load_error, resolve_model_path
 from sentcl.registry import Registry
 
 TEXT_AUGMENTATIONS: Registry[TextAugmentation] = Registry("text augmentation")

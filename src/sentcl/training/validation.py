@@ -4,7 +4,7 @@ Rules inside one section live in the section's ``__post_init__`` (a bad value fa
 holds the rest, so that ``train()`` fails in its first line and never after it created a run folder, read the
 corpus or took a step. A method's own cross-section rules live with its options (``ObjectiveConfig.check``).
 
-The pure part (``environment=False``) imports no torch: names are checked against ``sentcl.config_names`` and
+The pure part (``environment=False``) imports no torch: names are checked against ``sentcl.config.names`` and
 the method records. The environment part resolves the data folder, the training file and the device, and
 ``validate`` returns them (``Resolved``), so the run uses what was checked instead of resolving again.
 """
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sentcl import config_names
+import sentcl.config.names as config_names
 from sentcl.config import (
     ConfigError,
     TrainConfig,
@@ -24,8 +24,8 @@ from sentcl.config import (
     method_scoped_keys,
     objective_option_classes,
 )
-from sentcl.files import describe_not_a_file, preview
-from sentcl.method_records import method_record
+from sentcl.config.method_records import method_record
+from sentcl.files.read import describe_not_a_file, preview
 
 if TYPE_CHECKING:
     import torch
@@ -109,7 +109,7 @@ def check_files(cfg: TrainConfig) -> tuple[Path, Path]:
     """The data folder, the training file and a PREFIX:PATH dev task (read once); returns the data folder and
     the training file."""
     from sentcl.evaluation.runner import check_dev_task
-    from sentcl.paths import data_file, resolve_data_dir
+    from sentcl.files.paths import data_file, resolve_data_dir
 
     data_dir = resolve_data_dir(cfg.data.data_dir)
     given = Path(cfg.data.train_file)

@@ -28,7 +28,7 @@ _KINDS = (
     (stat.S_ISCHR, "is a character device, not a regular file"),
     (stat.S_ISBLK, "is a block device, not a regular file"),
 )
-_TEMP_NAME = re.compile(r"^\.(?:tmp|unpack|old)-(.+)-[0-9a-f]{8}$")  # sentcl.atomic's temporary names
+_TEMP_NAME = re.compile(r"^\.(?:tmp|unpack|old)-(.+)-[0-9a-f]{8}$")  # sentcl.files.atomic's temporary names
 
 
 class InputPathError(ValueError):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-RECIPES_DIR = Path(__file__).resolve().parent / "recipes"
+RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
 GRIDS_SUBDIR = "experiments"
 _CHECKOUT_PREFIX = "configs/"  # how a checkout's paths (docs, tests) name the same files
 

@@ -1,6 +1,6 @@
 """The schema of an experiment grid file (``configs/experiments/*.yaml``), read by the same typed parser as a
-recipe (``sentcl.typed_config.from_dict``), so its errors read the same: an unknown key lists the valid ones, a
-value of the wrong type names its key. ``sentcl.experiments.load_grid`` checks what spans keys (point names,
+recipe (``sentcl.config.typed.from_dict``), so its errors read the same: an unknown key lists the valid ones, a
+value of the wrong type names its key. ``sentcl.experiments.grid.load_grid`` checks what spans keys (point names,
 variants, the base recipe).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from sentcl.typed_config import opt
+from sentcl.config.typed import opt
 
 
 @dataclass

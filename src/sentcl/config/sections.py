@@ -1,25 +1,36 @@
-"""Typed configuration: the sections of a training recipe, YAML files and ``key=value`` overrides.
+"""Typed configuration: the sections of a training recipe (model, data, training, eval, objective).
 
 Every field carries ``metadata["help"]``; the CLI prints these. Two more flags in the metadata carry the
 rules about a field: ``method_scoped`` (only the methods that list the key in their options' ``uses`` read it:
-a non-default value under another method is an error, sentcl.validation) and ``resume_safe`` (``--resume`` may
+a non-default value under another method is an error, sentcl.training.validation) and ``resume_safe`` (``--resume`` may
 change it, sentcl.training.run_folder). Checks live in ``__post_init__`` so that a bad value fails before any
 work starts, and an unknown key lists the valid ones; the rules that span sections live in
-:mod:`sentcl.validation`. The generic dataclass <-> dict machinery is :mod:`sentcl.typed_config`; the
-``objective:`` section is the chosen method's options class (:mod:`sentcl.method_options`), found by name in the
-method records (:mod:`sentcl.method_records`). Torch-free: reading a recipe imports no method code.
+:mod:`sentcl.training.validation`. The generic dataclass <-> dict machinery is :mod:`sentcl.config.typed`; the
+``objective:`` section is the chosen method's options class (:mod:`sentcl.config.method_options`), found by name in the
+method records (:mod:`sentcl.config.method_records`). Torch-free: reading a recipe imports no method code.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
-import typing
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any
 
-from sentcl.config_names import DEV_PREFIXES, DEV_TASKS
+from sentcl.config.method_records import (
+    describe_objective,
+    objective_options,
+    unknown_objective_key,
+)
+from sentcl.config.names import DEV_PREFIXES, DEV_TASKS
+from sentcl.config.objective import ObjectiveConfig
+from sentcl.config.poolers import POOLERS  # the one pooler table
+from sentcl.config.prompt_templates import DENOISE_MODES, check_template
+from sentcl.config.teacher import TeacherConfig, parse_teachers
+from sentcl.config.typed import (
+    ConfigError,
+    check_choice,
+    check_positive,
+    opt,
+)
 from sentcl.defaults import (
     DATA_ENV,
     ENCODE_BATCH_SIZE,
@@ -28,57 +39,7 @@ from sentcl.defaults import (
     TEACHER_MAPPINGS,
     TRAIN_MAX_LENGTH,
 )
-from sentcl.files import preview, read_yaml
-from sentcl.method_records import (
-    describe_objective,
-    objective_options,
-    option_classes,
-    unknown_objective_key,
-)
-from sentcl.objective_config import AUGMENTATION_KEYS, ObjectiveConfig
-from sentcl.poolers import POOLERS  # the one pooler table
-from sentcl.prompt_templates import DENOISE_MODES, check_template
-from sentcl.teacher_config import TeacherConfig, parse_teachers
-from sentcl.typed_config import (
-    ConfigError,
-    T,
-    check_choice,
-    check_positive,
-    describe_fields,
-    flatten,
-    from_dict,
-    merge_override,
-    opt,
-    parse_override,
-    to_dict,
-)
-
-__all__ = [
-    "AUGMENTATION_KEYS",
-    "ConfigError",
-    "DataConfig",
-    "EvalConfig",
-    "ModelConfig",
-    "ObjectiveConfig",
-    "TrainConfig",
-    "TrainingConfig",
-    "changed_settings",
-    "check_choice",
-    "check_positive",
-    "describe",
-    "flatten",
-    "from_dict",
-    "load_config",
-    "merge_override",
-    "flagged_keys",
-    "method_scoped_keys",
-    "objective_option_classes",
-    "objective_options",
-    "opt",
-    "resume_safe_keys",
-    "parse_override",
-    "to_dict",
-]
+from sentcl.files.read import preview
 
 
 @dataclass
@@ -372,7 +333,7 @@ class TrainingConfig:
 
 def check_dev_task_name(dev_task: str) -> None:
     """A dev task is a task with a dev split, or PREFIX:PATH (pairs:FILE, retrieval:DIR): the names of
-    sentcl.config_names, which match the evaluation runner's registry."""
+    sentcl.config.names, which match the evaluation runner's registry."""
     default = EvalConfig.dev_task  # listed first
     names = sorted(DEV_TASKS, key=lambda name: name != default)
     prefix, colon, path = dev_task.partition(":")
@@ -428,108 +389,3 @@ class TrainConfig:
     )
     training: TrainingConfig = field(default_factory=TrainingConfig, metadata={"help": "Optimisation."})
     eval: EvalConfig = field(default_factory=EvalConfig, metadata={"help": "Evaluation."})
-
-
-def flagged_keys(flag: str) -> list[str]:
-    """Dotted keys of the fields whose metadata sets ``flag`` (``method_scoped``, ``resume_safe``)."""
-    sections = typing.get_type_hints(TrainConfig)
-    return [
-        f"{name}.{f.name}"
-        for name, cls in sections.items()
-        for f in dataclasses.fields(cls)
-        if f.metadata.get(flag)
-    ]
-
-
-def method_scoped_keys() -> list[str]:
-    """Keys of other sections that only some methods read (fields marked ``method_scoped``): a non-default
-    value under a method whose options do not list the key in ``uses`` is a ConfigError (sentcl.validation)."""
-    return flagged_keys("method_scoped")
-
-
-def resume_safe_keys() -> list[str]:
-    """Keys that ``--resume`` may change (fields marked ``resume_safe``): how long to train, what to evaluate
-    and report, where things are."""
-    return flagged_keys("resume_safe")
-
-
-def objective_option_classes() -> dict[str, type[ObjectiveConfig]]:
-    """Method name -> its options class, for every registered method (sentcl.method_records)."""
-    return option_classes()
-
-
-def drop_other_methods_settings(data: dict[str, Any], name: Any) -> None:
-    """An override that switches the recipe to method ``name`` leaves the recipe's settings of its own method
-    behind: its objective options that ``name`` lacks and the method-scoped keys that ``name`` does not use.
-    (The overrides themselves are applied afterwards, so a foreign option set by one is still an error.)"""
-    objective = data.get("objective")
-    objective = objective if isinstance(objective, dict) else {}
-    if objective.get("name", ObjectiveConfig.name) == name:
-        return
-    options = objective_options(name)
-    fields = {f.name for f in dataclasses.fields(options)}
-    if objective:
-        data["objective"] = {k: v for k, v in objective.items() if k in fields}
-    for dotted in method_scoped_keys():
-        section, key = dotted.split(".")
-        if dotted not in options.uses and isinstance(data.get(section), dict):
-            data[section].pop(key, None)
-
-
-def changed_settings(saved: typing.Mapping[str, Any], cfg: TrainConfig) -> dict[str, tuple[Any, Any]]:
-    """Dotted keys whose value in a saved config (``config.json``'s dict) differs from ``cfg``, as
-    key -> (saved value, value now), in the saved file's key order; a key the saved config lacks (a setting
-    added to sentcl after the run) counts as its default value. A saved ``objective.*`` key that the method's
-    options do not have (runs saved when every method accepted every option) is ignored when it equals the
-    default of the method that has it."""
-    defaults = TrainConfig(objective=type(cfg.objective)())
-    defaults.objective.name = cfg.objective.name
-    old = {**flatten(to_dict(defaults)), **flatten(saved)}
-    new = flatten(to_dict(cfg))
-    if old.get("objective.name") == cfg.objective.name:
-        option_defaults = [
-            (f"objective.{f.name}", getattr(c(), f.name))
-            for c in option_classes().values()
-            for f in dataclasses.fields(c)
-        ]
-        for key in [k for k in old if k.startswith("objective.") and k not in new]:
-            if (key, old[key]) in option_defaults:
-                del old[key]
-    return {k: (old.get(k), new.get(k)) for k in dict.fromkeys([*old, *new]) if old.get(k) != new.get(k)}
-
-
-def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.Sequence[str] = ()) -> T:
-    """Load ``cls`` from a YAML file (optional) and apply ``key=value`` overrides in order. An override of
-    ``objective.name`` to another method drops the file's settings of its own method first (any order)."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        path = Path(path)
-        data = read_yaml(path, "config file", ConfigError)
-        if not isinstance(data, dict):
-            raise ConfigError(
-                f"config file {path} must be a mapping of sections (model:, data:, training:, ...) at the top "
-                f"level, got a {type(data).__name__}"
-            )
-    parsed = [parse_override(text) for text in overrides]
-    switched = [value for keys, value in parsed if keys == ["objective", "name"]]
-    if cls is TrainConfig and switched:
-        drop_other_methods_settings(data, switched[-1])
-    for keys, value in parsed:
-        merge_override(data, keys, value)
-    try:
-        return from_dict(cls, data)
-    except ConfigError as err:
-        where = f" (in {path})" if path is not None else ""
-        raise ConfigError(f"{err}{where}") from None
-
-
-def describe(cls: type[Any], prefix: str = "") -> list[tuple[str, str, str]]:
-    """(key, default, help) for every leaf field, for --help listings; under TrainConfig, a setting only some
-    methods read says which."""
-    rows = describe_fields(cls, prefix)
-    if cls is TrainConfig:
-        users = {
-            k: [m for m, c in objective_option_classes().items() if k in c.uses] for k in method_scoped_keys()
-        }
-        rows = [(k, d, f"{h} [{', '.join(users[k])} only]" if users.get(k) else h) for k, d, h in rows]
-    return rows

@@ -11,7 +11,7 @@ optional hooks by which a section field picks its own class from its data and wo
 - ``parse(value, name) -> value``: a leaf field that reads its own value (e.g. ``model.teacher``: one name, a
   list of names, or a list of mappings built as dataclasses), raising ConfigError naming ``name``.
 
-Every value echoed in an error is cut to a short preview (``sentcl.files.preview``).
+Every value echoed in an error is cut to a short preview (``sentcl.files.read.preview``).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import typing
 from dataclasses import field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from sentcl.files import load_yaml_text, preview
+from sentcl.files.read import load_yaml_text, preview
 
 T = TypeVar("T")
 

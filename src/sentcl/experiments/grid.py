@@ -14,17 +14,17 @@ A grid file (``configs/experiments/NAME.yaml``)::
 
 A point with ``postprocess: {method: whitening|flow, model: start|POINT, fit_file: ...}`` trains nothing: it
 fits whitening or BERT-flow on the start model or on an earlier training point's best model (same seed) and
-evaluates that (sentcl.postprocess.grid); ``method: none`` evaluates the model as it is (no fit file). A point
+evaluates that (sentcl.experiments.postprocess_points); ``method: none`` evaluates the model as it is (no fit file). A point
 with ``once: true`` runs for the first seed only (its result depends on no seed: the start model, a teacher).
 
 ``also: [sts_avg]`` shows more metrics beside ``metric``; ``tables`` and ``targets`` add committed side tables
-(a measured speed table) and the targets the page checks (sentcl.report.targets).
+(a measured speed table) and the targets the page checks (sentcl.experiments.targets).
 
 A point's config is load_config(TrainConfig, base, variant overrides + point overrides + extra overrides)
 (later ones win; then ``training.seed`` when the grid has ``seeds``); its run folder is
 ``<runs_dir>/<grid name>/<variant>/<point slug>`` (``.../<point slug>/seed-<seed>`` with seeds). A point whose folder
 has results.json is not trained again (a grid resumes); one with a checkpoint resumes from it: running the points
-is ``sentcl.experiment_runs``.
+is ``sentcl.experiments.runs``.
 """
 
 from __future__ import annotations
@@ -40,19 +40,19 @@ from typing import Any
 
 import yaml
 
-from sentcl.builtin_recipes import builtin_path
 from sentcl.config import ConfigError, TrainConfig, from_dict, load_config
+from sentcl.config.builtin import builtin_path
 from sentcl.evaluation.runner import TASKS, expand, headline
-from sentcl.files import read_yaml
-from sentcl.grid_schema import GRID_KEYS, GridFile
-from sentcl.postprocess.grid import (
+from sentcl.experiments.postprocess_points import (
     EVALUATE_ONLY,
     START,
     PostprocessPoint,
     parse_postprocess,
 )
-from sentcl.report.targets import Target, parse_targets
-from sentcl.validation import validate
+from sentcl.experiments.schema import GRID_KEYS, GridFile
+from sentcl.experiments.targets import Target, parse_targets
+from sentcl.files.read import read_yaml
+from sentcl.training.validation import validate
 
 logger = logging.getLogger(__name__)
 
@@ -113,7 +113,7 @@ class GridSpec:
     description: str = ""
     seeds: tuple[int, ...] | None = None  # None: each point once, with the recipe's training.seed
     also: tuple[str, ...] = ()  # more metrics shown beside ``metric``
-    tables: tuple[str, ...] = ()  # side tables beside the page (sentcl.report.targets)
+    tables: tuple[str, ...] = ()  # side tables beside the page (sentcl.experiments.targets)
     targets: tuple[Target, ...] = ()
 
     @property

@@ -1,4 +1,4 @@
-"""Post-processing points of an experiment grid (sentcl.experiments): no training, a results.json all the same.
+"""Post-processing points of an experiment grid (sentcl.experiments.grid): no training, a results.json all the same.
 
 A point ``postprocess: {method: whitening|flow, model: start|POINT, fit_file: FILE | [FILES] | {variant: FILE},
 ...options}`` fits ``method`` on the vectors of the fit file(s) (relative to the data folder) of
@@ -122,10 +122,10 @@ def run_postprocess_point(
     """Fit, evaluate and write results.json into ``cfg.training.output_dir`` (see the module doc)."""
     import torch
 
-    from sentcl.atomic import atomic_write_text
     from sentcl.evaluation.runner import evaluate
+    from sentcl.files.atomic import atomic_write_text
+    from sentcl.files.paths import resolve_data_dir
     from sentcl.modeling.encode import encode_fn
-    from sentcl.paths import resolve_data_dir
     from sentcl.postprocess.fit import postprocess_model, raw_vectors, read_fit_sentences
 
     out = Path(cfg.training.output_dir)

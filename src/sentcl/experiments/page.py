@@ -8,10 +8,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sentcl.experiment_runs import GridRow
-from sentcl.experiments import METRICS, GridSpec
+from sentcl.experiments.grid import METRICS, GridSpec
+from sentcl.experiments.runs import GridRow
+from sentcl.experiments.targets import read_table, table_markdown, targets_markdown
 from sentcl.report.plots import PIXELS, plot_grid_metric
-from sentcl.report.targets import read_table, table_markdown, targets_markdown
 
 
 def _fmt(value: float | None) -> str:
@@ -160,7 +160,7 @@ def write_grid_report(
 
 
 def _side_sections(spec: GridSpec, rows: Sequence[GridRow], page_dir: Path) -> list[str]:
-    """The page's targets and side tables (sentcl.report.targets), read from ``page_dir`` (the folder beside
+    """The page's targets and side tables (sentcl.experiments.targets), read from ``page_dir`` (the folder beside
     the page that holds its run summaries)."""
     tables = {name: read_table(page_dir, name) for name in spec.tables}
 

@@ -1,7 +1,7 @@
 """``sentcl search``: the k corpus sentences nearest to each query by cosine, cos(q, c) = q·c / (‖q‖‖c‖).
 
 The corpus is a text file, one sentence a line (line numbers are reported; blank lines are skipped and
-counted in a warning). ``--index DIR`` keeps the corpus embeddings (``sentcl.retrieval``'s saved index)
+counted in a warning). ``--index DIR`` keeps the corpus embeddings (``sentcl.index.exact``'s saved index)
 with ``fingerprint.json``: sha256 of the corpus text, and of the model (its files' relative paths,
 sizes and mtimes, pooler, max length). A saved index whose fingerprint differs, or whose files are
 unreadable or no longer match the corpus rows or the model's dim, is rebuilt (with a warning naming it).
@@ -22,8 +22,8 @@ import numpy as np
 
 from sentcl.data.readers import read_sentences as read_text_sentences
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.paths import resolve_model_path
-from sentcl.retrieval import SearchIndex, build_index, load_index
+from sentcl.files.paths import resolve_model_path
+from sentcl.index.exact import SearchIndex, build_index, load_index
 
 logger = logging.getLogger(__name__)
 FINGERPRINT_FILE = "fingerprint.json"

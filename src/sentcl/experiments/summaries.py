@@ -15,9 +15,9 @@ import shutil
 from collections.abc import Sequence
 from pathlib import Path
 
-from sentcl.experiment_runs import GridRow, row_values
-from sentcl.experiments import GridSpec
-from sentcl.files import read_json
+from sentcl.experiments.grid import GridSpec
+from sentcl.experiments.runs import GridRow, row_values
+from sentcl.files.read import read_json
 
 #: the files of a run folder that make its summary, in the order they are copied; the first two are required (a
 #: post-processing point trains nothing, so it has no metrics.jsonl)

@@ -1,6 +1,6 @@
 """The ``objective:`` section's base options: what every method accepts, and the option fields several methods
-share (temperature, similarity). Torch-free: the twelve methods' own options classes (``sentcl.method_options``)
-derive from these, and their records (``sentcl.method_records``) register them by name, so reading a recipe never
+share (temperature, similarity). Torch-free: the twelve methods' own options classes (``sentcl.config.method_options``)
+derive from these, and their records (``sentcl.config.method_records``) register them by name, so reading a recipe never
 imports a method's code.
 
 Each value is checked once, here or in the method's options class; the objectives built from a typed options
@@ -13,11 +13,11 @@ import typing
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from sentcl.config.typed import ConfigError, check_choice, check_positive, opt
 from sentcl.defaults import TEMPERATURE
-from sentcl.typed_config import ConfigError, check_choice, check_positive, opt
 
 if TYPE_CHECKING:
-    from sentcl.config import TrainConfig
+    from sentcl.config.sections import TrainConfig
 
 #: the augmentation keys of the data section (unsupervised SimCSE's ablations read them)
 AUGMENTATION_KEYS = (
@@ -41,8 +41,8 @@ SIMILARITIES = ("cosine", "dot")
 class ObjectiveConfig:
     """The ``objective:`` section: the method's name and the wrapper options every method accepts.
 
-    Each method declares its own options as a dataclass subclass (``sentcl.method_options``), registered by name
-    in ``sentcl.method_records``; parsing picks the subclass from ``name``, so ``cfg.objective`` is an instance
+    Each method declares its own options as a dataclass subclass (``sentcl.config.method_options``), registered by name
+    in ``sentcl.config.method_records``; parsing picks the subclass from ``name``, so ``cfg.objective`` is an instance
     of the chosen method's options class."""
 
     name: str = opt("unsup_simcse", "Training method (views + objective), e.g. unsup_simcse.")
@@ -61,7 +61,7 @@ class ObjectiveConfig:
     templated_views: typing.ClassVar[bool] = False
 
     def check(self, cfg: TrainConfig) -> None:
-        """The method's rules on other sections (e.g. a pooler it needs); run by ``sentcl.validation``."""
+        """The method's rules on other sections (e.g. a pooler it needs); run by ``sentcl.training.validation``."""
 
     def __post_init__(self) -> None:
         if self.mlm_weight < 0:

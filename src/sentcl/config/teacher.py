@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sentcl.files import preview
-from sentcl.poolers import POOLERS
-from sentcl.typed_config import ConfigError, check_choice, check_positive, from_dict, opt
+from sentcl.config.poolers import POOLERS
+from sentcl.config.typed import ConfigError, check_choice, check_positive, from_dict, opt
+from sentcl.files.read import preview
 
 
 @dataclass

@@ -3,7 +3,7 @@ the strict JSON writer.
 
 ``read_json`` reads a whole-file JSON value (sentcl.json, an index's settings, a shard manifest, ...): a missing
 file, bytes that are not UTF-8, text that is not JSON (line and column given) or a top level of the wrong kind
-is an error naming the file. ``write_json_strict`` writes a result dict atomically (``sentcl.atomic``) as strict
+is an error naming the file. ``write_json_strict`` writes a result dict atomically (``sentcl.files.atomic``) as strict
 JSON: NaN and infinities (a collapsed model's correlation) become null, numpy scalars plain numbers.
 ``load_npy`` reads a .npy array (an index's embeddings, a shard), memory-mapped by default, naming a missing,
 empty, truncated or corrupt file. ``iter_text_lines`` reads the lines of any text file (bytes that are not UTF-8 are a ``DataFormatError`` naming
@@ -24,8 +24,8 @@ from typing import Any
 import numpy as np
 import yaml
 
-from sentcl.atomic import atomic_write_json
-from sentcl.pathcheck import check_input_file, input_file_problem
+from sentcl.files.atomic import atomic_write_json
+from sentcl.files.pathcheck import check_input_file, input_file_problem
 
 _KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string"}
 
@@ -226,7 +226,7 @@ def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError)
 
 def describe_not_a_file(path: Path) -> str | None:
     """Why ``path`` cannot be read as a regular file ("is a folder", "is a FIFO", "is a symbolic link loop",
-    "does not exist", ...), or None when it is one: ``sentcl.pathcheck``'s answer, the one home of that rule."""
+    "does not exist", ...), or None when it is one: ``sentcl.files.pathcheck``'s answer, the one home of that rule."""
     found = input_file_problem(path)
     return None if found is None else found[0]
 

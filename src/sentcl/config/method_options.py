@@ -1,6 +1,6 @@
 """Each method's own ``objective:`` options, torch-free: one dataclass per method, checked once here.
 
-The record of each method (``sentcl.method_records``) names its options class; the method's builder
+The record of each method (``sentcl.config.method_records``) names its options class; the method's builder
 (``sentcl.methods.<name>``) receives an instance of it and trusts it. The choice lists and defaults that the
 objectives also use (``TRIPLET_FORMS``, ``MIX_PARTNERS``, ``COSENT_SCALE``, ...) live here, once.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
-from sentcl.objective_config import (
+from sentcl.config.objective import (
     AUGMENTATION_KEYS,
     TWO_ENCODER_KEYS,
     InfoNCEOptions,
@@ -19,11 +19,11 @@ from sentcl.objective_config import (
     similarity_option,
     temperature_option,
 )
-from sentcl.objective_config import SIMILARITIES as SIMILARITIES
-from sentcl.typed_config import ConfigError, check_choice, check_positive, opt
+from sentcl.config.objective import SIMILARITIES as SIMILARITIES
+from sentcl.config.typed import ConfigError, check_choice, check_positive, opt
 
 if TYPE_CHECKING:
-    from sentcl.config import TrainConfig
+    from sentcl.config.sections import TrainConfig
 
 #: "paper": (s, s', s*, s**) with NT-Xent on (s, s'); "weak_positive" (ours): (s, s*, s**), InfoNCE on (s, s*)
 TRIPLET_FORMS = ("paper", "weak_positive")

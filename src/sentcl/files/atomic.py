@@ -36,7 +36,7 @@ class AtomicWriteError(OSError):
 
     def __init__(self, target: Path, reason: str, cause: BaseException | None = None) -> None:
         # errno, strerror and filename as the OS gave them (the file it refused, else the target), so the CLI
-        # can name the user's path and the reason (sentcl.pathcheck.os_error_message)
+        # can name the user's path and the reason (sentcl.files.pathcheck.os_error_message)
         filename = getattr(cause, "filename", None) or str(target)
         super().__init__(getattr(cause, "errno", None), reason, filename)
         self.target = target

@@ -1,7 +1,7 @@
 """The method records: one per registered method, torch-free, in one registry (``METHODS``).
 
 A record says what the config needs to know about a method without importing its code: its options class
-(``sentcl.method_options``), the reader of its training file, and its paper (authors, title, venue and year), a
+(``sentcl.config.method_options``), the reader of its training file, and its paper (authors, title, venue and year), a
 citation, and the paper's headline number with what it measures. The builder lives in ``sentcl.methods.<name>``
 and is registered there (``sentcl.methods.register_method``); the training side imports it, never the config.
 The model card and the README's table read these records.
@@ -13,8 +13,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
-from sentcl.files import cut, preview
-from sentcl.method_options import (
+from sentcl.config.method_options import (
     ArcCSEOptions,
     CoSENTOptions,
     CutoffTripletOptions,
@@ -32,9 +31,10 @@ from sentcl.method_options import (
     SupSimCSEOptions,
     UnsupSimCSEOptions,
 )
-from sentcl.objective_config import ObjectiveConfig
+from sentcl.config.objective import ObjectiveConfig
+from sentcl.config.typed import ConfigError, describe_fields
+from sentcl.files.read import cut, preview
 from sentcl.registry import Registry
-from sentcl.typed_config import ConfigError, describe_fields
 
 
 @dataclass(frozen=True)

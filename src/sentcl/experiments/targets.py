@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentcl.files import read_json
-from sentcl.typed_config import ConfigError
+from sentcl.config.typed import ConfigError
+from sentcl.files.read import read_json
 
 COMPARISONS = ("ratio", "difference", "value")
 _SOURCE_KEYS = ("point", "metric", "table", "value")

@@ -1,9 +1,9 @@
-"""Running an experiment grid (``sentcl.experiments`` reads the grid file): each point's run, one row each.
+"""Running an experiment grid (``sentcl.experiments.grid`` reads the grid file): each point's run, one row each.
 
 A point whose folder has results.json is not trained again (a grid resumes), one with a checkpoint resumes from
 it; either way the folder's saved config must match the point's (``config_differences``), else the grid stops
 naming the keys. A post-processing point fits on the start model or on an earlier point's best model
-(``sentcl.postprocess.grid``).
+(``sentcl.experiments.postprocess_points``).
 """
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.config import ConfigError, TrainConfig, changed_settings
-from sentcl.experiments import METRICS, PLACE_KEYS, GridPoint, GridSpec, point_configs
-from sentcl.postprocess.grid import START, postprocess_differences, run_postprocess_point
+from sentcl.experiments.grid import METRICS, PLACE_KEYS, GridPoint, GridSpec, point_configs
+from sentcl.experiments.postprocess_points import START, postprocess_differences, run_postprocess_point
 
 logger = logging.getLogger(__name__)
 

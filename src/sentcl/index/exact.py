@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.install import extra_hint
+from sentcl.extras import extra_hint
 from sentcl.types import EncodeFn
 
 BACKENDS = ("auto", "exact", "faiss")
@@ -104,7 +104,7 @@ class SearchIndex:
 
     def save(self, folder: str | Path) -> Path:
         """Write embeddings.npy, texts.jsonl (if texts) and index.json to ``folder``; returns it."""
-        from sentcl.atomic import atomic_save_npy, atomic_write, atomic_write_json
+        from sentcl.files.atomic import atomic_save_npy, atomic_write, atomic_write_json
 
         folder = Path(folder)
         if folder.exists() and not folder.is_dir():
@@ -199,7 +199,7 @@ def build_index(
 
 def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
     """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
-    from sentcl.files import iter_jsonl, load_npy, read_json
+    from sentcl.files.read import iter_jsonl, load_npy, read_json
 
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
