@@ -99,7 +99,7 @@ def test_allowed_hosts(captured: dict[str, Any], tiny_bert: Path) -> None:
 def test_two_services_started_at_once_on_one_port() -> None:
     """Both bind (SO_REUSEADDR allows it while neither listens); the second learns at listen() that the port
     is taken, and says so as a user error, instead of uvicorn failing after the model loaded."""
-    from sentcl.cli.serve import bind, listen
+    from sentcl.serve.server import bind, listen
 
     first = bind("127.0.0.1", 0)
     port = first.getsockname()[1]
@@ -121,7 +121,7 @@ def test_connections_fit_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) ->
     """The open-file limit is faked (a process cannot raise its hard limit back after lowering it)."""
     import resource
 
-    from sentcl.cli.serve import FD_MARGIN, fit_connections
+    from sentcl.serve.server import FD_MARGIN, fit_connections
 
     limits = {"soft": 512, "hard": 512}
 

@@ -7,7 +7,7 @@ import base64
 import json
 import time
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 from fastapi import FastAPI
@@ -15,9 +15,7 @@ from fastapi.responses import HTMLResponse, Response
 
 from sentcl.serve.limits import ServiceError
 from sentcl.serve.schemas import EmbedRequest, OpenAIEmbeddingRequest, SearchRequest, SimilarityRequest
-
-if TYPE_CHECKING:
-    from sentcl.serve.app import Service
+from sentcl.serve.service import Service
 
 ROUTES = frozenset(
     {"/", "/health", "/info", "/embed", "/similarity", "/v1/embeddings", "/v1/models", "/search", "/metrics"}
