@@ -23,7 +23,7 @@ import typing
 from dataclasses import field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
-from sentcl.files.read import load_yaml_text, preview
+from sentcl.files.read import YAML_11_MARK, load_yaml_text, preview
 
 T = TypeVar("T")
 
@@ -217,7 +217,8 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     try:
         value = load_yaml_text(raw, f"--set {key.strip()}", ConfigError)
     except ConfigError as err:
-        if "alias" in str(err) or "duplicate key" in str(err) or "nested too deeply" in str(err):
+        refusals = ("alias", "duplicate key", "nested too deeply", YAML_11_MARK)
+        if any(phrase in str(err) for phrase in refusals):
             raise
         return key.strip().split("."), RawText(raw, str(err).split(": ", 1)[-1].splitlines()[0])
     return key.strip().split("."), RawText(value) if isinstance(value, str) else value

@@ -26,6 +26,7 @@ import yaml
 
 from sentcl.files.atomic import atomic_write_json
 from sentcl.files.pathcheck import check_input_file, input_file_problem
+from sentcl.files.yaml_dialect import Core12Loader, find_legacy_scalar, legacy_advice
 
 _KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string"}
 
@@ -110,6 +111,8 @@ def iter_jsonl(
 #: the most YAML nodes a document may expand to (aliases counted at every use): a billion-laughs file of a
 #: few hundred bytes expands to billions and is refused before it is built
 YAML_MAX_NODES = 100_000
+#: the phrase in every refusal of a scalar YAML 1.1 reads otherwise (``--set`` keeps such refusals as errors)
+YAML_11_MARK = "YAML 1.1"
 #: the longest preview of a value echoed in an error message
 PREVIEW_CHARS = 80
 
@@ -129,8 +132,9 @@ def cut(text: object, limit: int = PREVIEW_CHARS) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-class _StrictLoader(yaml.SafeLoader):
-    """SafeLoader that refuses a key written twice in one mapping (PyYAML silently keeps the last)."""
+class _StrictLoader(Core12Loader):
+    """The YAML 1.2 core loader (``sentcl.files.yaml_dialect``) that refuses a key written twice in one mapping
+    (PyYAML silently keeps the last)."""
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, int] = {}
@@ -197,9 +201,10 @@ def preview_text(text: str, limit: int = PREVIEW_CHARS) -> str:
 
 
 def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError) -> Any:
-    """The YAML value of ``text`` (``source`` names it in errors: a file, or ``--set key``). Refused, as
-    ``error``: invalid YAML, a key written twice in one mapping (its line named), aliases that expand past
-    YAML_MAX_NODES nodes, a recursive alias, nesting too deep to read."""
+    """The YAML value of ``text`` (``source`` names it in errors: a file, or ``--set key``), read by the YAML 1.2
+    core schema. Refused, as ``error``: invalid YAML, a key written twice in one mapping (its line named), a
+    plain scalar that YAML 1.1 reads as another value (``010``, ``1:30``, ``yes``: key and line named), aliases
+    that expand past YAML_MAX_NODES nodes, a recursive alias, nesting too deep to read."""
     loader = _StrictLoader(text)
     try:
         node = loader.get_single_node()
@@ -210,6 +215,14 @@ def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError)
             raise error(
                 f"{source}: its aliases (*name) expand to more than {YAML_MAX_NODES:,} values; refused (an "
                 "alias bomb?)"
+            )
+        legacy = find_legacy_scalar(node)
+        if legacy is not None:
+            where = f"line {legacy.line}: {legacy.key}: " if legacy.key else ""
+            raise error(
+                f"{source}: {where}{preview(legacy.text)} is {preview(legacy.old)} in "
+                f"{YAML_11_MARK} but {preview(legacy.new)} in YAML 1.2, which sentcl reads; write "
+                f"{legacy_advice(legacy)}"
             )
         return loader.construct_document(node)
     except yaml.YAMLError as err:
