@@ -7,7 +7,7 @@ embeddings have), plus small isotropic noise; every row is L2-normalised. Querie
 same mixture (not rows of the base). It is not a real corpus: no near-duplicates, no hubness, no
 anisotropic global direction, so treat the numbers as indicative of the index types, not of one corpus.
 
-Each type is built with ``sentcl.index.faiss_index`` (the code ``sentcl index build`` runs: sample, train,
+Each type is built with ``sentcl.index.faiss_build`` (the code ``sentcl index build`` runs: sample, train,
 add chunk by chunk). Memory = the index serialised size (what it takes in RAM or mapped from disk) and the
 process's RSS growth while building. QPS: ``rounds`` rounds, each searching all queries with every index
 in a rotating order (the machine is shared); the median per type. Recall@10 = |ANN top-10 ∩ exact top-10|
@@ -102,7 +102,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import faiss
 
-    from sentcl.index.faiss_index import IndexParams, train_and_fill
+    from sentcl.index.faiss_build import train_and_fill
+    from sentcl.index.faiss_params import IndexParams
 
     build_threads = args.build_threads or args.threads
     faiss.omp_set_num_threads(build_threads)

@@ -3,7 +3,7 @@
 The companion of ``bench/index.py`` for choosing ``sentcl index build --type hnsw``'s defaults: the same
 generated mixture (``bench.index.mixture``), the same exact reference (``IndexFlatIP``, all queries in one
 batched BLAS call) and the same recall@10. Each configuration ``STORAGE+M`` (e.g. ``sq8:32``,
-``flat:32``) is built with ``sentcl.index.faiss_index.new_index`` (efConstruction = ``--ef-construction``)
+``flat:32``) is built with ``sentcl.index.faiss_build.new_index`` (efConstruction = ``--ef-construction``)
 using ``--build-threads`` faiss threads, adding 100,000 rows at a time; sq8 is trained on the first 50,000
 rows (the mixture's rows are i.i.d., so that is a uniform sample). With ``--target-recall``, efSearch is then
 tuned as ``sentcl index build`` tunes it (``sentcl.index.tuning``: the EF_LADDER tried cheapest first, the
@@ -87,7 +87,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
     import faiss
 
-    from sentcl.index.faiss_index import new_index
+    from sentcl.index.faiss_build import new_index
 
     efs = [int(v) for v in args.ef_search.split(",")]
     dim = 384

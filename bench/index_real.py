@@ -107,7 +107,8 @@ def prefix(shards: Any, n_shards: int) -> Any:
 def one_type(kind: str, part: Any, out: Path, ctx: dict[str, Any]) -> dict[str, Any]:
     """Build + tune with ``sentcl index build``'s code, open it as search does, measure on the STS-B queries."""
     from sentcl.index import open_index, tuning
-    from sentcl.index.faiss_index import IndexParams, build_from_shards
+    from sentcl.index.faiss_build import build_from_shards
+    from sentcl.index.faiss_params import IndexParams
 
     params = IndexParams(target_recall=ctx["target"], **ctx["overrides"])
     start = time.perf_counter()

@@ -16,6 +16,7 @@ from helpers.http_mirror import Mirror, serving
 
 from sentcl.cli import main
 from sentcl.data import download as dl
+from sentcl.data import fetch as transfer
 from sentcl.data.archives import UnsafeArchiveError
 from sentcl.data.download import DownloadError, Source, download
 
@@ -24,8 +25,8 @@ MARKER = "STS/STSBenchmark/sts-dev.csv"
 
 @pytest.fixture()
 def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Mirror]:
-    monkeypatch.setattr(dl, "TIMEOUT_S", 5.0)
-    monkeypatch.setattr(dl, "CHUNK", 64)  # several reads per file, so a drop lands mid-transfer
+    monkeypatch.setattr(transfer, "TIMEOUT_S", 5.0)
+    monkeypatch.setattr(transfer, "CHUNK", 64)  # several reads per file, so a drop lands mid-transfer
     with serving() as mirror:
         yield mirror
 

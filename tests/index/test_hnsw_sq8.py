@@ -11,7 +11,8 @@ from index_fixtures import clustered, write_shards
 
 from sentcl.cli import main
 from sentcl.index import open_index
-from sentcl.index.faiss_index import IndexParams, build_from_shards
+from sentcl.index.faiss_build import build_from_shards
+from sentcl.index.faiss_params import IndexParams
 
 
 @pytest.fixture(scope="module")

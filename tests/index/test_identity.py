@@ -12,7 +12,8 @@ import numpy as np
 import pytest
 
 from sentcl.cli import main
-from sentcl.index.faiss_index import IndexParams, build_from_shards
+from sentcl.index.faiss_build import build_from_shards
+from sentcl.index.faiss_params import IndexParams
 from sentcl.index.shards import ShardSet
 from tests.index.index_fixtures import Fixed, clustered
 from tests.index.test_shards import encode_one_npy

@@ -10,7 +10,8 @@ import pytest
 
 from sentcl.cli import main
 from sentcl.index import open_index
-from sentcl.index.faiss_index import IndexParams, build_from_shards
+from sentcl.index.faiss_build import build_from_shards
+from sentcl.index.faiss_params import IndexParams
 from tests.index.index_fixtures import clustered, write_shards
 
 pytest.importorskip("faiss")

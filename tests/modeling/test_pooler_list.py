@@ -10,13 +10,13 @@ import pytest
 import sentcl.config.poolers as poolers
 import sentcl.config.sections as config
 from sentcl.cli.options import POOLERS as CLI_POOLERS
-from sentcl.modeling import encode_fn, loading
+from sentcl.modeling import encode_fn, sentcl_json
 from sentcl.modeling.packed import PACKED_POOLERS
 from sentcl.modeling.pooling import HEADLESS_POOLERS, NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS
 
 
 def test_every_reader_of_the_list_is_the_same_object() -> None:
-    assert config.POOLERS is POOLERS and CLI_POOLERS is POOLERS and loading.POOLERS is POOLERS
+    assert config.POOLERS is POOLERS and CLI_POOLERS is POOLERS and sentcl_json.POOLERS is POOLERS
     assert POOLERS[:5] == ("cls", "cls_before_pooler", "avg", "avg_top2", "avg_first_last")
     assert [p for p in POOLERS if POOLER_SPECS[p].head] == ["cls"]
     assert "cls" not in HEADLESS_POOLERS and {"cls_before_pooler", "avg"} <= set(HEADLESS_POOLERS)

@@ -32,7 +32,7 @@ from helpers.data import tiny_recipe, write, write_corpus
 from helpers.http_mirror import Mirror, serving
 
 from sentcl.cli import SIGPIPE_EXIT, main
-from sentcl.data import download as dl
+from sentcl.data import fetch as transfer
 from sentcl.data.download import DownloadError, Source, download
 from sentcl.data.readers import DataFormatError
 from sentcl.data.scored_pairs import read_scored_pairs, read_stsb_pairs
@@ -546,7 +546,7 @@ def test_i06_stdout_full(built_index: Path) -> None:
 
 @pytest.fixture()
 def mirror(monkeypatch: pytest.MonkeyPatch) -> Iterator[Mirror]:
-    monkeypatch.setattr(dl, "TIMEOUT_S", 5.0)
+    monkeypatch.setattr(transfer, "TIMEOUT_S", 5.0)
     with serving() as state:
         yield state
 

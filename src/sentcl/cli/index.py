@@ -14,7 +14,7 @@ logger = logging.getLogger("sentcl")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.index.faiss_index import DEFAULT_TARGET_RECALL, HNSW_STORAGES, TYPES, IndexParams
+    from sentcl.index.faiss_params import DEFAULT_TARGET_RECALL, HNSW_STORAGES, TYPES, IndexParams
 
     d = IndexParams()
     p = sub.add_parser("index", help="Build or inspect a faiss ANN index over sharded embeddings.")
@@ -102,7 +102,8 @@ def recall_target(text: str) -> float | None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from sentcl.index.faiss_index import IndexParams, build_from_shards
+    from sentcl.index.faiss_build import build_from_shards
+    from sentcl.index.faiss_params import IndexParams
 
     params = settings_from_args(IndexParams, args)  # --nlist, --nprobe, --hnsw-m, ..., --target-recall
     check_input_dir(args.embeddings, "--embeddings")

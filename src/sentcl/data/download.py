@@ -19,7 +19,7 @@ evaluation files already tokenised by SentEval's get_transfer_data.bash, the fil
   (wiki1m: 1,000,000); a file that fails is cut short, an error (the ``.part`` is kept to resume). A text
   file with neither known (nli) is installed with a warning that its completeness cannot be verified, and
   its sum is NOT pinned. A refused or cut archive is deleted, never pinned and never reused.
-- **Resume.** Bytes go to ``<data>/.downloads/<file>.part``; a rerun after a kill asks for the rest with an
+- **Resume** (``data/fetch.py``). Bytes go to ``<data>/.downloads/<file>.part``; a rerun after a kill asks for the rest with an
   HTTP ``Range`` header and appends only when the server answers ``206`` with a ``Content-Range`` starting
   at the ``.part``'s size and a total larger than it. Otherwise (a ``200``, a ``416``, a ``206`` starting
   elsewhere, a total no larger than the ``.part``: the ``.part`` is as long as or longer than the remote
@@ -36,12 +36,10 @@ evaluation files already tokenised by SentEval's get_transfer_data.bash, the fil
 
 from __future__ import annotations
 
-import errno
 import hashlib
 import http.client
 import logging
 import os
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -50,20 +48,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sentcl.data.archives import extract_archive
+from sentcl.data.fetch import CHUNK, DownloadError, fetch
 
 logger = logging.getLogger(__name__)
 
 MIRROR_ENV = "SENTCL_DOWNLOAD_MIRROR"
 DOWNLOADS = ".downloads"  # below the data folder: .part files, fetched archives, SHA256SUMS
 PINS_FILE = "SHA256SUMS"  # trust-on-first-use sums, ``<sha256>  <file name>`` a line (sha256sum's format)
-CHUNK = 1 << 20
-_DISK_ERRORS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM, errno.EIO}
-TIMEOUT_S = 60.0
 _HF = "https://huggingface.co/datasets/princeton-nlp/datasets-for-simcse/resolve/main"
-
-
-class DownloadError(OSError):
-    """A download failed; the message names the URL and what to do (rerun, or put the file by hand)."""
 
 
 @dataclass(frozen=True)
@@ -127,128 +119,6 @@ def manual_hint(source: Source, data_dir: Path) -> str:
             f"(the archive's STS/, SICK/, ... folders go in {where})"
         )
     return f"fetch {source.url} by hand and save it as {where}"
-
-
-# ---------------------------------------------------------------------- transfer
-
-
-class _Progress:
-    """tqdm on a terminal; otherwise a log line every 10% (quiet, line-based)."""
-
-    def __init__(self, name: str, done: int, total: int | None) -> None:
-        self.name, self.done, self.total, self.next_report = name, done, total, 0.1
-        self.bar = None
-        if sys.stderr.isatty():
-            from tqdm.auto import tqdm
-
-            self.bar = tqdm(total=total, initial=done, unit="B", unit_scale=True, desc=name)
-
-    def update(self, n: int) -> None:
-        self.done += n
-        if self.bar is not None:
-            self.bar.update(n)
-        elif self.total and self.done / self.total >= self.next_report:
-            logger.info(
-                "%s: %d%% (%d of %d bytes)", self.name, 100 * self.done // self.total, self.done, self.total
-            )
-            self.next_report = (self.done / self.total // 0.1 + 1) * 0.1
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()
-
-
-def _content_range(header: str | None) -> tuple[int, int | None] | None:
-    """``bytes START-END/TOTAL`` -> (START, TOTAL or None for ``*``); None when absent or malformed."""
-    if not header or not header.startswith("bytes "):
-        return None
-    span, _, total = header[6:].partition("/")
-    try:
-        return int(span.split("-", 1)[0]), None if total.strip() in ("", "*") else int(total)
-    except ValueError:
-        return None
-
-
-def _restart(url: str, part: Path, name: str, why: str) -> bool:
-    logger.info("%s: %s; discarding %s and starting again from byte 0", name, why, part)
-    part.unlink(missing_ok=True)
-    return fetch(url, part, name)
-
-
-def fetch(url: str, part: Path, name: str) -> bool:
-    """Download ``url`` into ``part``, resuming from its current size when the server honours Range (see the
-    module doc). Returns whether the transfer is known whole (its length matched the server's)."""
-    have = part.stat().st_size if part.exists() else 0
-    request = urllib.request.Request(url, headers={"User-Agent": "sentcl-download"})
-    if have:
-        request.add_header("Range", f"bytes={have}-")
-    try:
-        response = urllib.request.urlopen(request, timeout=TIMEOUT_S)  # noqa: S310 - pinned https URLs
-    except urllib.error.HTTPError as err:
-        if err.code == 416 and have:  # our .part is as long as (or longer than) the file
-            return _restart(url, part, name, "the server refused the resume range (HTTP 416)")
-        raise
-    with response:
-        status, span = response.status, _content_range(response.headers["Content-Range"])
-        if status == 206 and not have:
-            raise DownloadError(
-                f"{url}: HTTP 206 (a part) to a request for the whole file; try another mirror"
-            )
-        if status == 206 and (span is None or span[0] != have):
-            response.close()
-            return _restart(url, part, name, f"the server answered the resume at byte {have} elsewhere")
-        if status == 206 and (
-            (span[1] is not None and span[1] <= have) or response.headers["Content-Length"] == "0"
-        ):
-            response.close()
-            why = (
-                f"the remote file has {span[1]} bytes, the .part already {have}"
-                if span[1] is not None and span[1] <= have
-                else f"the server sent an empty part at byte {have}"
-            )
-            return _restart(url, part, name, why)
-        append = bool(have) and status == 206
-        if have and not append:
-            logger.info("%s: server did not resume at byte %d (HTTP %d); starting again", name, have, status)
-            have = 0
-        elif have:
-            logger.info("%s: resuming at byte %d", name, have)
-        length = response.headers["Content-Length"]
-        total = have + int(length) if length and length.isdigit() else None
-        if append and span is not None and span[1] is not None:
-            total = span[1]  # the whole file's length, which Content-Range states
-        if total is None:
-            logger.warning(
-                "%s: the server sends no Content-Length; whether the file is whole is judged from what "
-                "sentcl's table knows of it",
-                name,
-            )
-        progress = _Progress(name, have, total)
-        try:
-            with open(part, "ab" if append else "wb") as out:
-                while chunk := response.read(CHUNK):
-                    out.write(chunk)
-                    progress.update(len(chunk))
-                out.flush()
-                os.fsync(out.fileno())
-        except (OSError, http.client.HTTPException) as err:
-            if (
-                isinstance(err, OSError) and err.errno in _DISK_ERRORS
-            ):  # writing here failed, not the transfer
-                err.filename = err.filename or str(part)
-                raise
-            raise DownloadError(
-                f"transfer of {url} broke off after {part.stat().st_size} bytes ({type(err).__name__}: {err}); "
-                f"run the command again to resume from {part}"
-            ) from None
-        finally:
-            progress.close()
-    size = part.stat().st_size
-    if total is not None and size != total:
-        raise DownloadError(
-            f"transfer of {url} ended at {size} of {total} bytes; run the command again to resume from {part}"
-        )
-    return total is not None
 
 
 def sha256_of(path: Path) -> str:

@@ -15,16 +15,14 @@ Training (ivf, ivfpq, hnsw with sq8) uses a uniform sample of ``train_size`` row
 are then added shard by shard, so memory is the index itself plus one shard. The folder holds
 ``index.faiss`` and ``faiss.json`` (type, dim, count, metric, model, pooler, parameters, the shards'
 folder), written into a temporary folder renamed into place. ``open_index`` reads flat/ivf/ivfpq
-memory-mapped (``faiss.IO_FLAG_MMAP``); hnsw is read into memory.
+memory-mapped (``faiss.IO_FLAG_MMAP``); hnsw is read into memory. The settings are ``faiss_params``, the build
+``faiss_build``; this module opens and searches a built folder.
 """
 
 from __future__ import annotations
 
 import importlib
 import logging
-import math
-import time
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -33,13 +31,10 @@ import numpy as np
 
 from sentcl.extras import extra_hint
 from sentcl.files.read import load_npy, read_json
+from sentcl.index.faiss_params import TYPES
 from sentcl.index.shards import ShardSet
-from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
-TYPES = ("flat", "ivf", "hnsw", "ivfpq")
-HNSW_STORAGES = ("flat", "sq8")
-SQ8_TRAIN_SIZE = 65_536
 # how faiss maps each type from disk: flat through IO_FLAG_MMAP_IFC (its codes), IVF lists through IO_FLAG_MMAP
 MMAP_FLAGS = {"flat": "IO_FLAG_MMAP_IFC", "ivf": "IO_FLAG_MMAP", "ivfpq": "IO_FLAG_MMAP"}
 INDEX_FILE = "index.faiss"
@@ -57,227 +52,12 @@ def import_faiss() -> ModuleType:
         raise ImportError(FAISS_HELP) from err
 
 
-DEFAULT_NPROBE = 32  # ivf/ivfpq search setting when no recall target is set
-DEFAULT_EF_SEARCH = 128  # hnsw search setting when no recall target is set
-DEFAULT_TARGET_RECALL = 0.95
-
-
-def default_nlist(count: int) -> int:
-    """IVF cells for N vectors: round(4·√N), at most N // 39 (faiss wants >= 39 training points a cell), >= 1.
-
-    Chosen on real MiniLM embeddings (120,000 rows, tuned to the same recall): 2·√N was slower one query at a
-    time, 8·√N no faster and 2.5× the build time (docs/performance.md, "Search on real embeddings")."""
-    return max(1, min(round(4 * math.sqrt(count)), count // 39))
-
-
-@dataclass
-class IndexParams:
-    """Build and search settings; None means "derive" (nlist from N; the search setting from the recall
-    target, ``sentcl.index.tuning``; without a target, nprobe 32 / efSearch 128 / refine 1)."""
-
-    nlist: int | None = None
-    nprobe: int | None = None
-    hnsw_m: int = 32  # M 16 measured on real embeddings: a faster build, less recall at the tuned setting
-    ef_construction: int = 80
-    ef_search: int | None = None
-    hnsw_storage: str = "flat"
-    pq_m: int | None = None
-    pq_bits: int = 8
-    refine: int | None = None
-    train_size: int | None = None
-    target_recall: float | None = DEFAULT_TARGET_RECALL
-    tune_queries: int = 1000
-
-    def explicit(self, kind: str) -> dict[str, int]:
-        """The search settings of ``kind`` given by the caller (not tuned, only measured)."""
-        keys = {"ivf": ("nprobe",), "ivfpq": ("nprobe", "refine"), "hnsw": ("ef_search",)}.get(kind, ())
-        return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
-
-    def resolved(self, kind: str, dim: int, count: int) -> dict[str, Any]:
-        """The parameters that apply to ``kind`` with defaults filled in (search settings before tuning)."""
-        if self.target_recall is not None and not 0 < self.target_recall <= 1:
-            raise ValueError(f"the recall target must lie in (0, 1], got {self.target_recall}")
-        if kind in ("ivf", "ivfpq"):
-            nlist = self.nlist or default_nlist(count)
-            if nlist > count:
-                raise ValueError(f"nlist={nlist} exceeds the {count} vectors to index")
-            out: dict[str, Any] = {
-                "nlist": nlist,
-                "nprobe": min(self.nprobe or DEFAULT_NPROBE, nlist),
-                "train_size": min(count, self.train_size or 40 * nlist),
-            }
-            if kind == "ivfpq":
-                pq_m = self.pq_m or _default_pq_m(dim)
-                if dim % pq_m:
-                    raise ValueError(f"pq_m={pq_m} must divide the dimension {dim}")
-                out.update(pq_m=pq_m, pq_bits=self.pq_bits, refine=self.refine or 1)
-            return out
-        if kind == "hnsw":
-            if self.hnsw_storage not in HNSW_STORAGES:
-                raise ValueError(
-                    f"unknown hnsw storage {self.hnsw_storage!r}; valid: {', '.join(HNSW_STORAGES)}"
-                )
-            hnsw: dict[str, Any] = {
-                "hnsw_m": self.hnsw_m,
-                "ef_construction": self.ef_construction,
-                "ef_search": self.ef_search or DEFAULT_EF_SEARCH,
-                "hnsw_storage": self.hnsw_storage,
-            }
-            if self.hnsw_storage == "sq8":
-                hnsw["train_size"] = min(count, self.train_size or SQ8_TRAIN_SIZE)
-            return hnsw
-        return {}
-
-
-def _default_pq_m(dim: int) -> int:
-    """Sub-vectors of 8 dimensions where that divides D (48 for 384), else the largest divisor <= D/8."""
-    for m in range(max(1, dim // 8), 0, -1):
-        if dim % m == 0:
-            return m
-    return 1
-
-
-def new_index(kind: str, dim: int, params: dict[str, Any]) -> Any:
-    """An empty (untrained) faiss index of ``kind`` for inner product."""
-    faiss = import_faiss()
-    ip = faiss.METRIC_INNER_PRODUCT
-    if kind == "flat":
-        return faiss.IndexFlatIP(dim)
-    if kind == "hnsw":
-        if params.get("hnsw_storage", "flat") == "sq8":
-            index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, params["hnsw_m"], ip)
-        else:
-            index = faiss.IndexHNSWFlat(dim, params["hnsw_m"], ip)
-        index.hnsw.efConstruction = params["ef_construction"]
-        index.hnsw.efSearch = params["ef_search"]
-        return index
-    quantizer = faiss.IndexFlatIP(dim)
-    if kind == "ivf":
-        index = faiss.IndexIVFFlat(quantizer, dim, params["nlist"], ip)
-    elif kind == "ivfpq":
-        index = faiss.IndexIVFPQ(quantizer, dim, params["nlist"], params["pq_m"], params["pq_bits"], ip)
-    else:
-        raise ValueError(f"unknown index type {kind!r}; valid: {', '.join(TYPES)}")
-    index.nprobe = params["nprobe"]
-    return index
-
-
 def unit_rows(x: np.ndarray) -> np.ndarray:
     """Float32 copy with unit-norm rows (zero rows stay zero): (N, D)."""
     x = np.array(x, dtype=np.float32, order="C", copy=True)  # (N, D)
     norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
     np.divide(x, norms, out=x, where=norms > 0)
     return x
-
-
-def train_and_fill(kind: str, dim: int, count: int, sample: Any, chunks: Any, params: dict[str, Any]) -> Any:
-    """Build an index: ``sample()`` -> training rows, ``chunks()`` -> iterator of (rows, D) arrays."""
-    index = new_index(kind, dim, params)
-    if not index.is_trained:
-        train = unit_rows(sample(params["train_size"]))  # (T, D)
-        logger.info("training %s on %d sampled vectors", kind, len(train))
-        index.train(train)
-    added = 0
-    for chunk in chunks():
-        index.add(unit_rows(chunk))
-        added += len(chunk)
-        logger.info("added %d/%d vectors", added, count)
-    return index
-
-
-IDENTITY_KEYS = ("model", "model_path", "model_fingerprint", "pooler", "max_length", "truncate_dim")
-
-
-def build_from_shards(
-    embeddings: str | Path | ShardSet,
-    output: str | Path,
-    kind: str,
-    params: IndexParams | None = None,
-    seed: int = 0,
-    queries: str | Path | None = None,
-) -> Path:
-    """Build a ``kind`` index over the shards in ``embeddings``, tune its search setting to the recall
-    target (``sentcl.index.tuning``; ``queries``: a .npy of query embeddings instead of a corpus sample)
-    and save it to the folder ``output``."""
-    from sentcl.index import tuning
-
-    faiss = import_faiss()
-    if kind not in TYPES:
-        raise ValueError(f"unknown index type {kind!r}; valid: {', '.join(TYPES)}")
-    output = Path(output)
-    if output.exists() and not output.is_dir():
-        raise ValueError(f"--output {output} is a file, not a folder")
-    params = params or IndexParams()
-    shards = embeddings if isinstance(embeddings, ShardSet) else ShardSet.open(embeddings)
-    resolved = params.resolved(kind, shards.dim, shards.rows)
-    tune = kind != "flat" and params.target_recall is not None
-    held = tuning.held_out_rows(shards.rows, params.tune_queries, seed) if tune and not queries else None
-    kept = None if held is None else np.setdiff1d(np.arange(shards.rows), held)  # (N - H,) row of each id
-
-    def chunks() -> Any:  # the shards in order, the held-out rows left out until tuned
-        for start, arr in shards.iter_arrays():
-            yield arr if held is None else arr[~np.isin(np.arange(start, start + len(arr)), held)]
-
-    start = time.perf_counter()
-    index = train_and_fill(kind, shards.dim, shards.rows, lambda n: shards.sample(n, seed), chunks, resolved)
-    m = shards.manifest
-    meta = {
-        "format": FORMAT,
-        "sentcl_version": __version__,
-        "type": kind,
-        "dim": shards.dim,
-        "count": shards.rows,
-        "metric": "inner_product",
-        "normalized": True,
-        **{k: m.get(k) for k in IDENTITY_KEYS if k in m or k in ("model", "pooler", "max_length")},
-        "embeddings": str(Path(shards.folder).resolve()),
-        "params": resolved,
-        "seed": seed,
-        "build_seconds": round(time.perf_counter() - start, 3),
-    }
-    row_map = None
-    if tune:
-        ann = AnnIndex(output, index, meta, row_map=kept)
-        ann._shards = shards
-        probe = (
-            tuning.probe_from_file(shards, Path(queries)) if queries else tuning.probe_from_rows(shards, held)  # type: ignore[arg-type]
-        )
-        meta["tuning"] = tuning.tune(ann, kind, resolved, probe, params.target_recall, params.explicit(kind))
-        meta["params"] = {**resolved, **meta["tuning"]["setting"]}  # the tuned setting: one home, params
-        if held is not None:  # now the held-out rows join the index, as the last ids
-            index.add(unit_rows(shards.gather(held)))
-            row_map = np.concatenate([kept, held])  # type: ignore[list-item]
-            meta["row_map"] = ROW_MAP_FILE
-    if int(index.ntotal) != shards.rows:
-        raise RuntimeError(f"the index holds {index.ntotal} vectors, the shards {shards.rows}")
-    _save_folder(faiss, index, meta, output, row_map)
-    return output
-
-
-def _save_folder(
-    faiss: ModuleType, index: Any, meta: dict[str, Any], output: Path, row_map: np.ndarray | None = None
-) -> None:
-    """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``.
-
-    A folder that cannot be written (read-only, full disk) raises the OS's error naming the file, or
-    ``sentcl.files.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""
-    import json
-
-    from sentcl.files.atomic import atomic_dir_write
-
-    def write(tmp: Path) -> None:
-        tmp.mkdir(parents=True)
-        try:  # through Python's writes: a refused one is an OSError with its errno, naming the file
-            with open(tmp / INDEX_FILE, "wb") as handle:
-                faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
-        except OSError as err:
-            err.filename = err.filename or str(tmp / INDEX_FILE)
-            raise
-        if row_map is not None:
-            np.save(tmp / ROW_MAP_FILE, np.asarray(row_map, dtype=np.int64))
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
-
-    atomic_dir_write(output, write)  # fsyncs every file and folder of tmp, renames, fsyncs output.parent
 
 
 def is_ann_index(folder: str | Path) -> bool:

@@ -16,118 +16,37 @@ For training (``for_training=True``) a missing head is new, initialised as the S
 normal(0, ``initializer_range``), bias 0. At inference the weights must be finite, and the backbone must
 have every weight (a missing one would be random). Every part's shape is checked against the backbone at
 load: weights against config.json (``hidden_size``), the head against the hidden size, each Dense module
-against the width it receives; a mismatch names the file and both shapes.
+against the width it receives; a mismatch names the file and both shapes. The backbone's own loading and
+checks are backbone.py; sentcl.json's reading is sentcl_json.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import logging
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import torch
 from safetensors.torch import load_file
 from torch import nn
-from transformers import AutoConfig, AutoModel, AutoTokenizer
-from transformers.utils import logging as hf_logging
 
-from sentcl.config.poolers import HEADLESS_POOLERS, POOLERS, pooler_info
+from sentcl.config.poolers import HEADLESS_POOLERS, pooler_info
 from sentcl.config.typed import ConfigError
 from sentcl.defaults import POOLER, TRAIN_MAX_LENGTH
-from sentcl.files.paths import ModelFolderError, model_load_error
-from sentcl.files.read import read_json
-from sentcl.modeling.folder_layout import (  # noqa: F401 - position_limit re-exported for old imports
-    HEAD_WEIGHTS,
-    SENTCL_CONFIG,
-    position_limit,
-    set_dropout,
-)
-from sentcl.modeling.heads import ACTIVATIONS, DenseLayer, MLPHead
-from sentcl.modeling.prompt import DENOISE_MODES, PROMPTBERT_BERT_TEMPLATES, check_template
+from sentcl.files.paths import ModelFolderError
+from sentcl.modeling.backbone import backbone_pooler_head, check_finite, load_backbone
+from sentcl.modeling.folder_layout import HEAD_WEIGHTS, SENTCL_CONFIG, position_limit
+from sentcl.modeling.heads import DenseLayer, MLPHead
+from sentcl.modeling.prompt import PROMPTBERT_BERT_TEMPLATES
+from sentcl.modeling.sentcl_json import saved_lengths
 from sentcl.modeling.st_folder import check_dense_chain, is_head_like, read_dense, read_st_folder, st_pooler
-from sentcl.modeling.weights import check_tokenizer_files, check_weight_files, load_checked
-from sentcl.postprocess.storage import check_postprocess_meta, load_flow
+from sentcl.modeling.weights import load_checked
+from sentcl.postprocess.storage import load_flow
 
 if TYPE_CHECKING:
     from sentcl.modeling.encoder import SentenceEncoder
 
 logger = logging.getLogger("sentcl")
-
-
-def _check_type(file: Path, meta: dict[str, Any], key: str, ok: bool, expected: str) -> None:
-    if key in meta and not ok:
-        raise ModelFolderError(f"{file}: {key!r} must be {expected}, got {meta[key]!r}")
-
-
-def read_sentcl_json(folder: Path) -> dict[str, Any] | None:
-    """sentcl.json of a folder, validated key by key; None when the folder has none."""
-    file = folder / SENTCL_CONFIG
-    if not file.is_file():
-        return None
-    meta = read_json(file, dict, error=ModelFolderError)
-    get = meta.get
-
-    def positive_int(value: Any) -> bool:
-        return isinstance(value, int) and not isinstance(value, bool) and value > 0
-
-    _check_type(file, meta, "pooler", get("pooler") in POOLERS, f"one of {', '.join(POOLERS)}")
-    _check_type(file, meta, "mlp_only_train", isinstance(get("mlp_only_train"), bool), "true or false")
-    for key in ("max_length", "train_max_length", "inference_max_length"):
-        _check_type(file, meta, key, positive_int(get(key)), "a positive whole number")
-    _check_type(file, meta, "normalize", isinstance(get("normalize"), bool), "true or false")
-    _check_type(file, meta, "truncate_dim", positive_int(get("truncate_dim")), "a positive whole number")
-    _check_type(
-        file,
-        meta,
-        "head_activation",
-        get("head_activation") in ACTIVATIONS,
-        f"one of {', '.join(ACTIVATIONS)}",
-    )
-    dense_ok = isinstance(get("dense"), list) and all(isinstance(d, str) for d in get("dense", []))
-    _check_type(file, meta, "dense", dense_ok, "a list of folder names")
-    dual = get("dual")
-    dual_ok = (
-        isinstance(dual, dict)
-        and dual.get("combine") in ("f", "concat")
-        and isinstance(dual.get("context_encoder"), str)
-    )
-    _check_type(file, meta, "dual", dual_ok, "an object with combine (f or concat) and context_encoder")
-    prompt = get("prompt")
-    prompt_ok = (
-        isinstance(prompt, dict)
-        and isinstance(prompt.get("templates"), list)
-        and len(prompt["templates"]) > 0
-        and all(isinstance(t, str) for t in prompt["templates"])
-        and prompt.get("denoise", "train") in DENOISE_MODES
-    )
-    _check_type(
-        file,
-        meta,
-        "prompt",
-        prompt_ok,
-        f"an object with templates (a list of strings) and denoise ({'/'.join(DENOISE_MODES)})",
-    )
-    if prompt_ok:
-        for template in prompt["templates"]:
-            try:
-                check_template(template)
-            except ValueError as err:
-                raise ModelFolderError(f"{file}: {err}") from None
-    check_postprocess_meta(file, meta)
-    return meta
-
-
-def saved_lengths(meta: dict[str, Any]) -> tuple[int | None, int | None]:
-    """(training, inference) truncation of a sentcl.json. Files written since the rename say
-    ``train_max_length`` and ``max_length`` (inference); older ones said ``max_length`` (training) and
-    ``inference_max_length``."""
-    if "train_max_length" in meta:
-        return meta["train_max_length"], meta.get("max_length")
-    return meta.get("max_length"), meta.get("inference_max_length")
 
 
 @dataclass(frozen=True)
@@ -156,65 +75,6 @@ class Parts:
     mlp_only_train: bool = False
 
 
-@contextlib.contextmanager
-def _quiet_transformers() -> Iterator[None]:
-    """transformers' own loading report lists weights it initialised; sentcl checks those itself."""
-    level = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        yield
-    finally:
-        hf_logging.set_verbosity(level)
-
-
-_SIZE_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "max_position_embeddings", "type_vocab_size")
-
-
-def _check_mismatched(folder: str, config: Any, mismatched: Any) -> None:
-    """Weights whose shape differs from what config.json builds: an error naming both shapes."""
-    if not mismatched:
-        return
-    key, saved, built = sorted(mismatched)[0]
-    # the config.json sizes behind the built shape that the saved shape lacks (e.g. hidden_size=768)
-    sizes = [
-        f"{attr}={value}"
-        for attr in _SIZE_KEYS
-        if isinstance(value := getattr(config, attr, None), int) and value in built and value not in saved
-    ]
-    raise ModelFolderError(
-        f"{Path(folder) / 'config.json'}: does not match the weights: {key} is {tuple(saved)} in the weights "
-        f"file but {tuple(built)} for config.json ({', '.join(sizes) or 'its sizes'})"
-        + (f"; {len(mismatched) - 1} more tensor(s) differ" if len(mismatched) > 1 else "")
-    )
-
-
-def load_backbone(path: str, name: str, dropout: float | None) -> tuple[Any, nn.Module, Any, set[str]]:
-    """(config, backbone, tokenizer, missing weight names) of a folder or hub id; weights checked first."""
-    folder = Path(path)
-    if folder.is_dir() and (folder / "config.json").is_file():
-        check_tokenizer_files(folder)
-        check_weight_files(folder)
-    try:
-        config = AutoConfig.from_pretrained(path)
-        if dropout is not None:
-            set_dropout(config, dropout)
-        with _quiet_transformers():
-            backbone, info = AutoModel.from_pretrained(
-                path, config=config, output_loading_info=True, ignore_mismatched_sizes=True
-            )
-        tokenizer = AutoTokenizer.from_pretrained(path)
-    except OSError as err:
-        raise model_load_error(name, err) from err
-    _check_mismatched(path, config, info.get("mismatched_keys"))
-    vocab = getattr(config, "vocab_size", None)
-    if isinstance(vocab, int) and len(tokenizer) < min(vocab, 20):
-        raise ModelFolderError(
-            f"{path}: the tokenizer has only {len(tokenizer)} tokens while config.json says vocab_size={vocab}: "
-            "its vocabulary file is missing or empty"
-        )
-    return config, backbone, tokenizer, set(info.get("missing_keys", ()))
-
-
 def _backbone(path: str, name: str, options: LoadOptions) -> tuple[Any, nn.Module, Any, set[str]]:
     """load_backbone, and at inference no weight missing (it would be random)."""
     config, backbone, tokenizer, missing = load_backbone(path, name, options.dropout)
@@ -225,46 +85,6 @@ def _backbone(path: str, name: str, options: LoadOptions) -> tuple[Any, nn.Modul
             + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
         )
     return config, backbone, tokenizer, missing
-
-
-def check_finite(parts: dict[str, nn.Module | None], where: str) -> None:
-    """Every floating weight and buffer finite, else an error naming the first bad tensor."""
-    for prefix, module in parts.items():
-        if module is None:
-            continue
-        for name, t in itertools.chain(module.named_parameters(), module.named_buffers()):
-            if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-                bad = int((~torch.isfinite(t)).sum())
-                raise ModelFolderError(
-                    f"{where}: weight {prefix}{name} has {bad} non-finite values (NaN or inf) out of "
-                    f"{t.numel()}; the model cannot give meaningful embeddings (saved from a diverged run?)"
-                )
-
-
-def backbone_pooler_head(backbone: nn.Module, missing: set[str], where: str) -> MLPHead:
-    """The backbone's own pooler (dense + tanh over [CLS]) as an MLPHead with its weights."""
-    pooler = getattr(backbone, "pooler", None)
-    dense = getattr(pooler, "dense", None)
-    hidden = backbone.config.hidden_size
-    if pooler is None or not isinstance(dense, nn.Linear):
-        reason = f"the backbone ({type(backbone).__name__}) has no pooler"
-    elif any(k.startswith("pooler.") for k in missing):
-        reason = "its weights hold no pooler (pooler.dense is missing)"
-    elif not isinstance(getattr(pooler, "activation", None), nn.Tanh) or dense.weight.shape != (
-        hidden,
-        hidden,
-    ):
-        reason = f"its pooler ({type(pooler).__name__}) is not a dense layer with tanh"
-    else:
-        head = MLPHead(hidden)
-        head.dense.load_state_dict(dense.state_dict())
-        logger.info("%s: pooler cls uses the backbone's own pooler (pooler.dense + tanh)", where)
-        return head
-    raise ModelFolderError(
-        f"{where}: pooler 'cls' needs a trained MLP head and this folder has none (no {HEAD_WEIGHTS}, no "
-        f"sentence-transformers Dense module, and {reason}); use a pooler that needs no head: "
-        f"{', '.join(HEADLESS_POOLERS)} (--pooler / model.pooler)"
-    )
 
 
 def _new_head(config: Any, where: str, over: str) -> MLPHead:

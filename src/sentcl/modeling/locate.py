@@ -30,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from sentcl.files.paths import ModelFolderError, resolve_model_path
 from sentcl.files.read import read_json
-from sentcl.modeling.loading import LoadOptions, load_plain, load_sentcl, load_st, read_sentcl_json
+from sentcl.modeling.loading import LoadOptions, load_plain, load_sentcl, load_st
 from sentcl.modeling.onnx_encoder import ONNX_CONFIG, is_onnx_folder
+from sentcl.modeling.sentcl_json import read_sentcl_json
 from sentcl.modeling.st_folder import MODULES_JSON, is_st_folder
 
 if TYPE_CHECKING:

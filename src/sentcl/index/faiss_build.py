@@ -1,0 +1,163 @@
+"""Building a faiss index over sharded embeddings (``sentcl index build``): an empty index of a type, trained on a
+uniform sample, filled shard by shard, tuned to the recall target (``sentcl.index.tuning``) and saved as a
+folder (``index.faiss`` + ``faiss.json``) written into a temporary folder renamed into place."""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import numpy as np
+
+from sentcl.index.faiss_index import (
+    FORMAT,
+    INDEX_FILE,
+    META_FILE,
+    ROW_MAP_FILE,
+    AnnIndex,
+    import_faiss,
+    unit_rows,
+)
+from sentcl.index.faiss_params import TYPES, IndexParams
+from sentcl.index.shards import ShardSet
+from sentcl.version import __version__
+
+logger = logging.getLogger(__name__)
+
+
+def new_index(kind: str, dim: int, params: dict[str, Any]) -> Any:
+    """An empty (untrained) faiss index of ``kind`` for inner product."""
+    faiss = import_faiss()
+    ip = faiss.METRIC_INNER_PRODUCT
+    if kind == "flat":
+        return faiss.IndexFlatIP(dim)
+    if kind == "hnsw":
+        if params.get("hnsw_storage", "flat") == "sq8":
+            index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_8bit, params["hnsw_m"], ip)
+        else:
+            index = faiss.IndexHNSWFlat(dim, params["hnsw_m"], ip)
+        index.hnsw.efConstruction = params["ef_construction"]
+        index.hnsw.efSearch = params["ef_search"]
+        return index
+    quantizer = faiss.IndexFlatIP(dim)
+    if kind == "ivf":
+        index = faiss.IndexIVFFlat(quantizer, dim, params["nlist"], ip)
+    elif kind == "ivfpq":
+        index = faiss.IndexIVFPQ(quantizer, dim, params["nlist"], params["pq_m"], params["pq_bits"], ip)
+    else:
+        raise ValueError(f"unknown index type {kind!r}; valid: {', '.join(TYPES)}")
+    index.nprobe = params["nprobe"]
+    return index
+
+
+def train_and_fill(kind: str, dim: int, count: int, sample: Any, chunks: Any, params: dict[str, Any]) -> Any:
+    """Build an index: ``sample()`` -> training rows, ``chunks()`` -> iterator of (rows, D) arrays."""
+    index = new_index(kind, dim, params)
+    if not index.is_trained:
+        train = unit_rows(sample(params["train_size"]))  # (T, D)
+        logger.info("training %s on %d sampled vectors", kind, len(train))
+        index.train(train)
+    added = 0
+    for chunk in chunks():
+        index.add(unit_rows(chunk))
+        added += len(chunk)
+        logger.info("added %d/%d vectors", added, count)
+    return index
+
+
+IDENTITY_KEYS = ("model", "model_path", "model_fingerprint", "pooler", "max_length", "truncate_dim")
+
+
+def build_from_shards(
+    embeddings: str | Path | ShardSet,
+    output: str | Path,
+    kind: str,
+    params: IndexParams | None = None,
+    seed: int = 0,
+    queries: str | Path | None = None,
+) -> Path:
+    """Build a ``kind`` index over the shards in ``embeddings``, tune its search setting to the recall
+    target (``sentcl.index.tuning``; ``queries``: a .npy of query embeddings instead of a corpus sample)
+    and save it to the folder ``output``."""
+    from sentcl.index import tuning
+
+    faiss = import_faiss()
+    if kind not in TYPES:
+        raise ValueError(f"unknown index type {kind!r}; valid: {', '.join(TYPES)}")
+    output = Path(output)
+    if output.exists() and not output.is_dir():
+        raise ValueError(f"--output {output} is a file, not a folder")
+    params = params or IndexParams()
+    shards = embeddings if isinstance(embeddings, ShardSet) else ShardSet.open(embeddings)
+    resolved = params.resolved(kind, shards.dim, shards.rows)
+    tune = kind != "flat" and params.target_recall is not None
+    held = tuning.held_out_rows(shards.rows, params.tune_queries, seed) if tune and not queries else None
+    kept = None if held is None else np.setdiff1d(np.arange(shards.rows), held)  # (N - H,) row of each id
+
+    def chunks() -> Any:  # the shards in order, the held-out rows left out until tuned
+        for start, arr in shards.iter_arrays():
+            yield arr if held is None else arr[~np.isin(np.arange(start, start + len(arr)), held)]
+
+    start = time.perf_counter()
+    index = train_and_fill(kind, shards.dim, shards.rows, lambda n: shards.sample(n, seed), chunks, resolved)
+    m = shards.manifest
+    meta = {
+        "format": FORMAT,
+        "sentcl_version": __version__,
+        "type": kind,
+        "dim": shards.dim,
+        "count": shards.rows,
+        "metric": "inner_product",
+        "normalized": True,
+        **{k: m.get(k) for k in IDENTITY_KEYS if k in m or k in ("model", "pooler", "max_length")},
+        "embeddings": str(Path(shards.folder).resolve()),
+        "params": resolved,
+        "seed": seed,
+        "build_seconds": round(time.perf_counter() - start, 3),
+    }
+    row_map = None
+    if tune:
+        ann = AnnIndex(output, index, meta, row_map=kept)
+        ann._shards = shards
+        probe = (
+            tuning.probe_from_file(shards, Path(queries)) if queries else tuning.probe_from_rows(shards, held)  # type: ignore[arg-type]
+        )
+        meta["tuning"] = tuning.tune(ann, kind, resolved, probe, params.target_recall, params.explicit(kind))
+        meta["params"] = {**resolved, **meta["tuning"]["setting"]}  # the tuned setting: one home, params
+        if held is not None:  # now the held-out rows join the index, as the last ids
+            index.add(unit_rows(shards.gather(held)))
+            row_map = np.concatenate([kept, held])  # type: ignore[list-item]
+            meta["row_map"] = ROW_MAP_FILE
+    if int(index.ntotal) != shards.rows:
+        raise RuntimeError(f"the index holds {index.ntotal} vectors, the shards {shards.rows}")
+    _save_folder(faiss, index, meta, output, row_map)
+    return output
+
+
+def _save_folder(
+    faiss: ModuleType, index: Any, meta: dict[str, Any], output: Path, row_map: np.ndarray | None = None
+) -> None:
+    """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``.
+
+    A folder that cannot be written (read-only, full disk) raises the OS's error naming the file, or
+    ``sentcl.files.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""
+    import json
+
+    from sentcl.files.atomic import atomic_dir_write
+
+    def write(tmp: Path) -> None:
+        tmp.mkdir(parents=True)
+        try:  # through Python's writes: a refused one is an OSError with its errno, naming the file
+            with open(tmp / INDEX_FILE, "wb") as handle:
+                faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
+        except OSError as err:
+            err.filename = err.filename or str(tmp / INDEX_FILE)
+            raise
+        if row_map is not None:
+            np.save(tmp / ROW_MAP_FILE, np.asarray(row_map, dtype=np.int64))
+        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+
+    atomic_dir_write(output, write)  # fsyncs every file and folder of tmp, renames, fsyncs output.parent
