@@ -75,12 +75,25 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=run)
 
 
+def port_number(text: str) -> int:
+    """argparse type: a TCP port, 0 to 65535 (the OS would take 70000 as 70000 mod 65536 = 4464)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a port number 0-65535, got {text!r}") from None
+    if not 0 <= value <= 65535:
+        raise argparse.ArgumentTypeError(f"a port is 0-65535 (0 picks a free one), got {value}")
+    return value
+
+
 def add_network_options(p: argparse.ArgumentParser) -> None:
     """Where the service listens, who may call it, and how long a client may take."""
     p.add_argument(
         "--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1: this machine only)."
     )
-    p.add_argument("--port", type=int, default=8080, help="Port (default 8080; 0 picks a free one).")
+    p.add_argument(
+        "--port", type=port_number, default=8080, help="Port 0-65535 (default 8080; 0 picks a free one)."
+    )
     p.add_argument(
         "--api-key",
         help="Require 'Authorization: Bearer KEY' on every route but / and /health. Prefer $SENTCL_API_KEY "

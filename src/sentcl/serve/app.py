@@ -16,6 +16,7 @@ from fastapi.responses import Response
 from starlette.exceptions import HTTPException
 
 from sentcl.serve.auth import BearerAuth
+from sentcl.serve.content import DECLARED_TYPE, JsonBody, declared_type_note
 from sentcl.serve.hosts import HostCheck, HostPolicy
 from sentcl.serve.limits import BodySizeLimit, Limits, ServiceError
 from sentcl.serve.metrics import MetricsMiddleware
@@ -23,10 +24,11 @@ from sentcl.serve.routes import ROUTES, add_routes
 from sentcl.serve.service import Service, backend_name
 
 
-def _validation_error(_: Request, err: Exception) -> Response:
+def _validation_error(request: Request, err: Exception) -> Response:
     errors = err.errors() if isinstance(err, RequestValidationError) else []
+    note = declared_type_note(getattr(request.state, DECLARED_TYPE, None))
     if any(e.get("type") == "json_invalid" for e in errors):
-        return _error(ServiceError(400, "malformed_json", "the request body is not valid JSON"))
+        return _error(ServiceError(400, "malformed_json", f"the request body is not valid JSON{note}"))
     parts = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in errors[:3]]
     return _error(ServiceError(422, "validation", "; ".join(parts) or "invalid request"))
 
@@ -37,10 +39,11 @@ def _error(err: ServiceError) -> Response:
     return Response(body, status_code=err.status, media_type="application/json", headers=err.headers())
 
 
-def _http_error(_: Request, err: Exception) -> Response:
+def _http_error(request: Request, err: Exception) -> Response:
     assert isinstance(err, HTTPException)
     if err.status_code == 400 and isinstance(err.__cause__, UnicodeDecodeError):  # FastAPI's body parsing
-        return _error(ServiceError(400, "malformed_json", "the request body is not UTF-8 text"))
+        note = declared_type_note(getattr(request.state, DECLARED_TYPE, None))
+        return _error(ServiceError(400, "malformed_json", f"the request body is not UTF-8 text{note}"))
     kind = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code, "http_error")
     return _error(ServiceError(err.status_code, kind, str(err.detail)))
 
@@ -99,7 +102,8 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)
-    app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)  # innermost
+    app.add_middleware(JsonBody)  # innermost: every body is read as JSON
+    app.add_middleware(BodySizeLimit, max_bytes=limits.max_body_bytes)
     if api_key:
         app.add_middleware(BearerAuth, api_key=api_key)
     app.add_middleware(HostCheck, policy=hosts or HostPolicy())

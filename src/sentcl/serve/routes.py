@@ -151,8 +151,8 @@ def add_openai_routes(app: FastAPI, service: Service) -> None:
         if body.dimensions is not None and dim is not None and body.dimensions > dim:
             raise ServiceError(422, "validation", f"dimensions {body.dimensions} > the model's {dim}")
         ids = token_id_rows(body.input)
-        texts = await service.decode(ids, None) if ids is not None else _as_list(body.input)  # type: ignore[arg-type]
-        emb, tokens = await service.embed(texts, None)
+        given = _as_list(body.input) if ids is None else await service.decode(ids, body.truncate)  # type: ignore[arg-type]
+        emb, tokens = await service.embed(given, body.truncate)
         emb = unit_rows(emb[:, : body.dimensions] if body.dimensions else emb)  # (N, d)
         if body.encoding_format == "base64":
             vectors: list[Any] = [base64.b64encode(row.astype("<f4").tobytes()).decode() for row in emb]

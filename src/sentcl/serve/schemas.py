@@ -1,16 +1,16 @@
-"""Request bodies: text-embeddings-inference's /embed and /similarity, OpenAI's /v1/embeddings, /search."""
+"""Request bodies, strictly typed (a JSON true is no number, 1 no boolean): text-embeddings-inference's /embed and /similarity, OpenAI's /v1/embeddings, /search."""
 
 from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StrictInt
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StrictInt
 
 
 class EmbedRequest(BaseModel):
     inputs: str | list[str]
-    normalize: bool = True  # text-embeddings-inference's default
-    truncate: bool | None = None  # None: the service's --auto-truncate
+    normalize: StrictBool = True  # text-embeddings-inference's default
+    truncate: StrictBool | None = None  # None: the service's --auto-truncate
 
 
 class SimilarityInputs(BaseModel):
@@ -20,7 +20,7 @@ class SimilarityInputs(BaseModel):
 
 class SimilarityRequest(BaseModel):
     inputs: SimilarityInputs
-    truncate: bool | None = None
+    truncate: StrictBool | None = None
 
 
 class OpenAIEmbeddingRequest(BaseModel):
@@ -30,11 +30,14 @@ class OpenAIEmbeddingRequest(BaseModel):
     input: str | list[str] | list[StrictInt] | list[list[StrictInt]]
     model: str | None = None  # any name is accepted; the response names the served model
     encoding_format: Literal["float", "base64"] = "float"
-    dimensions: int | None = Field(None, ge=1)
+    # strict: a JSON true is not dimensions 1, nor 1.0 a width
+    dimensions: StrictInt | None = Field(None, ge=1)
+    # not OpenAI's: the service's own, as on /embed (its 422 for a long input says to send it)
+    truncate: StrictBool | None = None
 
 
 class SearchRequest(BaseModel):
     query: str | None = None
     queries: list[str] | None = None
-    k: int = Field(5, ge=1)
-    truncate: bool | None = None
+    k: StrictInt = Field(5, ge=1)
+    truncate: StrictBool | None = None

@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.files.read import preview
 from sentcl.serve.batching import MicroBatcher
 from sentcl.serve.limits import Limits, ServiceError
 from sentcl.serve.metrics import Metrics
@@ -105,8 +106,20 @@ class Service:
         """Token-id inputs as text (the model's tokenizer), after ``text.check_token_ids``."""
         self._check_ready(len(ids))
         vocab = len(self._count_tokenizer or self.encoder.tokenizer)
-        kept = check_token_ids(ids, self.max_length, vocab, self._truncating(truncate))
-        return await self._run_tokenizer(self._decode, kept)
+        room = max(
+            1, self.max_length - self.n_special
+        )  # the ids re-tokenised get [CLS] ... [SEP] around them
+        kept = check_token_ids(ids, room, vocab, self._truncating(truncate))
+        texts = await self._run_tokenizer(self._decode, kept)
+        blank = next((i for i, text in enumerate(texts) if not text.strip()), None)
+        if blank is not None:
+            raise ServiceError(
+                400,
+                "empty",
+                f"input {blank}'s token ids are all special tokens ({preview(kept[blank])}), which the service "
+                "drops: send the ids of the text itself",
+            )
+        return texts
 
     def _truncating(self, truncate: bool | None) -> bool:
         return self.limits.auto_truncate if truncate is None else truncate

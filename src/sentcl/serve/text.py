@@ -84,12 +84,16 @@ def check_blank(texts: list[str]) -> None:
 
 
 def check_token_ids(ids: list[list[int]], limit: int, vocab: int, truncating: bool) -> list[list[int]]:
-    """Token-id inputs within ``limit`` ids (422 over it unless ``truncating``) whose kept ids are all in
+    """Token-id inputs within ``limit`` ids (the model's length less the special tokens its tokenizer adds:
+    422 over it unless ``truncating``) whose kept ids are all in
     ``range(vocab)`` (400 naming the input and the id); ids past the limit are dropped, not looked at."""
     long = next((i for i, row in enumerate(ids) if len(row) > limit), None)
     if long is not None and not truncating:
         raise ServiceError(
-            422, "input_too_long", f"input {long} has {len(ids[long])} token ids; the model takes {limit}"
+            422,
+            "input_too_long",
+            f"input {long} has {len(ids[long])} token ids; the model takes {limit} besides its special tokens"
+            f' (send "truncate": true to keep the first {limit})',
         )
     kept = [row[:limit] for row in ids]
     for i, row in enumerate(kept):
