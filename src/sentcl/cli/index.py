@@ -15,6 +15,7 @@ logger = logging.getLogger("sentcl")
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from sentcl.index.faiss_params import DEFAULT_TARGET_RECALL, HNSW_STORAGES, TYPES, IndexParams
+    from sentcl.index.quantized import BINARY_INDEXES
 
     d = IndexParams()
     p = sub.add_parser("index", help="Build or inspect a faiss ANN index over sharded embeddings.")
@@ -24,7 +25,11 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--embeddings", required=True, type=Path, help="Folder written by sentcl encode --shard-size."
     )
     b.add_argument(
-        "--type", choices=TYPES, default="ivf", help="flat (exact), ivf, hnsw or ivfpq (default ivf)."
+        "--type",
+        choices=TYPES,
+        default="ivf",
+        help="flat (exact), ivf, hnsw, ivfpq, binary (1 bit a dimension, Hamming search, re-scored with the "
+        "float vectors of the shards) or int8 (8-bit scalar-quantised, re-scored likewise) (default ivf).",
     )
     b.add_argument("--output", type=Path, help="Index folder (default: EMBEDDINGS/index-TYPE).")
     b.add_argument(
@@ -36,7 +41,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--target-recall",
         type=recall_target,
         default=DEFAULT_TARGET_RECALL,
-        help="ivf/hnsw/ivfpq: pick the cheapest search setting (nprobe, efSearch, ivfpq refine) whose "
+        help="ivf/hnsw/ivfpq/binary/int8: pick the cheapest search setting (nprobe, efSearch, refine) whose "
         "recall@10 against exact search reaches this on held-out queries; stored with the measured recall "
         f"and QPS in faiss.json, used by search and serve (default {DEFAULT_TARGET_RECALL}; 0 turns tuning off).",
     )
@@ -53,7 +58,15 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--refine",
         type=positive_int,
-        help="ivfpq: re-score the top REFINE·k candidates with the exact vectors, fixed instead of tuned.",
+        help="ivfpq/binary/int8: re-score the top REFINE·k candidates with the exact vectors, fixed "
+        "instead of tuned.",
+    )
+    b.add_argument(
+        "--binary-index",
+        choices=BINARY_INDEXES,
+        default=d.binary_index,
+        help="binary: scan every code (flat) or walk an HNSW graph over them (hnsw: --hnsw-m, "
+        f"--ef-construction, --ef-search apply) (default {d.binary_index}).",
     )
     b.add_argument(
         "--hnsw-m", type=positive_int, default=d.hnsw_m, help=f"hnsw: links per node (default {d.hnsw_m})."
@@ -67,7 +80,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--ef-search",
         type=positive_int,
-        help="hnsw: search beam width, fixed instead of tuned (without a target: 128).",
+        help="hnsw, binary hnsw: search beam width, fixed instead of tuned (without a target: 128).",
     )
     b.add_argument(
         "--hnsw-storage",
@@ -79,7 +92,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument(
         "--train-size",
         type=positive_int,
-        help="ivf/ivfpq, hnsw sq8: rows sampled to train (default 40·nlist; sq8 65,536).",
+        help="ivf/ivfpq, hnsw sq8, int8: rows sampled to train (default 40·nlist; sq8 and int8 65,536).",
     )
     b.add_argument("--seed", type=int, default=0, help="Seed of the training sample.")
     b.set_defaults(func=run_build)

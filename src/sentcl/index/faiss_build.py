@@ -1,6 +1,7 @@
 """Building a faiss index over sharded embeddings (``sentcl index build``): an empty index of a type, trained on a
 uniform sample, filled shard by shard, tuned to the recall target (``sentcl.index.tuning``) and saved as a
-folder (``index.faiss`` + ``faiss.json``) written into a temporary folder renamed into place."""
+folder (``index.faiss`` + ``faiss.json``) written into a temporary folder renamed into place. The compressed
+types (``binary``, ``int8``) are made, filled and written by ``sentcl.index.quantized``."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.index import quantized
 from sentcl.index.faiss_index import (
     FORMAT,
     INDEX_FILE,
@@ -32,6 +34,8 @@ def new_index(kind: str, dim: int, params: dict[str, Any]) -> Any:
     """An empty (untrained) faiss index of ``kind`` for inner product."""
     faiss = import_faiss()
     ip = faiss.METRIC_INNER_PRODUCT
+    if kind in quantized.KINDS:
+        return quantized.new_quantized(faiss, kind, dim, params)
     if kind == "flat":
         return faiss.IndexFlatIP(dim)
     if kind == "hnsw":
@@ -62,7 +66,7 @@ def train_and_fill(kind: str, dim: int, count: int, sample: Any, chunks: Any, pa
         index.train(train)
     added = 0
     for chunk in chunks():
-        index.add(unit_rows(chunk))
+        index.add(quantized.searched_form(kind, unit_rows(chunk)))
         added += len(chunk)
         logger.info("added %d/%d vectors", added, count)
     return index
@@ -128,7 +132,7 @@ def build_from_shards(
         meta["tuning"] = tuning.tune(ann, kind, resolved, probe, params.target_recall, params.explicit(kind))
         meta["params"] = {**resolved, **meta["tuning"]["setting"]}  # the tuned setting: one home, params
         if held is not None:  # now the held-out rows join the index, as the last ids
-            index.add(unit_rows(shards.gather(held)))
+            index.add(quantized.searched_form(kind, unit_rows(shards.gather(held))))
             row_map = np.concatenate([kept, held])  # type: ignore[list-item]
             meta["row_map"] = ROW_MAP_FILE
     if int(index.ntotal) != shards.rows:
@@ -152,7 +156,7 @@ def _save_folder(
         tmp.mkdir(parents=True)
         try:  # through Python's writes: a refused one is an OSError with its errno, naming the file
             with open(tmp / INDEX_FILE, "wb") as handle:
-                faiss.write_index(index, faiss.PyCallbackIOWriter(handle.write))
+                quantized.write(faiss, index, handle.write)
         except OSError as err:
             err.filename = err.filename or str(tmp / INDEX_FILE)
             raise

@@ -9,7 +9,9 @@ whatever the encode did). Types:
   (``IndexHNSWFlat``, 4·D bytes a vector) or ``sq8`` (``IndexHNSWSQ`` with 8-bit scalar quantisation, D
   bytes a vector, trained on a sample: per-dimension ranges);
 * ``ivfpq``: ``IndexIVFPQ``, IVF with product-quantised codes (``pq_m`` sub-vectors of ``pq_bits``):
-  ``pq_m`` bytes a vector instead of 4·D, at a cost in recall.
+  ``pq_m`` bytes a vector instead of 4·D, at a cost in recall;
+* ``binary`` (sign bits, Hamming distance; flat or HNSW) and ``int8`` (scalar-quantised, flat): codes only
+  in memory, the top k·refine re-scored with the float vectors of the shards (``sentcl.index.quantized``).
 
 Training (ivf, ivfpq, hnsw with sq8) uses a uniform sample of ``train_size`` rows (default 40·nlist, or 65,536 for sq8; at most N); vectors
 are then added shard by shard, so memory is the index itself plus one shard. The folder holds
@@ -31,7 +33,8 @@ import numpy as np
 
 from sentcl.extras import extra_hint
 from sentcl.files.read import load_npy, read_json
-from sentcl.index.faiss_params import TYPES
+from sentcl.index import quantized
+from sentcl.index.faiss_params import REFINED, TYPES
 from sentcl.index.shards import ShardSet
 
 logger = logging.getLogger(__name__)
@@ -42,6 +45,7 @@ META_FILE = "faiss.json"
 # the corpus row of each index id, when tuning held rows out and added them last (int64, memory-mapped)
 ROW_MAP_FILE = "rows.npy"
 FORMAT = "sentcl-faiss-index"
+RESCORE_ROWS = 65_536  # candidate vectors re-scored at once (65,536 x 384 float32: 100 MB)
 FAISS_HELP = f"faiss is not installed: pip install faiss-cpu, or {extra_hint('faiss')}"
 
 
@@ -98,7 +102,7 @@ class AnnIndex:
             self.index.nprobe = int(nprobe)
         if ef_search is not None and hasattr(self.index, "hnsw"):
             self.index.hnsw.efSearch = int(ef_search)
-        if refine is not None and self.kind == "ivfpq":
+        if refine is not None and self.kind in REFINED:
             if refine < 1:
                 raise ValueError(f"refine must be >= 1, got {refine}")
             self.refine = int(refine)
@@ -110,7 +114,7 @@ class AnnIndex:
             out["nprobe"] = int(self.index.nprobe)
         if hasattr(self.index, "hnsw"):
             out["ef_search"] = int(self.index.hnsw.efSearch)
-        if self.kind == "ivfpq":
+        if self.kind in REFINED:
             out["refine"] = self.refine
         return out
 
@@ -135,7 +139,7 @@ class AnnIndex:
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows per query by cosine: scores (Q, k) float32 descending, ids (Q, k) int64 (k capped at N).
 
-        ivfpq with refine r > 1: the top r·k PQ candidates are re-scored with the stored vectors."""
+        ivfpq with refine r > 1, binary and int8: the top r·k candidates are re-scored with the stored vectors."""
         q = np.asarray(queries, dtype=np.float32)
         if q.ndim != 2:
             raise ValueError(f"queries must be a (Q, D) array, got shape {q.shape}")
@@ -145,18 +149,26 @@ class AnnIndex:
         q = unit_rows(q)  # (Q, D)
         k = min(k, len(self))
         wide = min(k * self.refine, len(self))
-        scores, ids = self.index.search(q, wide)  # (Q, wide), (Q, wide)
+        scores, ids = self.index.search(quantized.searched_form(self.kind, q), wide)  # (Q, wide), (Q, wide)
         if self.row_map is not None:
             ids = np.where(ids >= 0, np.asarray(self.row_map)[np.maximum(ids, 0)], -1)  # (Q, wide) rows
-        if wide > k:
+        if wide > k or self.kind == "binary":  # Hamming distances are no cosines: always re-scored
             scores, ids = self._rescore(q, np.asarray(ids, dtype=np.int64), k)
         return np.asarray(scores, dtype=np.float32), np.asarray(ids, dtype=np.int64)
 
     def _rescore(self, q: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
-        """Exact cosine of each candidate (vectors from the shards), top k of them: (Q, k), (Q, k)."""
+        """Exact cosine of each candidate (vectors from the shards), top k of them: (Q, k), (Q, k); in
+        blocks of queries holding at most ``RESCORE_ROWS`` candidate vectors (memory bounded at any r)."""
+        step = max(1, RESCORE_ROWS // max(1, ids.shape[1]))
+        parts = [self._rescore_block(q[i : i + step], ids[i : i + step], k) for i in range(0, len(q), step)]
+        if not parts:
+            return np.empty((0, k), np.float32), np.empty((0, k), np.int64)
+        return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])  # (Q, k) each
+
+    def _rescore_block(self, q: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         valid = ids >= 0  # (Q, W)
         vecs = unit_rows(self.shards.gather(np.where(valid, ids, 0).reshape(-1)))  # (Q·W, D)
-        vecs = vecs.reshape(ids.shape[0], ids.shape[1], -1)  # (Q, W, D)
+        vecs = vecs.reshape(ids.shape[0], ids.shape[1], self.dim)  # (Q, W, D)
         exact = np.einsum("qwd,qd->qw", vecs, q)  # (Q, W)
         exact[~valid] = -np.inf
         top = np.argsort(-exact, axis=1, kind="stable")[:, :k]  # (Q, k)
@@ -219,13 +231,16 @@ def open_index(
     path = folder / INDEX_FILE
     if not path.is_file() or path.stat().st_size == 0:
         raise FileNotFoundError(f"{path} is missing or empty; rebuild the index with sentcl index build")
-    flags = MMAP_FLAGS.get(meta["type"], 0) if mmap else 0
+    kind, flags = meta["type"], MMAP_FLAGS.get(meta["type"], 0) if mmap else 0
     try:
-        index = faiss.read_index(str(path), getattr(faiss, flags) if flags else 0)
+        if kind in quantized.KINDS:
+            index = quantized.read(faiss, str(path), kind, meta["params"], mmap)
+        else:
+            index = faiss.read_index(str(path), getattr(faiss, flags) if flags else 0)
     except RuntimeError as err:
         first = str(err).strip().splitlines()[-1] if str(err).strip() else "unreadable"
         raise ValueError(f"{path}: not a readable faiss index ({first}); rebuild it") from None
-    if index.d != meta["dim"] or index.ntotal != meta["count"]:
+    if index.d != quantized.code_dim(kind, meta["dim"]) or index.ntotal != meta["count"]:
         raise ValueError(
             f"{path} holds {index.ntotal} x {index.d} vectors but {folder / META_FILE} says "
             f"{meta['count']} x {meta['dim']}; rebuild the index"

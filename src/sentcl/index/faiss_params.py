@@ -7,7 +7,10 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-TYPES = ("flat", "ivf", "hnsw", "ivfpq")
+from sentcl.index import quantized
+
+TYPES = ("flat", "ivf", "hnsw", "ivfpq", *quantized.KINDS)
+REFINED = ("ivfpq", *quantized.KINDS)  # the types whose top k·refine are re-scored with the float vectors
 HNSW_STORAGES = ("flat", "sq8")
 SQ8_TRAIN_SIZE = 65_536
 DEFAULT_NPROBE = 32  # ivf/ivfpq search setting when no recall target is set
@@ -37,6 +40,7 @@ class IndexParams:
     pq_m: int | None = None
     pq_bits: int = 8
     refine: int | None = None
+    binary_index: str = "flat"
     train_size: int | None = None
     target_recall: float | None = DEFAULT_TARGET_RECALL
     tune_queries: int = 1000
@@ -44,12 +48,15 @@ class IndexParams:
     def explicit(self, kind: str) -> dict[str, int]:
         """The search settings of ``kind`` given by the caller (not tuned, only measured)."""
         keys = {"ivf": ("nprobe",), "ivfpq": ("nprobe", "refine"), "hnsw": ("ef_search",)}.get(kind, ())
+        keys = ("ef_search", "refine") if kind in quantized.KINDS else keys
         return {k: getattr(self, k) for k in keys if getattr(self, k) is not None}
 
     def resolved(self, kind: str, dim: int, count: int) -> dict[str, Any]:
         """The parameters that apply to ``kind`` with defaults filled in (search settings before tuning)."""
         if self.target_recall is not None and not 0 < self.target_recall <= 1:
             raise ValueError(f"the recall target must lie in (0, 1], got {self.target_recall}")
+        if kind in quantized.KINDS:
+            return quantized.resolved(kind, count, self)
         if kind in ("ivf", "ivfpq"):
             nlist = self.nlist or default_nlist(count)
             if nlist > count:

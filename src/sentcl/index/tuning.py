@@ -27,6 +27,10 @@ Settings are tried cheapest first, and the first that reaches the target is kept
   doubling, 16, 32, 64, until one does: the 48-byte codes of real MiniLM embeddings lose too much of the
   ranking from 40k rows on (refine 8 stopped at 0.965-0.977 on held-out rows even scanning every cell;
   refine 16 reached 0.99 at 40k: docs/performance.md).
+* ``binary`` (flat) and ``int8``: the refine factor r (the top r·k by Hamming distance, or by the 8-bit
+  inner product, re-scored with the float vectors) along 1, 2, 3, 4, 6, 8, 12, 16, ... (×1.5 steps) up to
+  1,024; ``binary`` over an HNSW graph: for each r of 1, 2, 4, ..., 64 the smallest efSearch from k·r to
+  4·k·r that reaches the target, and of those the fastest, as for ivfpq.
 
 A setting given explicitly (``--nprobe``, ``--ef-search``, ``--refine``) is not tuned, only measured. When
 no setting reaches the target, the one with the highest recall is kept and ``reached`` is false (the
@@ -50,11 +54,22 @@ K = 10
 TUNE_QUERIES = 1000
 # Held-out corpus rows are easier queries than outside ones (module doc), so with them the search setting
 # is tuned to the stricter recall 1 - (1 - target) / margin: 0.99 (ivf, ivfpq) or 0.995 (hnsw) for 0.95.
-HELD_OUT_MARGIN = {"ivf": 5, "ivfpq": 5, "hnsw": 10}
+HELD_OUT_MARGIN = {"ivf": 5, "ivfpq": 5, "hnsw": 10, "binary": 5, "int8": 5}
 ONE_QUERY_SAMPLE = 200
 REFINES = (1, 2, 4, 8)
 REFINES_ESCALATED = (16, 32, 64)  # tried in order only while no refine factor has reached the target
 EF_LADDER = (16, 24, 32, 48, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 1536, 2048)
+MAX_RESCORE = 1024  # the largest refine factor tried for binary and int8
+BINARY_HNSW_REFINES = (1, 2, 4, 8, 16, 32, 64)
+
+
+def refine_ladder(top: int = MAX_RESCORE) -> list[int]:
+    """1, 2, 3, 4, 6, 8, 12, 16, ... (×1.5 steps, rounded) up to ``top``."""
+    out, v = [1, 2, 3, 4], 4.0
+    while v < top:
+        v *= 1.5
+        out.append(int(round(v)))
+    return sorted({min(x, top) for x in out})
 
 
 def nprobe_ladder(nlist: int) -> list[int]:
@@ -187,6 +202,8 @@ def candidates(kind: str, params: dict[str, Any], explicit: dict[str, int]) -> t
     if kind == "hnsw":
         efs = [explicit["ef_search"]] if "ef_search" in explicit else list(EF_LADDER)
         return [("ef_search", efs, {})], []
+    if kind in ("binary", "int8"):
+        return _rescored(params, explicit), []
     ladder = [explicit["nprobe"]] if "nprobe" in explicit else nprobe_ladder(params["nlist"])
     if kind == "ivf":
         return [("nprobe", ladder, {})], []
@@ -194,6 +211,21 @@ def candidates(kind: str, params: dict[str, Any], explicit: dict[str, int]) -> t
         return [("nprobe", ladder, {"refine": explicit["refine"]})], []
     runs = [("nprobe", ladder, {"refine": r}) for r in REFINES]
     return runs, [("nprobe", ladder, {"refine": r}) for r in REFINES_ESCALATED]
+
+
+def _rescored(params: dict[str, Any], explicit: dict[str, int]) -> list[Run]:
+    """binary and int8: the refine factor alone (flat codes), or (efSearch, refine) over a binary graph."""
+    refines = [explicit["refine"]] if "refine" in explicit else None
+    if params.get("binary_index") != "hnsw":
+        return [("refine", refines or refine_ladder(), {})]
+    if "ef_search" in explicit:
+        return [("refine", refines or refine_ladder(), {"ef_search": explicit["ef_search"]})]
+    # faiss widens the beam to the k·r results asked for, so an efSearch below k·r repeats a setting; past
+    # 4·k·r the recall of the k·r candidates has stopped growing (measured: it is the r that limits it)
+    return [
+        ("ef_search", [e for e in EF_LADDER if K * r <= e <= 4 * K * r] or [EF_LADDER[-1]], {"refine": r})
+        for r in (refines or BINARY_HNSW_REFINES)
+    ]
 
 
 def tune(ann: Any, kind: str, params: dict[str, Any], probe: Probe, wanted: float, explicit: dict) -> dict:
