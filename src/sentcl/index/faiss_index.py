@@ -177,6 +177,12 @@ class AnnIndex:
         scores_k[ids_k < 0] = -np.inf
         return scores_k, ids_k
 
+    def memory_bytes(self) -> int:
+        """Bytes the opened index holds (``quantized.memory_bytes``, plus the id -> row table); the float
+        vectors a re-scoring search reads stay in the shards on disk."""
+        rows = 0 if self.row_map is None else int(np.asarray(self.row_map).nbytes)
+        return quantized.memory_bytes(self.index) + rows
+
     @property
     def shards(self) -> ShardSet:
         if self._shards is None:
@@ -203,6 +209,7 @@ class AnnIndex:
             "recall_at_10": 1.0 if self.kind == "flat" else tuned.get("recall_at_10"),
             "qps": tuned.get("qps"),
             "tuned_setting": tuned.get("setting"),
+            "memory_bytes": self.memory_bytes(),
         }
 
 

@@ -98,11 +98,16 @@ def code_dim(kind: str, dim: int) -> int:
 
 
 def memory_bytes(index: Any) -> int:
-    """Bytes the index's own structures hold in memory: its codes, plus the graph's links for HNSW."""
-    codes = int(index.ntotal) * int(index.code_size)
-    if not hasattr(index, "hnsw"):
-        return codes
+    """Bytes a faiss index's own structures hold: its codes (N · code size), plus an HNSW graph's links,
+    offsets and levels, plus an IVF index's ids (8 bytes a vector) and centroids (nlist · D float32)."""
     import faiss
 
-    links = faiss.vector_to_array(index.hnsw.neighbors)
-    return codes + int(links.nbytes) + int(faiss.vector_to_array(index.hnsw.offsets).nbytes)
+    # a float HNSW keeps its vectors in a storage index of its own
+    codes = index if hasattr(index, "code_size") else faiss.downcast_index(index.storage)
+    total = int(index.ntotal) * int(codes.code_size)
+    if hasattr(index, "hnsw"):  # int32 neighbour ids, size_t offsets, int levels (sizes read, nothing copied)
+        hnsw = index.hnsw
+        total += 4 * int(hnsw.neighbors.size()) + 8 * int(hnsw.offsets.size()) + 4 * int(hnsw.levels.size())
+    if hasattr(index, "invlists"):
+        total += 8 * int(index.ntotal) + 4 * int(index.nlist) * int(index.d)
+    return total
