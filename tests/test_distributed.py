@@ -14,7 +14,8 @@ import torch.multiprocessing as mp
 from torch import Tensor, nn
 
 from sentcl import distributed
-from sentcl.objectives import InfoNCE, QuickThoughts, SupervisedInfoNCE, info_nce
+from sentcl.methods.quick_thoughts.loss import QuickThoughts
+from sentcl.objectives import InfoNCE, SupervisedInfoNCE, info_nce
 
 WORLD = 2
 BATCH = 8

@@ -10,7 +10,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from sentcl.config.method_records import option_classes
+from sentcl.methods.catalogue import option_classes
 
 ROOT = Path(__file__).resolve().parents[1]
 

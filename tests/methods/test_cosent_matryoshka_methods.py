@@ -13,8 +13,8 @@ from sentcl.config import ConfigError, TrainConfig, load_config
 from sentcl.data.readers import Corpus
 from sentcl.data.sources import read_training_data
 from sentcl.methods import build_method
+from sentcl.methods.cosent.loss import CoSENT
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.objectives.cosent import CoSENT
 from sentcl.objectives.infonce import InfoNCE
 from sentcl.objectives.matryoshka import Matryoshka
 from sentcl.training.batch_source import make_batch

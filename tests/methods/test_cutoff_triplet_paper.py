@@ -12,8 +12,8 @@ from sentcl.config import TrainConfig, load_config
 from sentcl.data.augment.tokens import TokenCutoff
 from sentcl.data.readers import Corpus
 from sentcl.methods import build_method
+from sentcl.methods.cutoff_triplet.loss import CutoffTriplet
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.objectives.triplet import CutoffTriplet
 from sentcl.training.batch_source import augment_tokens, make_batch
 from sentcl.training.step import embed_views
 

@@ -8,20 +8,30 @@ import dataclasses
 import inspect
 import re
 import typing
+from pathlib import Path
 
 import pytest
 
 import sentcl.config.names as config_names
 from sentcl.config import TrainConfig, load_config, method_scoped_keys, resume_safe_keys, to_dict
-from sentcl.config.method_records import METHODS, method_record
 from sentcl.config.objective import ObjectiveConfig
-from sentcl.methods import BUILDERS
+from sentcl.methods.base import method_builder
+from sentcl.methods.catalogue import METHODS, method_record
 from sentcl.modeling.model_card import render_card
 
 
-def test_every_method_has_a_builder_and_every_builder_a_record() -> None:
-    assert BUILDERS.names() == METHODS.names()
+def test_every_record_is_its_own_package_with_a_builder() -> None:
+    """One method, one place: each record's options live in ``sentcl/methods/<name>/options.py`` and its builder
+    in the same package's ``build.py``; every package under methods/ with an options module is in the catalogue."""
     assert len(METHODS.names()) == 16
+    for name in METHODS.names():
+        record = method_record(name)
+        assert record.package == f"sentcl.methods.{name}"
+        assert record.options.__module__ == f"sentcl.methods.{name}.options"
+        assert method_builder(name).__module__ == f"sentcl.methods.{name}.build"
+    src = Path(__file__).resolve().parents[2] / "src" / "sentcl" / "methods"
+    packages = sorted(p.parent.name for p in src.glob("*/options.py"))
+    assert packages == METHODS.names(), "a method package missing from sentcl.methods.catalogue"
 
 
 @pytest.mark.parametrize("name", METHODS.names())
@@ -45,7 +55,7 @@ def test_record_is_complete(name: str) -> None:
 @pytest.mark.parametrize("name", METHODS.names())
 def test_builder_takes_the_records_options_typed(name: str) -> None:
     """Builders receive typed options: the second parameter is annotated with the record's options class."""
-    build = BUILDERS.build(name)
+    build = method_builder(name)
     hints = typing.get_type_hints(build)
     second = list(inspect.signature(build).parameters)[1]
     assert hints[second] is method_record(name).options

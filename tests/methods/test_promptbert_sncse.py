@@ -16,10 +16,10 @@ from sentcl.config import ConfigError, TrainConfig, from_dict, load_config
 from sentcl.data.negation import negate
 from sentcl.data.readers import Corpus
 from sentcl.methods import build_method
+from sentcl.methods.sncse.loss import SNCSE
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.prompt import PROMPTBERT_BERT_TEMPLATES
 from sentcl.objectives.infonce import InfoNCE
-from sentcl.objectives.sncse import SNCSE
 from sentcl.training.validation import validate
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.objectives.cosent import CoSENT, cosent_loss
+from sentcl.methods.cosent.loss import CoSENT, cosent_loss
 from sentcl.objectives.infonce import InfoNCE
 from sentcl.objectives.matryoshka import Matryoshka
 

@@ -13,9 +13,9 @@ import torch
 from torch import Tensor, nn
 
 from sentcl.methods import Method, duplicate_view
-from sentcl.modeling.diffcse import ConditionedDiscriminator, build_discriminator, load_generator
+from sentcl.methods.diffcse.generator import ConditionedDiscriminator, build_discriminator, load_generator
+from sentcl.methods.diffcse.loss import DiffCSEObjective, RTDTerm
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.objectives.diffcse import DiffCSEObjective, RTDTerm
 from sentcl.objectives.infonce import InfoNCE
 from sentcl.training.step import forward_loss
 

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.objectives.distill_kl import DistillKL
-from sentcl.objectives.distill_mse import DistillMSE
+from sentcl.methods.distill_kl.loss import DistillKL
+from sentcl.methods.distill_mse.loss import DistillMSE
 
 
 def rand(*shape: int, seed: int = 0) -> torch.Tensor:

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.objectives.arccse import ArcCSELoss
-from sentcl.objectives.esimcse import ESimCSELoss
-from sentcl.objectives.mixcse import MixCSELoss
+from sentcl.methods.arccse.loss import ArcCSELoss
+from sentcl.methods.esimcse.loss import ESimCSELoss
+from sentcl.methods.mixcse.loss import MixCSELoss
 
 
 def cos(a: np.ndarray, b: np.ndarray) -> float:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.config.method_options import UnsupSimCSEOptions
+from sentcl.methods.unsup_simcse.options import UnsupSimCSEOptions
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.objectives.infonce import InfoNCE
 

@@ -9,18 +9,15 @@ import pytest
 import torch
 from torch.nn import functional as F
 
-from sentcl.config.method_options import SupSimCSEOptions
-from sentcl.objectives import (
-    CutoffTriplet,
+from sentcl.methods.cutoff_triplet.loss import CutoffTriplet
+from sentcl.methods.quick_thoughts.loss import (
     QuickThoughts,
-    SupervisedInfoNCE,
-    add_mlm,
-    mask_tokens,
-    mlm_loss,
+    neighbour_targets,
     quick_thoughts_embedding,
     quick_thoughts_loss,
 )
-from sentcl.objectives.quick_thoughts import neighbour_targets
+from sentcl.methods.sup_simcse.options import SupSimCSEOptions
+from sentcl.objectives import SupervisedInfoNCE, add_mlm, mask_tokens, mlm_loss
 
 
 def _cos(a: np.ndarray, b: np.ndarray) -> float:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.objectives.quick_thoughts import QuickThoughts
+from sentcl.methods.quick_thoughts.loss import QuickThoughts
 
 
 def _kl_loop(u: np.ndarray, v: np.ndarray, neighbours: dict[int, list[int]]) -> float:

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from sentcl.objectives.rankcse import RankCSELoss
+from sentcl.methods.rankcse.loss import RankCSELoss
 
 
 def rand(*shape: int, seed: int = 0) -> torch.Tensor:

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from sentcl.config.method_options import SNCSEOptions
-from sentcl.objectives.sncse import SNCSE
+from sentcl.methods.sncse.loss import SNCSE
+from sentcl.methods.sncse.options import SNCSEOptions
 
 
 def cos(a: list[float], b: list[float]) -> float:

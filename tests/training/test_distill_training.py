@@ -118,7 +118,7 @@ def test_parallel_sentences_train_both_terms_and_the_teacher_encodes_the_sources
 def test_a_file_mixing_sentences_and_pairs_is_refused() -> None:
     from sentcl.config import ConfigError
     from sentcl.data.readers import Corpus
-    from sentcl.methods.distill_mse import corpus_views
+    from sentcl.methods.distill_mse.build import corpus_views
 
     assert corpus_views(Corpus(Path("a"), ["x", "y"], {}), "distill_mse") == 1
     assert corpus_views(Corpus(Path("a"), [("x", "y")], {}), "distill_mse") == 2

@@ -1,7 +1,7 @@
 """The ``objective:`` section's base options: what every method accepts, and the option fields several methods
-share (temperature, similarity). Torch-free: the twelve methods' own options classes (``sentcl.config.method_options``)
-derive from these, and their records (``sentcl.config.method_records``) register them by name, so reading a recipe never
-imports a method's code.
+share (temperature, similarity, teachers). Torch-free: each method's own options class (``sentcl/methods/<name>/options.py``)
+derives from these, and the catalogue (``sentcl.methods.catalogue``) lists the methods' records by name, so reading a
+recipe never imports a method's torch code.
 
 Each value is checked once, here or in the method's options class; the objectives built from a typed options
 instance trust it.
@@ -41,8 +41,8 @@ SIMILARITIES = ("cosine", "dot")
 class ObjectiveConfig:
     """The ``objective:`` section: the method's name and the wrapper options every method accepts.
 
-    Each method declares its own options as a dataclass subclass (``sentcl.config.method_options``), registered by name
-    in ``sentcl.config.method_records``; parsing picks the subclass from ``name``, so ``cfg.objective`` is an instance
+    Each method declares its own options as a dataclass subclass (``sentcl/methods/<name>/options.py``), listed by name
+    in ``sentcl.methods.catalogue``; parsing picks the subclass from ``name``, so ``cfg.objective`` is an instance
     of the chosen method's options class."""
 
     name: str = opt("unsup_simcse", "Training method (views + objective), e.g. unsup_simcse.")
@@ -110,3 +110,21 @@ class InfoNCEOptions(TemperatureOptions):
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("objective.similarity", self.similarity, SIMILARITIES)
+
+
+#: the model options of a method that distils teachers; the width mapping is read by the methods that compare vectors
+TEACHER_KEYS = ("model.teacher", "model.teacher_mapping")
+
+
+@dataclass
+class TeacherOptions(ObjectiveConfig):
+    """The options of a method that distils teachers (``model.teacher``); its own options follow."""
+
+    uses: typing.ClassVar[tuple[str, ...]] = ("model.teacher",)
+
+    def check(self, cfg: TrainConfig) -> None:
+        if cfg.model.teacher is None:
+            raise ConfigError(
+                f"{self.name} distils a teacher: set model.teacher (a model folder of any kind sentcl opens, a "
+                "hub id or an offline short name such as all-MiniLM-L6-v2)"
+            )

@@ -57,6 +57,18 @@ def check_positive(name: str, value: float | int | None, allow_none: bool = Fals
         raise ConfigError(f"{name} must be positive, got {preview(value)}")
 
 
+def check_non_negative(name: str, value: float) -> None:
+    """``name`` >= 0 (a weight, a margin)."""
+    if value < 0:
+        raise ConfigError(f"{name} must be >= 0, got {value!r}")
+
+
+def check_in_unit(name: str, value: float, closed: bool = False) -> None:
+    """``value`` in [0, 1) (or [0, 1] with ``closed``): a rate or a fraction."""
+    if not (0.0 <= value <= 1.0 if closed else 0.0 <= value < 1.0):
+        raise ConfigError(f"{name} must be in [0, 1{']' if closed else ')'}, got {value!r}")
+
+
 def _type_ok(value: Any, annotation: Any) -> bool:
     origin = get_origin(annotation)
     if annotation is Any:

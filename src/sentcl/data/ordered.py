@@ -8,7 +8,7 @@ Two readers (registered in ``sentcl.data.sources``):
 
 - ``ordered_lines``: every sentence as an ``OrderedSentence(text, doc_id, position)``, for Quick-Thoughts:
   batches of B consecutive sentences (``contiguous_batches``); the objective's targets are the in-batch
-  neighbours (``sentcl.objectives.quick_thoughts.neighbour_targets``, from each row's document and position):
+  neighbours (``sentcl.methods.quick_thoughts.loss.neighbour_targets``, from each row's document and position):
   p(s_j | s_i) = exp(f(s_i)·g(s_j)) / Σ_{k in batch} exp(f(s_i)·g(s_k)).
 - ``next_sentence``: anchors only, each a ``NextSentenceExample`` that carries its next ``MAX_WINDOW``
   sentences of the same document, so the view function ``NextSentenceViews(window, seed)`` needs no corpus

@@ -1,64 +1,53 @@
 """Training methods: which views each example yields, how they are encoded, and which objective scores them.
 
-Each method's record (options class, reader, paper) is torch-free in :mod:`sentcl.config.method_records`, its options
-in :mod:`sentcl.config.method_options`; ``Method`` and the builders' registry live in :mod:`sentcl.methods.base`, the
-view helpers in :mod:`sentcl.methods.views`, and each builder in a module of its own. A new method is a record,
-an options class, a new module and one import line below (the import registers its builder).
+One method, one package (like transformers' ``models/bert/``)::
+
+    sentcl/methods/diffcse/
+        __init__.py   the paper, its link and how to run it
+        options.py    DiffCSEOptions and RECORD (paper, reader, summary), torch-free
+        build.py      build(cfg, options, corpus, tokenizer) -> Method
+        loss.py       the objective on (B, V, D) embeddings
+        generator.py  what only this method needs (DiffCSE's generator and discriminator)
+
+:mod:`sentcl.methods.catalogue` lists the records, one line per method; ``build_method`` imports a method's
+``build`` module on first use. Shared pieces stay here: ``Method`` and ``build_method``
+(:mod:`sentcl.methods.base`), the view helpers (:mod:`sentcl.methods.views`), teachers and their cache, the
+momentum encoder. This package's face is light (no torch until a name below is asked for), so that reading a
+recipe, which imports the options modules, stays torch-free.
 """
 
-from sentcl.config.method_records import METHODS, MethodRecord
-from sentcl.methods.base import (
-    BUILDERS,
-    Builder,
-    EmbeddingAugment,
-    Example,
-    Method,
-    TokenAugment,
-    ViewFn,
-    build_method,
-    method_spec,
-    register_method,
-)
-from sentcl.methods.views import (
-    duplicate_view,
-    positive_view_augmented,
-    text_augmentation,
-    token_augmentation,
-)
+from __future__ import annotations
 
-# one import line per method module (the import registers the method)
-from sentcl.methods import unsup_simcse  # noqa: E402, F401  isort: skip
-from sentcl.methods import sup_simcse  # noqa: E402, F401  isort: skip
-from sentcl.methods import sup_pairs  # noqa: E402, F401  isort: skip
-from sentcl.methods import cutoff_triplet  # noqa: E402, F401  isort: skip
-from sentcl.methods import next_sentence  # noqa: E402, F401  isort: skip
-from sentcl.methods import quick_thoughts  # noqa: E402, F401  isort: skip
-from sentcl.methods import cosent  # noqa: E402, F401  isort: skip
-from sentcl.methods import esimcse  # noqa: E402, F401  isort: skip
-from sentcl.methods import mixcse  # noqa: E402, F401  isort: skip
-from sentcl.methods import arccse  # noqa: E402, F401  isort: skip
-from sentcl.methods import promptbert  # noqa: E402, F401  isort: skip
-from sentcl.methods import sncse  # noqa: E402, F401  isort: skip
-from sentcl.methods import distill_mse  # noqa: E402, F401  isort: skip
-from sentcl.methods import distill_kl  # noqa: E402, F401  isort: skip
-from sentcl.methods import rankcse  # noqa: E402, F401  isort: skip
-from sentcl.methods import diffcse  # noqa: E402, F401  isort: skip
+import importlib
+from typing import Any
 
-__all__ = [
-    "BUILDERS",
-    "METHODS",
-    "Builder",
-    "EmbeddingAugment",
-    "Example",
-    "Method",
-    "MethodRecord",
-    "TokenAugment",
-    "ViewFn",
-    "build_method",
-    "duplicate_view",
-    "method_spec",
-    "positive_view_augmented",
-    "register_method",
-    "text_augmentation",
-    "token_augmentation",
-]
+import sentcl.config  # noqa: F401  the recipe first: it loads the catalogue, which imports each method's options
+
+#: the names this face offers, and the module that defines each (imported on first use)
+_FACE = {
+    "METHODS": "sentcl.methods.catalogue",
+    "MethodRecord": "sentcl.methods.record",
+    "Paper": "sentcl.methods.record",
+    "Builder": "sentcl.methods.base",
+    "EmbeddingAugment": "sentcl.methods.base",
+    "Example": "sentcl.methods.base",
+    "Method": "sentcl.methods.base",
+    "TokenAugment": "sentcl.methods.base",
+    "ViewFn": "sentcl.methods.base",
+    "build_method": "sentcl.methods.base",
+    "method_builder": "sentcl.methods.base",
+    "method_spec": "sentcl.methods.base",
+    "duplicate_view": "sentcl.methods.views",
+    "positive_view_augmented": "sentcl.methods.views",
+    "text_augmentation": "sentcl.methods.views",
+    "token_augmentation": "sentcl.methods.views",
+}
+
+__all__ = sorted(_FACE)
+
+
+def __getattr__(name: str) -> Any:
+    """``from sentcl.methods import build_method`` imports the torch side here, on first use (PEP 562)."""
+    if name not in _FACE:
+        raise AttributeError(f"module 'sentcl.methods' has no attribute {name!r}")
+    return getattr(importlib.import_module(_FACE[name]), name)

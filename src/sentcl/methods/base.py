@@ -5,30 +5,32 @@ A method is data + objective, nothing about optimisation:
     example --views--> (v_1..v_V) --tokenize--> (B·V, L) --[token/feature aug per view]--> encoder(s)
             --> (B, V, D) --> objective
 
-Each method has a torch-free record (``sentcl.config.method_records``: options class, reader, paper) and a builder
-here, registered with ``@register_method(name)`` on ``(cfg, options, corpus, tokenizer) -> Method``; the
-builder receives ``cfg.objective`` as ``options``, an instance of the record's options class, and trusts it.
+Each method lives in ``sentcl/methods/<name>/``: a torch-free record and options class (``options.py``, listed in
+:mod:`sentcl.methods.catalogue`) and a builder ``build(cfg, options, corpus, tokenizer) -> Method`` (``build.py``),
+found here by the record's package. The builder receives ``cfg.objective`` as ``options``, an instance of the
+record's options class, and trusts it.
 """
 
 from __future__ import annotations
 
+import importlib
 import random
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import torch
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
-from sentcl.config import ConfigError, ObjectiveConfig, TrainConfig
-from sentcl.config.method_records import METHODS, MethodRecord, method_record
+from sentcl.config import ConfigError, TrainConfig
 from sentcl.data.readers import Corpus
 from sentcl.files.read import preview
+from sentcl.methods.catalogue import method_record
+from sentcl.methods.record import MethodRecord
 from sentcl.objectives.base import Objective
 from sentcl.objectives.matryoshka import matryoshka_wrap
 from sentcl.objectives.mlm import mlm_wrap
-from sentcl.registry import Registry
 
 if TYPE_CHECKING:
     from sentcl.training.companion import Companion
@@ -95,25 +97,8 @@ class Method:
 #: seeds per step for a method's stochastic parts (their index is the stream)
 STOCHASTIC_STREAMS = 31
 
-OptionsT = TypeVar("OptionsT", bound=ObjectiveConfig)
 #: (cfg, its objective options typed as the method's options class, corpus, tokenizer) -> Method
 Builder = Callable[[TrainConfig, Any, Corpus, PreTrainedTokenizerBase], Method]
-
-BUILDERS: Registry[Builder] = Registry("method builder")
-
-
-def register_method(
-    name: str,
-) -> Callable[[Callable[[TrainConfig, OptionsT, Corpus, PreTrainedTokenizerBase], Method]], Any]:
-    """Register the builder of method ``name``, which must have a record (sentcl.config.method_records)."""
-    if name not in METHODS:
-        raise ValueError(f"method {name!r} has no record in sentcl.config.method_records")
-
-    def decorator(build: Callable[[TrainConfig, OptionsT, Corpus, PreTrainedTokenizerBase], Method]) -> Any:
-        BUILDERS.register(name)(lambda: build)
-        return build
-
-    return decorator
 
 
 def method_spec(cfg: TrainConfig | str) -> MethodRecord:
@@ -125,13 +110,24 @@ def method_spec(cfg: TrainConfig | str) -> MethodRecord:
         raise ConfigError(f"objective.name: {err.args[0]}") from None
 
 
+def method_builder(name: str) -> Builder:
+    """The builder of method ``name``: ``build`` in its package's ``build`` module (``sentcl.methods.<name>.build``),
+    imported on first use, so that the catalogue stays torch-free and a method is one package + one line."""
+    record = method_spec(name)
+    module = importlib.import_module(f"{record.package}.build")
+    build = getattr(module, "build", None)
+    if not callable(build):
+        raise TypeError(f"{module.__name__} has no build(cfg, options, corpus, tokenizer) function")
+    return build  # type: ignore[no-any-return]
+
+
 def build_method(cfg: TrainConfig, corpus: Corpus, tokenizer: PreTrainedTokenizerBase) -> Method:
     record = method_spec(cfg)
     if not isinstance(cfg.objective, record.options):
         raise ConfigError(
             f"objective is a {type(cfg.objective).__name__}; {record.name} takes {record.options.__name__}"
         )
-    method = BUILDERS.build(record.name)(cfg, cfg.objective, corpus, tokenizer)
+    method = method_builder(record.name)(cfg, cfg.objective, corpus, tokenizer)
     # ---- objective wrappers (the base options every method accepts), applied here and only here:
     # Matryoshka (objective.matryoshka_dims) on the embeddings, then MLM (objective.mlm_weight) outermost.
     method.objective = matryoshka_wrap(method.objective, cfg.objective.matryoshka_dims)

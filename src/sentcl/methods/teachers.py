@@ -10,7 +10,7 @@ row i of every teacher tensor belongs to row i of the gathered (B, V, D) views. 
 keeps no state between steps: a resumed run looks up what the first did.
 
 ``pca_basis`` fits the principal axes of the teachers' weighted-mean vectors over the whole corpus, for
-``model.teacher_mapping: pca`` (``sentcl.objectives.distill_mse``).
+``model.teacher_mapping: pca`` (``sentcl.methods.distill_mse.loss``).
 """
 
 from __future__ import annotations

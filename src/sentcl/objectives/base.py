@@ -4,7 +4,7 @@ An objective sees embeddings, not the model: ``forward`` gets the (B, V, D) view
 Quick-Thoughts' sentence positions, ESimCSE's queue of momentum embeddings) arrives as keyword tensors. The
 one exception is ``attach(model)``, through which an objective that trains its own module over the encoder
 gets the model once before training: the MLM objective (``sentcl.objectives.mlm``) builds its masked-LM head
-over the backbone and keeps the tokenizer to draw masks (``token_loss``); DiffCSE (``sentcl.objectives.diffcse``)
+over the backbone and keeps the tokenizer to draw masks (``token_loss``); DiffCSE (``sentcl.methods.diffcse.loss``)
 builds its discriminator the same way, and its token term is ``conditioned``: the step passes it each row's
 sentence vector. No objective sees the process rank.
 """
@@ -48,7 +48,7 @@ class TokenTermObjective(Objective):
     step (``token_loss``), weighted by ``weight``. ``attach`` builds the module that term trains beside the
     encoder (``build_term_module``), registered under ``term_module_name``, and keeps the tokenizer; the
     masks are drawn from ``self.generator``, seeded per step. The MLM term (``sentcl.objectives.mlm``) and
-    DiffCSE's L_RTD (``sentcl.objectives.diffcse``) are the two."""
+    DiffCSE's L_RTD (``sentcl.methods.diffcse.loss``) are the two."""
 
     term_module_name = "term"
 

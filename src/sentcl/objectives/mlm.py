@@ -117,7 +117,7 @@ class TokenLoss:
     λ · L_mlm of the whole batch."""
 
     name = "mlm"
-    #: scored on the token rows alone (DiffCSE's term, ``sentcl.objectives.diffcse``, also takes h)
+    #: scored on the token rows alone (DiffCSE's term, ``sentcl.methods.diffcse.loss``, also takes h)
     conditioned = False
 
     def __init__(self, head: nn.Module, inputs: dict[str, Tensor], labels: Tensor, weight: float) -> None:

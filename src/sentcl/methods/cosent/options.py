@@ -1,0 +1,53 @@
+"""DOC"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sentcl.config.objective import (
+    ObjectiveConfig,
+)
+from sentcl.config.typed import (
+    check_positive,
+    opt,
+)
+from sentcl.methods.record import MethodRecord, Paper
+
+if TYPE_CHECKING:
+    pass
+
+
+#: CoSENT's lambda (Su 2022: 20)
+COSENT_SCALE = 20.0
+
+
+@dataclass
+class CoSENTOptions(ObjectiveConfig):
+    scale: float = opt(
+        COSENT_SCALE,
+        "CoSENT: lambda of log(1 + sum_{s_i > s_j} exp(lambda (cos_j - cos_i))); the paper's 20.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.scale", self.scale)
+
+
+#: the method's record: its name, options, reader, paper (with its link) and summary
+RECORD = MethodRecord(
+    "cosent",
+    CoSENTOptions,
+    "scored_pairs",
+    Paper(
+        "Jianlin Su",
+        "CoSENT: a more efficient sentence vector scheme than Sentence-BERT",
+        "blog post (kexue.fm), 2022",
+        "Su, Jianlin. CoSENT (1): a more efficient sentence vector scheme than Sentence-BERT. "
+        "Blog post, kexue.fm, 2022.",
+        None,
+        "none: the post reports per-dataset Chinese STS results, no 7-task STS average",
+        url="https://kexue.fm/archives/8847",
+    ),
+    "CoSENT (Su, 2022): a ranking loss on the cosines of scored pairs",
+)

@@ -1,0 +1,60 @@
+"""DOC"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sentcl.config.objective import (
+    TeacherOptions,
+)
+from sentcl.config.typed import (
+    check_positive,
+    opt,
+)
+from sentcl.methods.record import MethodRecord, Paper
+
+if TYPE_CHECKING:
+    pass
+
+
+#: distill_kl's temperatures (our reading, after RankCSE's ListNet: the teacher's is half the student's)
+DISTILL_KL_TEMPERATURE = 0.05
+
+
+DISTILL_KL_TEACHER_TEMPERATURE = 0.025
+
+
+@dataclass
+class DistillKLOptions(TeacherOptions):
+    temperature: float = opt(
+        DISTILL_KL_TEMPERATURE, "Student temperature: p_S = softmax over j != i of cos(s_i, s_j) / tau."
+    )
+    teacher_temperature: float = opt(
+        DISTILL_KL_TEACHER_TEMPERATURE,
+        "Teacher temperature: p_T = softmax over j != i of cos(t_i, t_j) / tau_T.",
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_positive("objective.temperature", self.temperature)
+        check_positive("objective.teacher_temperature", self.teacher_temperature)
+
+
+#: the method's record: its name, options, reader, paper (with its link) and summary
+RECORD = MethodRecord(
+    "distill_kl",
+    DistillKLOptions,
+    "lines",
+    Paper(
+        "sentcl (our reading)",
+        "In-batch similarity-distribution distillation",
+        "unpublished",
+        "In-batch similarity-distribution distillation: our reading of the relational part of RankCSE's "
+        "ListNet term (Liu et al., ACL 2023) without its contrastive term; no paper states it alone",
+        None,
+        "none: no paper reports this loss alone",
+        url="https://arxiv.org/abs/2305.16726",
+    ),
+    "the student's in-batch similarity distribution follows the teacher's (KL divergence; our reading)",
+)

@@ -1,0 +1,45 @@
+"""DOC"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar
+
+from sentcl.config.objective import (
+    SIMILARITIES,
+    TemperatureOptions,
+    similarity_option,
+)
+from sentcl.config.typed import (
+    check_choice,
+    opt,
+)
+from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.unsup_simcse.options import SIMCSE
+
+if TYPE_CHECKING:
+    pass
+
+
+@dataclass
+class SupSimCSEOptions(TemperatureOptions):
+    hard_negative_weight: float = opt(
+        0.0, "w added to the logit of the anchor's own hard negative (alpha = e^w; 0 is alpha = 1)."
+    )
+    similarity: str = similarity_option()
+
+    uses: ClassVar[tuple[str, ...]] = ("data.use_neutral",)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_choice("objective.similarity", self.similarity, SIMILARITIES)
+
+
+#: the method's record: its name, options, reader, paper (with its link) and summary
+RECORD = MethodRecord(
+    "sup_simcse",
+    SupSimCSEOptions,
+    "nli_csv",
+    Paper(**SIMCSE, headline=81.57, headline_what=f"{STS7}, supervised on SNLI+MNLI (Table 5)"),
+    "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
+)
