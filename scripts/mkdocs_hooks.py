@@ -73,7 +73,7 @@ def _table(rows: list[str]) -> str:
 
 def config_reference() -> str:
     from sentcl.config import TrainConfig
-    from sentcl.config.method_records import option_classes as objective_option_classes
+    from sentcl.methods.catalogue import option_classes as objective_option_classes
     from sentcl.config.objective import ObjectiveConfig
 
     hints = typing.get_type_hints(TrainConfig)

@@ -43,6 +43,10 @@ def test_record_is_complete(name: str) -> None:
     published = re.search(r"(19|20)\d\d", paper.venue)
     assert published or "unpublished" in paper.venue, f"{name}: venue/year {paper.venue!r}"
     assert paper.title.split(":")[0] in paper.citation
+    if "unpublished" in paper.venue and paper.authors.startswith("an unpublished"):
+        assert paper.url is None
+    else:  # the paper's own page: ACL Anthology, arXiv, the publisher's DOI, or the author's post
+        assert re.fullmatch(r"https://(aclanthology\.org|arxiv\.org/abs|doi\.org|kexue\.fm)/\S+", paper.url or ""), name
     if paper.headline is None:
         assert paper.headline_what.startswith("none:"), "a missing number says why"
     else:
@@ -104,3 +108,41 @@ def test_card_names_the_paper(name: str) -> None:
     method = card.split("## Method\n", 1)[1].split("## Training", 1)[0]
     assert paper.title in method and paper.citation in method
     assert (f"{paper.headline:g}" if paper.headline is not None else paper.headline_what) in method
+    if paper.url is not None:
+        assert f"<{paper.url}>" in method
+
+
+#: the docs page of each method (docs/methods/<page>.md), where it is not the method's name with dashes
+DOCS_PAGE = {"sup_pairs": "sup-simcse", "next_sentence": "simcse-ablations"}
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_the_paper_link_is_on_the_docs_page_and_in_the_package_docstring(name: str) -> None:
+    """One link, three places: the record, the method's docs page and its package's docstring (the model card
+    is checked above)."""
+    import importlib
+
+    paper = method_record(name).paper
+    root = Path(__file__).resolve().parents[2]
+    page = root / "docs" / "methods" / f"{DOCS_PAGE.get(name, name.replace('_', '-'))}.md"
+    doc = importlib.import_module(f"sentcl.methods.{name}").__doc__ or ""
+    if paper.url is not None:
+        assert paper.url in page.read_text(encoding="utf-8")
+        assert paper.url in " ".join(doc.split())
+    assert paper.title in " ".join(doc.split())
+
+
+@pytest.mark.parametrize("name", METHODS.names())
+def test_the_package_docstring_runs_a_recipe_of_this_method(name: str) -> None:
+    """The usage lines of each method's docstring name built-in recipes that train this very method."""
+    import importlib
+
+    from sentcl.config.builtin import resolve_recipe
+
+    doc = importlib.import_module(f"sentcl.methods.{name}").__doc__ or ""
+    commands = re.findall(r"sentcl train --config (\S+)(.*)", doc)
+    assert commands, f"{name}: no usage line"
+    for recipe, rest in commands:
+        overrides = re.findall(r"--set (\S+)", rest)
+        cfg = load_config(TrainConfig, resolve_recipe(recipe), [o for o in overrides if "train_file" not in o])
+        assert cfg.objective.name == name, (recipe, overrides)

@@ -117,7 +117,7 @@ def _method_section(name: str) -> tuple[str, list[str]]:
     return record.summary, [
         "## Method\n",
         f"`{name}`: {record.summary}.\n",
-        f"- paper: {paper.line()}",
+        f"- paper: {paper.line()}" + (f", <{paper.url}>" if paper.url else ""),
         headline + "\n",
         "Citation:\n",
         "```\n" + paper.citation + "\n```\n",

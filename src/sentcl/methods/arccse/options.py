@@ -1,4 +1,8 @@
-"""DOC"""
+"""ArcCSEOptions and the record of ``arccse``, torch-free: what a recipe may set, checked once here,
+and the paper (Yuhao Zhang et al.: A Contrastive Framework for Learning Sentence Representations from Pairwise and Triple-wise Perspective in Angular Space) with its link.
+
+The builder (``build.py``) receives an instance of ArcCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""DOC"""
+"""CoSENTOptions and the record of ``cosent``, torch-free: what a recipe may set, checked once here,
+and the paper (Jianlin Su: CoSENT: a more efficient sentence vector scheme than Sentence-BERT) with its link.
+
+The builder (``build.py``) receives an instance of CoSENTOptions and trusts it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""DOC"""
+"""CutoffTripletOptions and the record of ``cutoff_triplet``, torch-free: what a recipe may set, checked once here,
+and the paper (an unpublished research note: Token cutoff views with a triplet term) with its link.
+
+The builder (``build.py``) receives an instance of CutoffTripletOptions and trusts it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""DOC"""
+"""DiffCSEOptions and the record of ``diffcse``, torch-free: what a recipe may set, checked once here,
+and the paper (Yung-Sung Chuang et al.: DiffCSE: Difference-based Contrastive Learning for Sentence Embeddings) with its link.
+
+The builder (``build.py``) receives an instance of DiffCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

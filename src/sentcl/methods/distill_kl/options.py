@@ -1,4 +1,8 @@
-"""DOC"""
+"""DistillKLOptions and the record of ``distill_kl``, torch-free: what a recipe may set, checked once here,
+and the paper (sentcl (our reading): In-batch similarity-distribution distillation) with its link.
+
+The builder (``build.py``) receives an instance of DistillKLOptions and trusts it.
+"""
 
 from __future__ import annotations
 

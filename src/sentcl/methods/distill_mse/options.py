@@ -1,4 +1,8 @@
-"""DOC"""
+"""DistillMSEOptions and the record of ``distill_mse``, torch-free: what a recipe may set, checked once here,
+and the paper (Nils Reimers et al.: Making Monolingual Sentence Embeddings Multilingual using Knowledge Distillation) with its link.
+
+The builder (``build.py``) receives an instance of DistillMSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

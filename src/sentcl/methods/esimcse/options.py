@@ -1,4 +1,8 @@
-"""DOC"""
+"""ESimCSEOptions and the record of ``esimcse``, torch-free: what a recipe may set, checked once here,
+and the paper (Xing Wu et al.: ESimCSE: Enhanced Sample Building Method for Contrastive Learning of Unsupervised Sentence Embedding) with its link.
+
+The builder (``build.py``) receives an instance of ESimCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""DOC"""
+"""MixCSEOptions and the record of ``mixcse``, torch-free: what a recipe may set, checked once here,
+and the paper (Yanzhao Zhang et al.: Unsupervised Sentence Representation via Contrastive Learning with Mixing Negatives) with its link.
+
+The builder (``build.py``) receives an instance of MixCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

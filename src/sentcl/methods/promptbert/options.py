@@ -1,4 +1,8 @@
-"""DOC"""
+"""PromptBERTOptions and the record of ``promptbert``, torch-free: what a recipe may set, checked once here,
+and the paper (Ting Jiang et al.: PromptBERT: Improving BERT Sentence Embeddings with Prompts) with its link.
+
+The builder (``build.py``) receives an instance of PromptBERTOptions and trusts it.
+"""
 
 from __future__ import annotations
 

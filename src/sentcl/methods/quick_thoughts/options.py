@@ -1,4 +1,8 @@
-"""DOC"""
+"""QuickThoughtsOptions and the record of ``quick_thoughts``, torch-free: what a recipe may set, checked once here,
+and the paper (Lajanugen Logeswaran et al.: An Efficient Framework for Learning Sentence Representations) with its link.
+
+The builder (``build.py``) receives an instance of QuickThoughtsOptions and trusts it.
+"""
 
 from __future__ import annotations
 

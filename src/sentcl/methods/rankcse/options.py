@@ -1,4 +1,8 @@
-"""DOC"""
+"""RankCSEOptions and the record of ``rankcse``, torch-free: what a recipe may set, checked once here,
+and the paper (Jiduan Liu et al.: RankCSE: Unsupervised Sentence Representations Learning via Learning to Rank) with its link.
+
+The builder (``build.py``) receives an instance of RankCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,8 @@
-"""DOC"""
+"""SNCSEOptions and the record of ``sncse``, torch-free: what a recipe may set, checked once here,
+and the paper (Hao Wang et al.: SNCSE: Contrastive Learning for Unsupervised Sentence Embedding with Soft Negative Samples) with its link.
+
+The builder (``build.py``) receives an instance of SNCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

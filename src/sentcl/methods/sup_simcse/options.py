@@ -1,4 +1,8 @@
-"""DOC"""
+"""SupSimCSEOptions and the record of ``sup_simcse``, torch-free: what a recipe may set, checked once here,
+and the paper (Tianyu Gao et al.: SimCSE: Simple Contrastive Learning of Sentence Embeddings) with its link.
+
+The builder (``build.py``) receives an instance of SupSimCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 

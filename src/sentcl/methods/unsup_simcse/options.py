@@ -1,4 +1,8 @@
-"""DOC"""
+"""UnsupSimCSEOptions and the record of ``unsup_simcse``, torch-free: what a recipe may set, checked once here,
+and the paper (Tianyu Gao et al.: SimCSE: Simple Contrastive Learning of Sentence Embeddings) with its link.
+
+The builder (``build.py``) receives an instance of UnsupSimCSEOptions and trusts it.
+"""
 
 from __future__ import annotations
 
