@@ -46,7 +46,9 @@ def test_record_is_complete(name: str) -> None:
     if "unpublished" in paper.venue and paper.authors.startswith("an unpublished"):
         assert paper.url is None
     else:  # the paper's own page: ACL Anthology, arXiv, the publisher's DOI, or the author's post
-        assert re.fullmatch(r"https://(aclanthology\.org|arxiv\.org/abs|doi\.org|kexue\.fm)/\S+", paper.url or ""), name
+        assert re.fullmatch(
+            r"https://(aclanthology\.org|arxiv\.org/abs|doi\.org|kexue\.fm)/\S+", paper.url or ""
+        ), name
     if paper.headline is None:
         assert paper.headline_what.startswith("none:"), "a missing number says why"
     else:
@@ -144,5 +146,7 @@ def test_the_package_docstring_runs_a_recipe_of_this_method(name: str) -> None:
     assert commands, f"{name}: no usage line"
     for recipe, rest in commands:
         overrides = re.findall(r"--set (\S+)", rest)
-        cfg = load_config(TrainConfig, resolve_recipe(recipe), [o for o in overrides if "train_file" not in o])
+        cfg = load_config(
+            TrainConfig, resolve_recipe(recipe), [o for o in overrides if "train_file" not in o]
+        )
         assert cfg.objective.name == name, (recipe, overrides)
