@@ -65,14 +65,16 @@ bench: install-dev bench-peer-venv
 	$(BIN)/python -m bench.serve_load --rounds 3 --soak-seconds 300
 	$(BIN)/python -m bench.index --n 1000000 --types flat,ivf,hnsw,ivfpq --threads 1 --rounds 3
 	$(BIN)/python -m bench.shard_memory --sizes 20000,80000,320000 --shard-size 20000
+	$(BIN)/python -m bench.frontier --peer-python $(PEER_VENV)/bin/python --sentences 500 --rounds 3
 
 # The peer's ONNX backend (encode_vs_st's st-onnx: SentenceTransformer(backend="onnx")) needs optimum-onnx,
 # which requires transformers<4.58: a second venv beside .venv (transformers 5), used by make bench only.
+# bench.frontier's peers run there too: the OpenVINO backend (openvino + optimum-intel) and Model2Vec's distill.
 PEER_VENV ?= .venv-peer
 $(PEER_VENV)/.installed: constraints.txt
 	$(PYTHON) -m venv $(PEER_VENV)
 	$(PEER_VENV)/bin/pip install -q -c constraints.txt 'transformers<4.58' 'sentence-transformers[onnx]' \
-	  onnxruntime torch
+	  onnxruntime torch 'model2vec[distill]' skeletoken 'openvino==2026.4.*' optimum-intel
 	touch $@
 
 bench-peer-venv: $(PEER_VENV)/.installed

@@ -4,15 +4,19 @@ sentence-transformers' ``backend="onnx"`` needs optimum-onnx, whose release requ
 so it cannot share sentcl's environment (transformers 5). ``bench.encode_vs_st --peer-python PY`` starts
 this file under ``PY`` (e.g. ``.venv-peer/bin/python``, from ``make bench-peer-venv``) and feeds it one
 chunk at a time, so the peer still alternates with sentcl's modes chunk by chunk in one run.
+``bench.frontier`` starts it the same way for sentence-transformers' ``torch``, ``onnx`` and ``openvino``
+backends (the last needs optimum-intel and openvino) and for a Model2Vec folder (``--backend model2vec``:
+``StaticModel.encode``, no multiprocessing pool); ``--save DIR`` saves the loaded model (its size on disk).
 
-Standard library, numpy and sentence-transformers only (no sentcl, no bench.common: the peer interpreter
+Standard library, numpy, sentence-transformers and model2vec only (no sentcl, no bench.common: the peer interpreter
 has neither). Protocol on the pipes, one request at a time:
 
 - start-up: the model is loaded (and, for ``backend="onnx"`` on a folder without ``onnx/model.onnx``,
   exported by optimum: not timed) and one JSON line ``{"ready": true, "versions": {...}}`` is written;
 - request: one JSON line ``{"sentences": [...]}`` on stdin (an empty line or EOF ends the worker);
-- reply: one JSON line ``{"seconds": S, "rows": N, "dim": D}`` then N·D little-endian float32 bytes, where
-  S is the time of the ``encode`` call alone, measured here.
+- reply: one JSON line ``{"seconds": S, "cpu_seconds": C, "rows": N, "dim": D}`` then N·D little-endian
+  float32 bytes, where S is the time of the ``encode`` call alone, measured here, and C the CPU time the
+  worker process spent in it (all its threads: C / S near 1 shows one thread at work).
 
 Anything else the libraries print goes to stderr (stdout carries only the protocol).
 """
@@ -31,7 +35,34 @@ from typing import Any, BinaryIO
 
 import numpy as np
 
-PACKAGES = ("sentence-transformers", "transformers", "torch", "optimum", "optimum-onnx", "onnxruntime")
+PACKAGES = (
+    "sentence-transformers",
+    "transformers",
+    "torch",
+    "optimum",
+    "optimum-onnx",
+    "onnxruntime",
+    "optimum-intel",
+    "openvino",
+    "model2vec",
+)
+BACKENDS = ("onnx", "torch", "openvino", "model2vec")
+
+
+class Model2VecModel:
+    """Model2Vec's ``StaticModel`` behind sentence-transformers' ``encode`` call (one process, no pool)."""
+
+    def __init__(self, folder: str) -> None:
+        from model2vec import StaticModel
+
+        self.model = StaticModel.from_pretrained(folder)
+
+    def encode(self, sentences: list[str], batch_size: int, **_: Any) -> np.ndarray:
+        emb = self.model.encode(sentences, batch_size=batch_size, use_multiprocessing=False)  # (N, D)
+        return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)  # (N, D) unit rows
+
+    def save_pretrained(self, folder: str) -> None:
+        self.model.save_pretrained(folder)
 
 
 def versions() -> dict[str, str]:
@@ -45,11 +76,16 @@ def versions() -> dict[str, str]:
 
 
 def load(model: str, backend: str, max_length: int, threads: int) -> Any:
+    if backend == "model2vec":
+        return Model2VecModel(model)
     import torch
     from sentence_transformers import SentenceTransformer
 
     torch.set_num_threads(threads)
     kwargs: dict[str, Any] = {}
+    if backend == "openvino":  # one inference thread, one stream: the bench's one-thread comparison
+        config = {"INFERENCE_NUM_THREADS": str(threads), "NUM_STREAMS": "1", "PERFORMANCE_HINT": "LATENCY"}
+        kwargs["model_kwargs"] = {"ov_config": config}
     if backend == "onnx":
         import onnxruntime
 
@@ -66,30 +102,39 @@ def serve(st: Any, batch_size: int, requests: BinaryIO, replies: BinaryIO) -> No
         if not line.strip():
             break
         sentences = json.loads(line)["sentences"]
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         emb = st.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
-        seconds = time.perf_counter() - start
+        seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         emb = np.ascontiguousarray(emb, dtype="<f4")  # (N, D)
-        header = {"seconds": seconds, "rows": emb.shape[0], "dim": emb.shape[1]}
+        header = {"seconds": seconds, "cpu_seconds": cpu, "rows": emb.shape[0], "dim": emb.shape[1]}
         replies.write(json.dumps(header).encode() + b"\n" + emb.tobytes())
         replies.flush()
 
 
 class PeerEncoder:
     """The parent's side: ``encode(sentences) -> (N, D)`` through the worker; ``last_seconds`` is the
-    worker's own time of that encode call (pipe transfer and JSON excluded)."""
+    worker's own time of that encode call (pipe transfer and JSON excluded), ``last_cpu_seconds`` its CPU time."""
 
     def __init__(
-        self, python: str, model: str, backend: str, batch_size: int, max_length: int, threads: int
+        self,
+        python: str,
+        model: str,
+        backend: str,
+        batch_size: int,
+        max_length: int,
+        threads: int,
+        save: str | None = None,
     ) -> None:
         if not Path(python).exists():
             raise FileNotFoundError(f"--peer-python {python}: no such interpreter (make bench-peer-venv)")
         env = {**os.environ, "HF_HUB_OFFLINE": "1", "OMP_NUM_THREADS": str(threads)}
+        env |= {"RAYON_NUM_THREADS": str(threads), "TOKENIZERS_PARALLELISM": "false"}
         env.pop("PYTHONPATH", None)  # the peer's own packages, not this environment's
         cmd = [python, str(Path(__file__).resolve()), "--model", model, "--backend", backend]
         cmd += ["--batch-size", str(batch_size), "--max-length", str(max_length), "--threads", str(threads)]
+        cmd += ["--save", save] if save else []
         self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-        self.last_seconds = 0.0
+        self.last_seconds = self.last_cpu_seconds = 0.0
         self.versions: dict[str, str] = self._read_header()["versions"]
 
     def _read_header(self) -> dict[str, Any]:
@@ -110,6 +155,7 @@ class PeerEncoder:
         if len(data) != size:
             raise RuntimeError(f"the peer worker sent {len(data)} of {size} bytes")
         self.last_seconds = float(header["seconds"])
+        self.last_cpu_seconds = float(header.get("cpu_seconds", 0.0))
         return np.frombuffer(data, dtype="<f4").reshape(header["rows"], header["dim"])  # (N, D)
 
     def close(self) -> None:
@@ -122,15 +168,18 @@ class PeerEncoder:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a sentence-transformers folder")
-    parser.add_argument("--backend", default="onnx", choices=["onnx", "torch"])
+    parser.add_argument("--backend", default="onnx", choices=BACKENDS)
     parser.add_argument("--batch-size", type=int, default=64)
     parser.add_argument("--max-length", type=int, default=128)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--save", default=None, help="save the loaded model here (its size on disk)")
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")  # a local folder: the export must not reach the hub
     replies = sys.stdout.buffer
     sys.stdout = sys.stderr  # stray prints (progress, warnings) must not corrupt the protocol
     st = load(args.model, args.backend, args.max_length, args.threads)
+    if args.save:
+        st.save_pretrained(args.save)
     replies.write(json.dumps({"ready": True, "versions": versions()}).encode() + b"\n")
     replies.flush()
     serve(st, args.batch_size, sys.stdin.buffer, replies)

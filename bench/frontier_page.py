@@ -1,0 +1,167 @@
+"""docs/results/frontier-cpu.md and its plot, rebuilt from the committed runs of ``bench.frontier``.
+
+The page shows the newest run under bench/results/frontier/ (by its ``started`` time): one table of every point
+(STS average, sentences/s, speed against the teacher in the same rounds, size) and a Pareto plot of STS
+average against sentences/s (log x). sentcl's frontier is the set of its points that no other sentcl point
+beats on both axes; a peer above it is named on the page. Nothing here measures: the page is a function of
+the committed summaries (tests/bench/test_frontier_page.py rebuilds it and compares).
+
+    python -m bench.frontier_page          # from the repository root
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from bench.harness import ROOT
+
+RUNS = Path("bench/results/frontier")
+PAGE = Path("docs/results/frontier-cpu.md")
+PLOT_NAME = "frontier-cpu.png"
+
+
+def newest_run(root: Path = ROOT) -> tuple[Path, dict[str, Any]]:
+    """The committed run with the latest ``started`` time, and its path relative to ``root``."""
+    runs = [(p, json.loads(p.read_text(encoding="utf-8"))) for p in sorted((root / RUNS).glob("*.json"))]
+    if not runs:
+        raise FileNotFoundError(f"no frontier run under {root / RUNS}: run python -m bench.frontier first")
+    path, run = max(runs, key=lambda pr: pr[1]["started"])
+    return path.relative_to(root), run
+
+
+def pareto(points: Sequence[tuple[str, float, float]]) -> list[str]:
+    """Names of the (name, speed, quality) points that no other point matches or beats on both axes with
+    one strictly better, in order of speed."""
+    kept = [
+        (name, speed, quality)
+        for name, speed, quality in points
+        if not any(s >= speed and q >= quality and (s > speed or q > quality) for _, s, q in points)
+    ]
+    return [name for name, _, _ in sorted(kept, key=lambda p: p[1])]
+
+
+def scored(run: dict[str, Any], family: str | None = None) -> list[tuple[str, float, float]]:
+    """(name, sentences/s, STS average) of the run's points that have an average (of one family)."""
+    return [
+        (name, row["sentences_per_s"], row["sts"]["avg"])
+        for name, row in run["points"].items()
+        if row["sts"]["avg"] is not None and (family is None or row["family"] == family)
+    ]
+
+
+def above_frontier(run: dict[str, Any]) -> list[str]:
+    """Peers that no sentcl point matches: none at least as fast with at least the same average."""
+    ours = scored(run, "sentcl")
+    return [
+        name
+        for name, speed, quality in scored(run, "peer")
+        if not any(s >= speed and q >= quality for _, s, q in ours)
+    ]
+
+
+def table(run: dict[str, Any]) -> str:
+    teacher = run["points"]["teacher"]["sts"]["avg"]
+    lines = [
+        "| point | family | runtime | STS avg. (7 tasks) | of the teacher | sentences/s | speed vs teacher | "
+        "folder MiB | STS from |",
+        "|---|---|---|---:|---:|---:|---:|---:|---|",
+    ]
+    for name, row in run["points"].items():
+        avg = row["sts"]["avg"]
+        kept = "-" if avg is None or teacher is None else f"{avg / teacher:.1%}"
+        lines.append(
+            f"| {name} | {row['family']} | {row['runtime']} | {'-' if avg is None else f'{avg:.2f}'} | {kept} | "
+            f"{row['sentences_per_s']:,.0f} | {row['speed_vs_teacher']:.2f}x | "
+            f"{row['size']['bytes'] / 2**20:.1f} | {row['sts']['source']} |"
+        )
+    return "\n".join(lines)
+
+
+def plot(run: dict[str, Any], out: Path) -> None:
+    """STS average against sentences/s (log x): sentcl filled, peers hollow, sentcl's frontier a line."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    for family, style in (("sentcl", {"color": "C0"}), ("peer", {"facecolors": "none", "edgecolors": "C3"})):
+        pts = scored(run, family)
+        ax.scatter([p[1] for p in pts], [p[2] for p in pts], s=40, label=family, **style)
+        for name, x, y in pts:
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    line = pareto(scored(run, "sentcl"))
+    rows = run["points"]
+    xs = [rows[n]["sentences_per_s"] for n in line]
+    ax.plot(xs, [rows[n]["sts"]["avg"] for n in line], color="C0", linewidth=1, label="sentcl frontier")
+    ax.set_xscale("log")
+    ax.set_xlabel("sentences/s, one thread (log scale)")
+    ax.set_ylabel("STS average, 7 tasks")
+    ax.set_title("The CPU frontier: quality against speed")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(loc="lower left")
+    fig.tight_layout()
+    fig.savefig(out, metadata={"Software": None})
+    plt.close(fig)
+
+
+def page(path: Path, run: dict[str, Any]) -> str:
+    machine = run["machine"]
+    load = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_start", []))
+    ours = pareto(scored(run, "sentcl"))
+    above = above_frontier(run)
+    verdict = (
+        f"Peers above sentcl's frontier: {', '.join(above)}."
+        if above
+        else "No peer point lies above sentcl's frontier."
+    )
+    return f"""# The CPU frontier: quality against speed, one thread
+
+Every point encodes the same {run["sentences"]} distinct STS-B test sentences, batch
+{run["config"]["batch_size"]}, max length {run["config"]["max_length"]}, one thread, in one run of
+`bench/frontier.py`; the points alternate round by round ({run["config"]["rounds"]} rounds, rotating who goes
+first) and each timing repeats until {run["config"]["min_seconds"]} s have passed. The machine ({machine["cpu"]},
+{machine["logical_cores"]} cores) is shared with other jobs (load average at the start {load}), so absolute
+rates move between runs: **the speed column is the median of each point's ratio to the teacher's PyTorch rate
+in the same round**, which is what compares. STS is the seven-task average (STS12-16, STS-B test, SICK-R test;
+Spearman x 100) by `sentcl eval`'s path; where a point's model was already scored the committed figure is
+reused, as the last column says. The layer students here are the teacher's layers cut in the run (the trained
+students' weights are not kept; a cut has the same shapes, so the same speed) and carry the trained students'
+committed averages.
+
+{table(run)}
+
+sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}. {verdict}
+
+![STS average against sentences/s]({PLOT_NAME})
+
+```bash
+{run["command"]}
+```
+
+(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.)
+"""
+
+
+def build(root: Path = ROOT, plot_to: Path | None = None) -> str:
+    """The page's text from the newest committed run; the plot written to ``plot_to`` when given."""
+    path, run = newest_run(root)
+    if plot_to is not None:
+        plot(run, plot_to)
+    return page(path, run)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.parse_args(argv)
+    text = build(ROOT, ROOT / PAGE.parent / PLOT_NAME)
+    (ROOT / PAGE).write_text(text, encoding="utf-8")
+    print("wrote", PAGE, "and", PAGE.parent / PLOT_NAME)
+
+
+if __name__ == "__main__":
+    main()

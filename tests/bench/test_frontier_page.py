@@ -1,0 +1,62 @@
+"""bench/frontier_page.py: the committed page equals its rebuild from the committed runs, and the Pareto rule
+against a hand-written reference on generated points."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(autouse=True)
+def _bench_importable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(ROOT))
+
+
+def test_the_committed_page_is_its_rebuild(tmp_path: Path) -> None:
+    from bench.frontier_page import PAGE, PLOT_NAME, build
+
+    plot = tmp_path / PLOT_NAME
+    assert build(ROOT, plot) == (ROOT / PAGE).read_text(encoding="utf-8")
+    assert plot.stat().st_size > 10_000 and (ROOT / PAGE.parent / PLOT_NAME).is_file()
+
+
+def dominated(p: tuple[str, float, float], others: list[tuple[str, float, float]]) -> bool:
+    return any(o[1] >= p[1] and o[2] >= p[2] and (o[1], o[2]) != (p[1], p[2]) for o in others)
+
+
+values = st.floats(min_value=0.1, max_value=1e5, allow_nan=False)
+
+
+@given(st.lists(st.tuples(values, values), min_size=1, max_size=12))
+def test_pareto_keeps_exactly_the_undominated(pairs: list[tuple[float, float]]) -> None:
+    from bench.frontier_page import pareto
+
+    points = [(f"p{i}", s, q) for i, (s, q) in enumerate(pairs)]
+    expected = {p[0] for p in points if not dominated(p, points)}
+    kept = pareto(points)
+    assert set(kept) == expected and expected  # a non-empty set always has an undominated point
+    speeds = [dict((n, s) for n, s, _ in points)[n] for n in kept]
+    assert speeds == sorted(speeds)
+
+
+def test_a_peer_above_the_frontier_is_named() -> None:
+    from bench.frontier_page import above_frontier
+
+    def row(family: str, speed: float, sts: float) -> dict:
+        return {"family": family, "sentences_per_s": speed, "sts": {"avg": sts}}
+
+    run = {
+        "points": {
+            "teacher": row("sentcl", 100, 78.9),
+            "static": row("sentcl", 10_000, 70.0),
+            "fast-peer": row("peer", 20_000, 60.0),  # faster than every sentcl point: above
+            "good-peer": row("peer", 5_000, 71.0),  # static is faster but worse: above
+            "beaten": row("peer", 5_000, 65.0),  # static is faster and better
+        }
+    }
+    assert above_frontier(run) == ["fast-peer", "good-peer"]
