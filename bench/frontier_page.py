@@ -63,20 +63,48 @@ def above_frontier(run: dict[str, Any]) -> list[str]:
     ]
 
 
+def why_above(run: dict[str, Any], name: str) -> str:
+    """Why a peer lies above sentcl's frontier, from the run's own figures."""
+    rows = run["points"]
+    row = rows[name]
+    if row["runtime"] == "openvino" and "teacher-onnx" in rows:
+        return (
+            f"{name} runs the teacher's own graph (mean cosine {row['cos_to_teacher']['mean']:.5f} to the "
+            f"teacher's vectors) at {row['speed_vs_teacher']:.2f}x the teacher, where onnxruntime runs sentcl's "
+            f"export at {rows['teacher-onnx']['speed_vs_teacher']:.2f}x in the same rounds"
+            + (
+                ""
+                if any(r["runtime"] == "openvino" and r["family"] == "sentcl" for r in rows.values())
+                else "; this run has no sentcl OpenVINO point"
+            )
+        )
+    if row["runtime"] == "model2vec" and not any(r["runtime"] == "static" for r in rows.values()):
+        return f"{name} is a static model (one vector per token); this run has no sentcl static student"
+    return f"no sentcl point of this run is as fast as {name} with at least its average"
+
+
+def sts_source(row: dict[str, Any]) -> str:
+    """Where a row's average came from; for the teacher's weights run elsewhere, the cosine that shows it."""
+    cos = row.get("cos_to_teacher")
+    if cos is None or row["sts"]["source"].startswith("measured"):
+        return row["sts"]["source"]
+    return f"{row['sts']['source']}; same weights: mean cosine {cos['mean']:.5f} to the teacher's vectors"
+
+
 def table(run: dict[str, Any]) -> str:
     teacher = run["points"]["teacher"]["sts"]["avg"]
     lines = [
         "| point | family | runtime | STS avg. (7 tasks) | of the teacher | sentences/s | speed vs teacher | "
-        "folder MiB | STS from |",
-        "|---|---|---|---:|---:|---:|---:|---:|---|",
+        "CPU s per s | folder MiB | STS from |",
+        "|---|---|---|---:|---:|---:|---:|---:|---:|---|",
     ]
     for name, row in run["points"].items():
         avg = row["sts"]["avg"]
         kept = "-" if avg is None or teacher is None else f"{avg / teacher:.1%}"
         lines.append(
             f"| {name} | {row['family']} | {row['runtime']} | {'-' if avg is None else f'{avg:.2f}'} | {kept} | "
-            f"{row['sentences_per_s']:,.0f} | {row['speed_vs_teacher']:.2f}x | "
-            f"{row['size']['bytes'] / 2**20:.1f} | {row['sts']['source']} |"
+            f"{row['sentences_per_s']:,.0f} | {row['speed_vs_teacher']:.2f}x | {row['cpu_per_wall']:.2f} | "
+            f"{row['size']['bytes'] / 2**20:.1f} | {sts_source(row)} |"
         )
     return "\n".join(lines)
 
@@ -92,8 +120,9 @@ def plot(run: dict[str, Any], out: Path) -> None:
     for family, style in (("sentcl", {"color": "C0"}), ("peer", {"facecolors": "none", "edgecolors": "C3"})):
         pts = scored(run, family)
         ax.scatter([p[1] for p in pts], [p[2] for p in pts], s=40, label=family, **style)
-        for name, x, y in pts:
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        for i, (name, x, y) in enumerate(pts):  # staggered labels: points of one model sit close
+            offset = ((4, 4), (4, -10), (-40, 8))[i % 3]
+            ax.annotate(name, (x, y), textcoords="offset points", xytext=offset, fontsize=7)
     line = pareto(scored(run, "sentcl"))
     rows = run["points"]
     xs = [rows[n]["sentences_per_s"] for n in line]
@@ -114,11 +143,8 @@ def page(path: Path, run: dict[str, Any]) -> str:
     load = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_start", []))
     ours = pareto(scored(run, "sentcl"))
     above = above_frontier(run)
-    verdict = (
-        f"Peers above sentcl's frontier: {', '.join(above)}."
-        if above
-        else "No peer point lies above sentcl's frontier."
-    )
+    verdict = "".join(f"\n- Above sentcl's frontier: {why_above(run, name)}." for name in above)
+    verdict = f"\n{verdict}" if verdict else " No peer point lies above sentcl's frontier."
     return f"""# The CPU frontier: quality against speed, one thread
 
 Every point encodes the same {run["sentences"]} distinct STS-B test sentences, batch
@@ -131,11 +157,12 @@ in the same round**, which is what compares. STS is the seven-task average (STS1
 Spearman x 100) by `sentcl eval`'s path; where a point's model was already scored the committed figure is
 reused, as the last column says. The layer students here are the teacher's layers cut in the run (the trained
 students' weights are not kept; a cut has the same shapes, so the same speed) and carry the trained students'
-committed averages.
+committed averages. "CPU s per s" is the CPU time the point's process used per second of its timing: about
+the share of one core it got (never above one: one thread each).
 
 {table(run)}
 
-sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}. {verdict}
+sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}
 
 ![STS average against sentences/s]({PLOT_NAME})
 
