@@ -43,7 +43,8 @@ def test_frontier_on_a_tiny_teacher(tmp_path: Path, data_dir: Path) -> None:
     assert data["points"]["teacher-onnx"]["cos_to_teacher"]["min"] > 0.9999
     sts = {name: row["sts"] for name, row in data["points"].items()}
     assert sts["teacher"]["source"] == "measured in this run" and 0 < abs(sts["teacher"]["avg"]) < 100
-    assert sts["l3"]["avg"] is None and "untrained" in sts["l3"]["source"]  # no committed figure for a tiny one
+    # no committed figure for a tiny teacher: the cut is timed only
+    assert sts["l3"]["avg"] is None and "untrained" in sts["l3"]["source"]
     assert sts["teacher-onnx"]["avg"] is None  # the teacher's weights: not scored twice
 
 
