@@ -190,3 +190,94 @@ def test_no_source_file_is_over_400_lines() -> None:
 def test_the_file_length_check(tmp_path: Path) -> None:
     src = write_package(tmp_path, {"short.py": "x = 1\n" * 400, "pkg/long.py": "x = 1\n" * 401})
     assert long_files(src) == ["pkg/long.py (401 lines)"]
+
+
+# ---------------------------------------------------------------- one row normalisation (sentcl.similarity.unit_rows)
+
+NORM_HOME = "similarity.py"
+NORM_CALLS = {"norm", "vector_norm", "matrix_norm"}
+
+
+def _dotted(node: ast.AST) -> str:
+    """``a.b.c`` of a Name/Attribute chain ('' for anything else)."""
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        base = _dotted(node.value)
+        return f"{base}.{node.attr}" if base else ""
+    return ""
+
+
+def _has_norm_call(node: ast.AST, norm_names: set[str]) -> bool:
+    """Whether ``node`` computes or names a vector norm (a call to ``*.norm``, or a name bound to one)."""
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Call) and _dotted(sub.func).split(".")[-1] in NORM_CALLS:
+            return True
+        if isinstance(sub, ast.Name) and sub.id in norm_names:
+            return True
+    return False
+
+
+def _norm_names(tree: ast.AST) -> set[str]:
+    """Names assigned from an expression holding a norm (``norms = np.linalg.norm(x, ...)``)."""
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        value = node.value if isinstance(node, ast.Assign | ast.AnnAssign) else None
+        if value is not None and _has_norm_call(value, set()):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]  # type: ignore[union-attr]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
+
+
+def row_normalisations(src: Path = SRC) -> list[str]:
+    """``path:line`` of every row normalisation written outside similarity.py: a division by a norm (``/``,
+    ``/=``, ``np.divide``) or a call of torch's ``functional.normalize``."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        if path.relative_to(src).as_posix() == NORM_HOME:
+            continue
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        norm_names = _norm_names(tree)
+        for node in ast.walk(tree):
+            divisor: ast.AST | None = None
+            if isinstance(node, ast.BinOp | ast.AugAssign) and isinstance(node.op, ast.Div):
+                divisor = node.right if isinstance(node, ast.BinOp) else node.value
+            elif isinstance(node, ast.Call):
+                name = _dotted(node.func)
+                if name.endswith("functional.normalize") or name == "F.normalize":
+                    found.append(f"{path.relative_to(src.parent)}:{node.lineno}")
+                    continue
+                if name.split(".")[-1] in ("divide", "true_divide", "div") and len(node.args) >= 2:
+                    divisor = node.args[1]
+            if divisor is not None and _has_norm_call(divisor, norm_names):
+                found.append(f"{path.relative_to(src.parent)}:{node.lineno}")
+    return sorted(set(found))
+
+
+def test_one_row_normalisation() -> None:
+    """Rows are made unit length in one place, ``sentcl.similarity.unit_rows`` (numpy and torch)."""
+    assert row_normalisations() == [], "use sentcl.similarity.unit_rows"
+
+
+def test_the_normalisation_check(tmp_path: Path) -> None:
+    src = write_package(
+        tmp_path,
+        {
+            "similarity.py": "def unit_rows(x):\n    return x / np.linalg.norm(x, axis=-1, keepdims=True)\n",
+            "a.py": "def f(x):\n    n = np.linalg.norm(x, axis=1, keepdims=True)\n    return x / n\n",
+            "b.py": "def f(x):\n    x /= np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)\n",
+            "c.py": "def f(x):\n    norms = np.linalg.norm(x, axis=1)\n    return np.divide(x, norms, where=norms > 0)\n",
+            "d.py": "from torch.nn import functional as F\ndef f(x):\n    return F.normalize(x, dim=-1)\n",
+            "e.py": "import torch\ndef f(x):\n    return torch.nn.functional.normalize(x, dim=-1)\n",
+            "g.py": "def f(x):\n    return x / x.norm(dim=-1, keepdim=True)\n",
+            "fine.py": "def f(x, y):\n    d = np.linalg.norm(x - y, axis=1)\n    return d.mean() / 2, x / y.sum()\n",
+        },
+    )
+    assert row_normalisations(src) == [
+        "sentcl/a.py:3",
+        "sentcl/b.py:2",
+        "sentcl/c.py:3",
+        "sentcl/d.py:3",
+        "sentcl/e.py:3",
+        "sentcl/g.py:2",
+    ]

@@ -22,14 +22,8 @@ from scipy.special import logsumexp
 
 from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.files.paths import resolve_data_dir
+from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
-
-
-def l2_normalize(x: np.ndarray) -> np.ndarray:
-    """Rows divided by their L2 norm (a zero row stays zero), as float64."""
-    x = np.asarray(x, dtype=np.float64)
-    norms = np.linalg.norm(x, axis=-1, keepdims=True)  # (N, 1)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
 def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0, normalize: bool = True) -> float:
@@ -38,7 +32,7 @@ def alignment(x: np.ndarray, y: np.ndarray, alpha: float = 2.0, normalize: bool 
     if x.shape != y.shape or x.ndim != 2 or len(x) == 0:
         raise ValueError(f"x and y must be non-empty (N, D) arrays of one shape, got {x.shape} and {y.shape}")
     if normalize:
-        x, y = l2_normalize(x), l2_normalize(y)
+        x, y = unit_rows(x), unit_rows(y)
     return float(np.mean(np.linalg.norm(x - y, axis=1) ** alpha))
 
 
@@ -51,7 +45,7 @@ def uniformity(x: np.ndarray, t: float = 2.0, normalize: bool = True, chunk_size
     if x.ndim != 2 or len(x) < 2:
         raise ValueError(f"uniformity needs an (N, D) array with N >= 2, got shape {x.shape}")
     if normalize:
-        x = l2_normalize(x)
+        x = unit_rows(np.asarray(x, dtype=np.float64))
     n = len(x)
     sq = np.einsum("nd,nd->n", x, x)  # (N,) squared norms
     block_lse = []

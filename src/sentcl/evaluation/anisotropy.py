@@ -10,6 +10,7 @@ import numpy as np
 
 from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.evaluation.spectrum import average_cosine, group_by_gold, singular_spectrum
+from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
 
 
@@ -19,7 +20,7 @@ def anisotropy(encode: EncodeFn, data_dir: Path, split: str = "test") -> dict[st
     sentences = list(dict.fromkeys(s for s1, s2, _ in pairs for s in (s1, s2)))
     emb = np.asarray(encode(sentences), dtype=np.float64)  # (N, D)
     row = {s: i for i, s in enumerate(sentences)}
-    unit = emb / np.linalg.norm(emb, axis=1, keepdims=True).clip(min=1e-12)  # (N, D)
+    unit = unit_rows(emb)  # (N, D)
     first = unit[[row[s1] for s1, _, _ in pairs]]  # (P, D)
     second = unit[[row[s2] for _, s2, _ in pairs]]  # (P, D)
     cosines = np.einsum("pd,pd->p", first, second)  # (P,)

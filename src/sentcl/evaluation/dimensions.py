@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
 
 Results = dict[str, dict[str, Any]]
@@ -56,7 +57,7 @@ def truncation_sweep(
         def encode_prefix(sentences: list[str]) -> np.ndarray:
             prefix = full_width(sentences)[:, :k]  # (N, k)
             if model.normalize_output:
-                prefix = prefix / np.linalg.norm(prefix, axis=1, keepdims=True)  # (N, k)
+                prefix = unit_rows(prefix)  # (N, k)
             return prefix
 
         return encode_prefix

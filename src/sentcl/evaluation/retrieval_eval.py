@@ -35,6 +35,7 @@ import numpy as np
 from sentcl.data.readers import DataFormatError
 from sentcl.data.tables import cell, check_width, column_index, read_table
 from sentcl.files.pathcheck import check_input_dir
+from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)
@@ -150,17 +151,14 @@ def recall_at_k(ranked: Sequence[str], relevance: Mapping[str, int], k: int) -> 
 # ---------------------------------------------------------------------- ranking and evaluation
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (n, 1)
-    return x / np.maximum(norms, 1e-12)
-
-
 def rank(encode: EncodeFn, data: BeirFolder, depth: int = 100, chunk: int = 256) -> dict[str, list[str]]:
     """Query id -> the top ``depth`` document ids by cosine (ties in corpus order; the query's own id left out)."""
     doc_ids = list(data.corpus)
     query_ids = list(data.qrels)
-    docs = _unit(np.asarray(encode([data.corpus[d] for d in doc_ids]), dtype=np.float32))  # (n_docs, D)
-    queries = _unit(np.asarray(encode([data.queries[q] for q in query_ids]), dtype=np.float32))  # (n_q, D)
+    docs = unit_rows(np.asarray(encode([data.corpus[d] for d in doc_ids]), dtype=np.float32))  # (n_docs, D)
+    queries = unit_rows(
+        np.asarray(encode([data.queries[q] for q in query_ids]), dtype=np.float32)
+    )  # (n_q, D)
     position = {d: i for i, d in enumerate(doc_ids)}
     ranked: dict[str, list[str]] = {}
     keep = min(depth + 1, len(doc_ids))  # one spare for the query's own id

@@ -19,9 +19,9 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.evaluation.alignment_uniformity import l2_normalize
 from sentcl.evaluation.senteval_readers import load_sts_task
 from sentcl.files.paths import resolve_data_dir
+from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
 
 GOLD_EDGES = (0.0, 1.0, 2.0, 3.0, 4.0, 5.0)
@@ -49,7 +49,7 @@ def average_cosine(embeddings: np.ndarray, num_pairs: int = 100_000, seed: int =
 
     With ``num_pairs`` >= N(N−1)/2 every unordered pair is used exactly once instead (no sampling).
     """
-    x = l2_normalize(embeddings)
+    x = unit_rows(np.asarray(embeddings, dtype=np.float64))
     if x.ndim != 2 or len(x) < 2:
         raise ValueError(f"average_cosine needs an (N, D) array with N >= 2, got shape {x.shape}")
     if num_pairs < 1:
@@ -109,7 +109,7 @@ def similarity_by_gold(
     emb = np.asarray(encode(sentences))
     if emb.ndim != 2 or emb.shape[0] != len(sentences):
         raise ValueError(f"encode returned shape {emb.shape} for {len(sentences)} sentences; expected (N, D)")
-    emb = l2_normalize(emb)
+    emb = unit_rows(np.asarray(emb, dtype=np.float64))
     row = {s: i for i, s in enumerate(sentences)}
     first = emb[[row[s1] for s1, _, _ in pairs]]  # (P, D)
     second = emb[[row[s2] for _, s2, _ in pairs]]  # (P, D)

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.extras import extra_hint
+from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
 
 BACKENDS = ("auto", "exact", "faiss")
@@ -28,11 +29,6 @@ AUTO_FAISS_MIN = 50_000
 FAISS_HELP = (
     f"faiss is not installed: pip install faiss-cpu, or {extra_hint('faiss')}; or use backend='exact'"
 )
-
-
-def _unit_rows(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
 def _import_faiss() -> ModuleType:
@@ -79,7 +75,7 @@ class SearchIndex:
         if texts is not None and len(texts) != len(emb):
             raise ValueError(f"got {len(texts)} texts for {len(emb)} embeddings; they must match one to one")
         self.normalize = normalize
-        self.embeddings = _unit_rows(emb) if normalize else emb  # (N, D) as searched
+        self.embeddings = unit_rows(emb) if normalize else emb  # (N, D) as searched
         self.texts = list(texts) if texts is not None else None
 
     def __len__(self) -> int:
@@ -96,7 +92,7 @@ class SearchIndex:
             raise ValueError(f"k must be >= 1, got {k}")
         if len(self) == 0:
             raise ValueError("the index is empty")
-        q = _unit_rows(q) if self.normalize else q
+        q = unit_rows(q) if self.normalize else q
         return self._search(q, min(k, len(self)))
 
     def _search(self, q: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:

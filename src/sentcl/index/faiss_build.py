@@ -21,10 +21,10 @@ from sentcl.index.faiss_index import (
     ROW_MAP_FILE,
     AnnIndex,
     import_faiss,
-    unit_rows,
 )
 from sentcl.index.faiss_params import TYPES, IndexParams
 from sentcl.index.shards import ShardSet
+from sentcl.similarity import unit_rows
 from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -61,12 +61,12 @@ def train_and_fill(kind: str, dim: int, count: int, sample: Any, chunks: Any, pa
     """Build an index: ``sample()`` -> training rows, ``chunks()`` -> iterator of (rows, D) arrays."""
     index = new_index(kind, dim, params)
     if not index.is_trained:
-        train = unit_rows(sample(params["train_size"]))  # (T, D)
+        train = unit_rows(np.asarray(sample(params["train_size"]), dtype=np.float32))  # (T, D)
         logger.info("training %s on %d sampled vectors", kind, len(train))
         index.train(train)
     added = 0
     for chunk in chunks():
-        index.add(quantized.searched_form(kind, unit_rows(chunk)))
+        index.add(quantized.searched_form(kind, unit_rows(np.asarray(chunk, dtype=np.float32))))
         added += len(chunk)
         logger.info("added %d/%d vectors", added, count)
     return index
@@ -132,7 +132,9 @@ def build_from_shards(
         meta["tuning"] = tuning.tune(ann, kind, resolved, probe, params.target_recall, params.explicit(kind))
         meta["params"] = {**resolved, **meta["tuning"]["setting"]}  # the tuned setting: one home, params
         if held is not None:  # now the held-out rows join the index, as the last ids
-            index.add(quantized.searched_form(kind, unit_rows(shards.gather(held))))
+            index.add(
+                quantized.searched_form(kind, unit_rows(np.asarray(shards.gather(held), dtype=np.float32)))
+            )
             row_map = np.concatenate([kept, held])  # type: ignore[list-item]
             meta["row_map"] = ROW_MAP_FILE
     if int(index.ntotal) != shards.rows:

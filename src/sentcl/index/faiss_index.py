@@ -36,6 +36,7 @@ from sentcl.files.read import load_npy, read_json
 from sentcl.index import quantized
 from sentcl.index.faiss_params import REFINED, TYPES
 from sentcl.index.shards import ShardSet
+from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
 # how faiss maps each type from disk: flat through IO_FLAG_MMAP_IFC (its codes), IVF lists through IO_FLAG_MMAP
@@ -54,14 +55,6 @@ def import_faiss() -> ModuleType:
         return importlib.import_module("faiss")
     except ImportError as err:
         raise ImportError(FAISS_HELP) from err
-
-
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    """Float32 copy with unit-norm rows (zero rows stay zero): (N, D)."""
-    x = np.array(x, dtype=np.float32, order="C", copy=True)  # (N, D)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
-    np.divide(x, norms, out=x, where=norms > 0)
-    return x
 
 
 def is_ann_index(folder: str | Path) -> bool:
@@ -167,7 +160,9 @@ class AnnIndex:
 
     def _rescore_block(self, q: np.ndarray, ids: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         valid = ids >= 0  # (Q, W)
-        vecs = unit_rows(self.shards.gather(np.where(valid, ids, 0).reshape(-1)))  # (Q·W, D)
+        vecs = unit_rows(
+            np.asarray(self.shards.gather(np.where(valid, ids, 0).reshape(-1)), dtype=np.float32)
+        )  # (Q·W, D)
         vecs = vecs.reshape(ids.shape[0], ids.shape[1], self.dim)  # (Q, W, D)
         exact = np.einsum("qwd,qd->qw", vecs, q)  # (Q, W)
         exact[~valid] = -np.inf

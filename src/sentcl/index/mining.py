@@ -32,6 +32,7 @@ import numpy as np
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.index.exact import ExactIndex
+from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
 SAMPLING = ("top", "random")
@@ -70,11 +71,6 @@ class MiningSettings:
         return self.range_min, range_max
 
 
-def _unit(x: np.ndarray) -> np.ndarray:
-    x = np.asarray(x, dtype=np.float32)
-    return x / np.maximum(np.linalg.norm(x, axis=1, keepdims=True), 1e-12)  # (N, D)
-
-
 def mine(
     anchors: np.ndarray,
     corpus: np.ndarray,
@@ -87,7 +83,7 @@ def mine(
     anchors (Q, D), corpus (N, D); ``positives[q]``: corpus ids of anchor q's positives;
     ``anchor_in_corpus[q]``: the corpus id of a text equal to anchor q, if any.
     """
-    a, c = _unit(anchors), _unit(corpus)
+    a, c = unit_rows(np.asarray(anchors, dtype=np.float32)), unit_rows(np.asarray(corpus, dtype=np.float32))
     max_pos = max(len(p) for p in positives)
     range_min, range_max = settings.window(max_pos)
     pool = (

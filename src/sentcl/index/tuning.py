@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.index.shards import ShardSet
+from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
 K = 10
@@ -93,20 +94,13 @@ class Probe:
     outside: bool = False  # the user's own queries (--queries FILE), not corpus rows
 
 
-def unit(x: np.ndarray) -> np.ndarray:
-    x = np.array(x, dtype=np.float32, copy=True)  # (N, D)
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
-    np.divide(x, norms, out=x, where=norms > 0)
-    return x
-
-
 def exact_top(shards: ShardSet, queries: np.ndarray, k: int, leave_out: np.ndarray | None) -> np.ndarray:
     """Exact top-k row ids by cosine over every shard, the rows ``leave_out`` excluded: (Q, k) int64."""
-    q = unit(queries)  # (Q, D)
+    q = unit_rows(np.asarray(queries, dtype=np.float32))  # (Q, D)
     best_s = np.full((len(q), 0), -np.inf, dtype=np.float32)  # (Q, <=k)
     best_i = np.zeros((len(q), 0), dtype=np.int64)
     for start, arr in shards.iter_arrays():
-        s = q @ unit(arr).T  # (Q, rows)
+        s = q @ unit_rows(np.asarray(arr, dtype=np.float32)).T  # (Q, rows)
         if leave_out is not None:
             cols = leave_out[(leave_out >= start) & (leave_out < start + len(arr))] - start
             s[:, cols] = -np.inf
@@ -128,7 +122,7 @@ def held_out_rows(rows: int, n: int, seed: int) -> np.ndarray:
 def probe_from_rows(shards: ShardSet, rows: np.ndarray) -> Probe:
     """The held-out rows as queries: the index is searched before they are added, and the reference is
     the exact top-10 over the other rows."""
-    queries = unit(shards.gather(rows))  # (H, D)
+    queries = unit_rows(np.asarray(shards.gather(rows), dtype=np.float32))  # (H, D)
     source = f"{len(rows)} corpus rows held out of the index while tuning"
     return Probe(queries, None, exact_top(shards, queries, K, rows), source)
 
@@ -141,7 +135,7 @@ def probe_from_file(shards: ShardSet, path: Any) -> Probe:
         raise ValueError(
             f"--queries {path}: expected a (Q, {shards.dim}) array of query embeddings, got shape {q.shape}"
         )
-    queries = unit(q)
+    queries = unit_rows(np.asarray(q, dtype=np.float32))
     source = f"{len(q)} query embeddings from {path}"
     return Probe(queries, None, exact_top(shards, queries, K, None), source, outside=True)
 

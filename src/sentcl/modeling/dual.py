@@ -20,7 +20,7 @@ import torch
 from torch import Tensor, nn
 
 from sentcl.modeling.folder_layout import SENTCL_CONFIG
-from sentcl.similarity import cosine_matrix, embedding_matrix
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
 
 if TYPE_CHECKING:
     from sentcl.modeling.encoder import SentenceEncoder
@@ -98,7 +98,7 @@ class DualEncoder(nn.Module):
             else torch.cat([f, self.g.encode(sentences, convert_to_numpy=False, **kwargs)], -1)
         )
         if normalize:
-            out = nn.functional.normalize(out, dim=-1)
+            out = unit_rows(out)
         return out.numpy() if to_numpy else out
 
     def similarity(

@@ -33,7 +33,7 @@ from sentcl.modeling.loading import LoadOptions
 from sentcl.modeling.locate import open_single
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
-from sentcl.similarity import cosine_matrix, embedding_matrix  # noqa: F401 - re-exported
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows  # noqa: F401 - cosine_matrix re-exported
 
 
 class SentenceEncoder(nn.Module):
@@ -257,7 +257,7 @@ class SentenceEncoder(nn.Module):
         z = self.flow(z) if self.flow is not None else z  # (N, D): BERT-flow's latent
         if self.truncate_dim is not None:
             z = z[..., : self.truncate_dim]  # (N, k): a Matryoshka prefix, re-normalised below if normalized
-        return nn.functional.normalize(z, dim=-1) if self.normalize_output else z
+        return unit_rows(z) if self.normalize_output else z
 
     def _apply_head(self, z: Tensor, head_activation: str | Sequence[str] | None) -> Tensor:
         assert self.head is not None
@@ -314,7 +314,7 @@ class SentenceEncoder(nn.Module):
                 torch.as_tensor(np.argsort(order, kind="stable"), dtype=torch.long)
             ]  # back to input order
             if normalize:
-                out = nn.functional.normalize(out, dim=-1)
+                out = unit_rows(out)
         finally:
             self.train(was_training)
         out = out.cpu()

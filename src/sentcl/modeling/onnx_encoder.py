@@ -22,7 +22,7 @@ from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.weights import check_tokenizer_files
-from sentcl.similarity import cosine_matrix, embedding_matrix
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
 
 ONNX_CONFIG = "sentcl_onnx.json"
 ONNX_MODEL = "model.onnx"
@@ -120,7 +120,7 @@ class OnnxEncoder:
             feed = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUTS}
             out[idx] = self.session.run([OUTPUT], feed)[0]  # rows back to input order
         if normalize:
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+            out = unit_rows(out)  # (N, D)
         result = out[0] if single else out
         return result if convert_to_numpy else torch.from_numpy(result)
 

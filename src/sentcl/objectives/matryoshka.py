@@ -21,9 +21,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from torch import Tensor
-from torch.nn import functional as F
 
 from sentcl.objectives.base import Objective
+from sentcl.similarity import unit_rows
 
 
 def check_dims(dims: Sequence[int], dim: int | None = None, where: str = "objective.matryoshka_dims") -> None:
@@ -73,7 +73,7 @@ class Matryoshka(Objective):
         for name in names:
             if name in out and out[name] is not None:
                 prefix = out[name][..., :d]  # (..., d)
-                out[name] = F.normalize(prefix, dim=-1) if self.normalize else prefix
+                out[name] = unit_rows(prefix) if self.normalize else prefix
         return out
 
     def forward(self, z: Tensor, **meta: Any) -> dict[str, Tensor]:
@@ -83,7 +83,7 @@ class Matryoshka(Objective):
         for d, w in zip(self.dims, self.weights, strict=True):
             prefix = z[..., :d]  # (B, V, d)
             if self.normalize:
-                prefix = F.normalize(prefix, dim=-1)  # (B, V, d)
+                prefix = unit_rows(prefix)  # (B, V, d)
             out = self.inner(prefix, **self._prefix_meta(meta, d))
             total = w * out["loss"] if total is None else total + w * out["loss"]
             outputs[f"loss_dim{d}"] = out["loss"].detach()

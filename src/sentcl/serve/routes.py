@@ -9,13 +9,13 @@ import time
 from importlib import resources
 from typing import Any
 
-import numpy as np
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, Response
 
 from sentcl.serve.limits import ServiceError
 from sentcl.serve.schemas import EmbedRequest, OpenAIEmbeddingRequest, SearchRequest, SimilarityRequest
 from sentcl.serve.service import Service
+from sentcl.similarity import unit_rows
 
 ROUTES = frozenset(
     {"/", "/health", "/info", "/embed", "/similarity", "/v1/embeddings", "/v1/models", "/search", "/metrics"}
@@ -26,11 +26,6 @@ PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 def _json(payload: Any) -> Response:
     # json.dumps directly: FastAPI's jsonable_encoder walks every float of a large embedding list
     return Response(json.dumps(payload), media_type="application/json")
-
-
-def unit_rows(x: np.ndarray) -> np.ndarray:
-    norms = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
-    return np.divide(x, norms, out=np.zeros_like(x), where=norms > 0)
 
 
 def page() -> str:

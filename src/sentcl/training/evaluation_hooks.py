@@ -1,27 +1,25 @@
 """The evaluations of a run: the starting model (``eval.compare_with_start``), the dev score every
-``eval_steps`` with the best model kept in ``best/`` (as the SimCSE paper does), the alignment/uniformity
-trajectory, and the final evaluation of the best model (rank 0; evaluation never shifts the training RNG)."""
+``eval_steps`` with the best model kept in ``best/`` (as the SimCSE paper does; the saving is
+``training/best_model.py``), the alignment/uniformity trajectory, and the final evaluation of the best model
+(rank 0; evaluation never shifts the training RNG)."""
 
 from __future__ import annotations
 
 import logging
 import math
-from pathlib import Path
 from typing import Any
 
 from torch import nn
 
 from sentcl import distributed
-from sentcl.config import to_dict
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.embedding import evaluation_encode_fn
 from sentcl.evaluation.runner import dev_score, evaluate
 from sentcl.files.read import read_json, write_json_strict
 from sentcl.modeling.encode import encode_fn
-from sentcl.modeling.model_card import write_run_card
 from sentcl.modeling.open import open_model
 from sentcl.rng import preserved_rng
-from sentcl.training.checkpoint import write_checkpoint_dir
+from sentcl.training.best_model import best_folder, keep_best, write_card
 from sentcl.training.run import Run, RunState
 from sentcl.training.step import TrainingDiverged, check_finite_weights
 
@@ -75,22 +73,6 @@ class Evaluations:
         assert self.run.tracker is not None
         self.run.tracker.log_eval(0, start)
 
-    def save_best(self, folder: Path, state: RunState, results: dict[str, Any] | None = None) -> None:
-        """The best model with its model card (README.md); ``results`` once the final evaluation ran."""
-        if results is None:
-            self.model.save_pretrained(folder)  # type: ignore[operator]
-        out = self.run.out
-        write_run_card(
-            folder,
-            to_dict(self.cfg),
-            out,
-            out / "best",
-            steps=state.global_step,
-            train_examples=self.train_examples,
-            best_step=state.best_step,
-            results=results,
-        )
-
     def dev(self, state: RunState) -> None:
         """Score the dev task; a better finite score makes this step's model ``best/`` (rank 0)."""
         if self.run.main:
@@ -113,18 +95,15 @@ class Evaluations:
             if improved:
                 check_finite_weights(self.model, step)
                 state.best_score, state.best_step = score, step
-                self.keep_best(state)
+                keep_best(self.model, self.run, state, self.train_examples)
         distributed.barrier()
-
-    def keep_best(self, state: RunState) -> None:
-        write_checkpoint_dir(self.run.out / "best", lambda folder: self.save_best(folder, state))
 
     def keep_last(self, state: RunState) -> None:
         """``eval_steps: 0`` (no dev evaluation): the last step's model is ``best/``, its dev score null."""
         if self.run.main:
             check_finite_weights(self.model, state.global_step)
             state.best_score, state.best_step = None, state.global_step
-            self.keep_best(state)
+            keep_best(self.model, self.run, state, self.train_examples)
         distributed.barrier()
 
     def final(self, state: RunState) -> dict[str, Any]:
@@ -135,7 +114,7 @@ class Evaluations:
                 f"no evaluation gave a finite {cfg.eval.dev_task} score, so there is no best model; the "
                 f"checkpoints in {out} are kept"
             )
-        best = open_model(str(out / "best")).to(self.run.device)
+        best = open_model(str(best_folder(out))).to(self.run.device)
         logger.info(
             "evaluating the best model (step %s) on %s", state.best_step, _named(cfg.eval.final_tasks)
         )
@@ -153,5 +132,7 @@ class Evaluations:
             "results": results,
         }
         write_json_strict(out / "results.json", summary)
-        self.save_best(out / "best", state, results)  # the card again, now with the final results
+        write_card(
+            best_folder(out), self.run, state, self.train_examples, results
+        )  # now with the final results
         return results

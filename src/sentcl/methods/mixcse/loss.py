@@ -34,7 +34,7 @@ from torch.nn import functional as F
 from sentcl.defaults import TEMPERATURE
 from sentcl.methods.mixcse.options import MIX_PARTNERS
 from sentcl.objectives.base import Objective
-from sentcl.similarity import cosine_matrix
+from sentcl.similarity import cosine_matrix, unit_rows
 
 PARTNERS = MIX_PARTNERS
 
@@ -52,7 +52,7 @@ def mixed_negatives(positives: Tensor, lam: float, partners: str = "one") -> Ten
         mix = lam * h[:, None, :] + (1 - lam) * h[None, :, :]  # (B, 1, D) + (1, B, D) -> (B, B, D)
     else:
         raise ValueError(f"unknown partners {partners!r}; valid: {', '.join(PARTNERS)}")
-    return F.normalize(mix, dim=-1)
+    return unit_rows(mix)
 
 
 def mixcse_loss(
