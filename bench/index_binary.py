@@ -97,7 +97,7 @@ def point(
 def run(args: argparse.Namespace) -> dict[str, Any]:
     import faiss
 
-    from sentcl.index.tuning import unit
+    from sentcl.similarity import unit_rows
 
     faiss.omp_set_num_threads(args.threads)
     shards, queries = encoded(args)
@@ -105,7 +105,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.n:
         count = min(count, max(1, args.n // shards.manifest["shard_size"]))
     part = prefix(shards, count)
-    base = unit(np.concatenate([np.asarray(a) for _, a in part.iter_arrays()]))  # (N, D): exact = cosine
+    base = unit_rows(
+        np.concatenate([np.asarray(a, dtype=np.float32) for _, a in part.iter_arrays()])
+    )  # (N, D): exact = cosine
     flat = faiss.IndexFlatIP(base.shape[1])
     flat.add(base)
     del base

@@ -148,7 +148,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
     import faiss
 
-    from sentcl.index.tuning import unit
+    from sentcl.similarity import unit_rows
 
     faiss.omp_set_num_threads(args.threads)
     shards, queries = encoded(args)
@@ -166,7 +166,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     fractions = [float(f) for f in args.sizes.split(",")]
     for n_shards in sorted({max(1, round(count * f)) for f in fractions}):
         part = prefix(shards, n_shards)
-        base = unit(np.concatenate([np.asarray(a) for _, a in part.iter_arrays()]))  # (n, D): exact = cosine
+        base = unit_rows(
+            np.concatenate([np.asarray(a, dtype=np.float32) for _, a in part.iter_arrays()])
+        )  # (n, D): exact = cosine
         flat = faiss.IndexFlatIP(base.shape[1])
         flat.add(base)
         _, exact_ids = flat.search(queries, 10)  # (Q, 10)
