@@ -45,6 +45,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("experiment", "experiment"),
     ("recipes", "recipes"),
     ("export", "export"),
+    ("distill-static", "distill_static"),
     ("postprocess", "postprocess"),
     ("serve", "serve"),
 )

@@ -11,6 +11,7 @@ kind                          recognised by                     loader
 ``onnx``                      ``sentcl_onnx.json``              ``OnnxEncoder`` (onnx_encoder.py)
 ``dual``                      ``sentcl.json`` with ``dual``     f and g (``load_sentcl`` each), DualEncoder
 ``sentcl``                    ``sentcl.json``                   ``load_sentcl`` (loading.py)
+``static``                    a StaticEmbedding module          ``StaticEncoder`` (static.py)
 ``sentence-transformers``     ``modules.json``                  ``load_st`` (loading.py)
 ``transformers``              ``config.json``                   ``load_plain`` (loading.py)
 ``hub``                       not a local path                  ``load_plain`` (a hub id or its cache)
@@ -34,12 +35,13 @@ from sentcl.modeling.loading import LoadOptions, load_plain, load_sentcl, load_s
 from sentcl.modeling.onnx_encoder import ONNX_CONFIG, is_onnx_folder
 from sentcl.modeling.sentcl_json import read_sentcl_json
 from sentcl.modeling.st_folder import MODULES_JSON, is_st_folder
+from sentcl.modeling.static import is_static_folder
 
 if TYPE_CHECKING:
     from sentcl.modeling.dual import DualEncoder
     from sentcl.modeling.encoder import SentenceEncoder
 
-FOLDER_KINDS = ("onnx", "dual", "sentcl", "sentence-transformers", "transformers", "hub")
+FOLDER_KINDS = ("onnx", "dual", "sentcl", "static", "sentence-transformers", "transformers", "hub")
 # read by their loader (once); every other JSON file of the folder is parsed by check_json_files
 _READ_BY_LOADER = frozenset({"sentcl.json", ONNX_CONFIG, MODULES_JSON})
 
@@ -80,6 +82,8 @@ def locate(name: str) -> ModelSource:
     saved = read_sentcl_json(folder)
     if saved is not None:
         return ModelSource(name, path, "dual" if saved.get("dual") else "sentcl", saved)
+    if is_static_folder(folder):
+        return ModelSource(name, path, "static")
     if is_st_folder(folder):
         return ModelSource(name, path, "sentence-transformers")
     if (folder / "config.json").is_file():
@@ -98,6 +102,11 @@ def load_single(
         raise ModelFolderError(
             f"{source.path} is an exported ONNX folder ({ONNX_CONFIG}), not a PyTorch model; open it with "
             "open_model / --backend onnx or auto"
+        )
+    if source.kind == "static":
+        raise ModelFolderError(
+            f"{source.path} is a static model (StaticEmbedding: one vector per token), not a transformer; "
+            "open it with open_model"
         )
     if source.saved is not None:
         return load_sentcl(source.name, source.folder, source.saved, options, encoder_class)

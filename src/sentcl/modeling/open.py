@@ -21,6 +21,7 @@ from sentcl.modeling.locate import (  # noqa: F401 - re-exported: open.py was th
 )
 from sentcl.modeling.locate import open_single as _open_single
 from sentcl.modeling.onnx_encoder import ONNX_CONFIG, OnnxEncoder
+from sentcl.modeling.static import StaticEncoder
 from sentcl.types import Encoder
 
 BACKENDS = ("auto", "torch", "onnx")
@@ -43,6 +44,20 @@ def _load_onnx(source: ModelSource, pooler: str | None, int8: bool, threads: int
     if int8 and not encoder.meta.get("quantization"):
         raise ValueError(f"{source.path} is an fp32 export; --int8 with ONNX needs `sentcl export --int8`")
     return encoder
+
+
+def _load_static(
+    source: ModelSource, pooler: str | None, backend: str, int8: bool, truncate_dim: int | None
+) -> StaticEncoder:
+    """A static folder: no pooler (a mean of token rows), no backend, no int8, no truncation to choose."""
+    asked = {"--pooler": pooler is not None, "--backend torch": backend == "torch", "--int8": int8}
+    asked["--truncate-dim"] = truncate_dim is not None
+    refused = [name for name, given in asked.items() if given]
+    if refused:
+        raise ValueError(
+            f"{source.path} is a static model (a mean of token vectors); {', '.join(refused)} does not apply to it"
+        )
+    return StaticEncoder(source.path)
 
 
 def open_model(
@@ -74,6 +89,8 @@ def open_model(
         if truncate_dim is not None:
             raise ValueError("--truncate-dim runs with the PyTorch backend; add --backend torch")
         return _load_onnx(found, pooler or (options.pooler if options else None), int8, threads)
+    if found.kind == "static":
+        return _load_static(found, pooler, backend, int8, truncate_dim)
     options = LoadOptions() if options is None else options
     options = dataclasses.replace(options, pooler=pooler) if pooler is not None else options
     if found.kind == "dual":

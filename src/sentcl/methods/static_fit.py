@@ -1,0 +1,147 @@
+"""Fit a static model's token vectors to a teacher's sentence vectors (the second step of a static student).
+
+Model2Vec's tokenlearn step (Tulkens & van Dongen) and the probe of the CPU frontier issue: the distilled table
+E (V, k) is trained so that a sentence's mean of rows, through a learned k x k map M, points where the teacher's
+vector of that sentence points. The teacher's vectors y (D) are brought to width k by the PCA that reduced the
+token vectors (``StaticTable.pca``: the same axes the table starts in), so the start is already close. After
+training, M is folded into the table (E M^T): the folder is again one vector per token, and the mean commutes
+with the linear map.
+
+Losses (``FitSettings.loss``): ``cosine`` (1 - cos, mean over the batch) or ``mse`` (the mean squared error of
+the vectors as they are, Reimers & Gurevych's distillation loss); ``contrastive_weight`` > 0 adds InfoNCE (van den Oord et al.; SimCSE's form) between each
+student vector and every teacher vector of the batch, the teacher's own as the positive, at ``temperature``.
+Adam over E and M, a constant learning rate after a linear warm-up; one fixed seed for the batch order.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from torch import nn
+
+from sentcl.objectives.infonce import info_nce
+from sentcl.postprocess.pca import PCA
+
+logger = logging.getLogger(__name__)
+LOSSES = ("cosine", "mse")
+
+
+@dataclass(frozen=True)
+class FitSettings:
+    """What a fit does (the distill_static recipe's defaults)."""
+
+    steps: int = 2000
+    batch_size: int = 256
+    learning_rate: float = 1e-2
+    warmup_steps: int = 100
+    loss: str = "cosine"
+    contrastive_weight: float = 0.0
+    temperature: float = 0.05
+    seed: int = 42
+    log_every: int = 200
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
+        for name in ("steps", "batch_size", "log_every"):
+            if getattr(self, name) <= 0:
+                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
+        if self.learning_rate <= 0 or self.temperature <= 0 or self.contrastive_weight < 0:
+            raise ValueError("learning_rate and temperature must be positive, contrastive_weight >= 0")
+
+
+@dataclass(frozen=True)
+class FitResult:
+    table: np.ndarray  # (V, k) float32, M folded in
+    losses: list[tuple[int, float]]  # (step, mean loss since the last log)
+    seconds: float  # wall time of the fit
+    cpu_seconds: float  # process CPU time of the fit
+
+
+def _bags(token_lists: Sequence[Sequence[int]], rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+    """EmbeddingBag input of the given sentences: flat ids (T,) and offsets (B,)."""
+    picked = [token_lists[r] for r in rows]
+    lengths = np.array([len(ids) for ids in picked], dtype=np.int64)  # (B,)
+    flat = np.fromiter((i for ids in picked for i in ids), dtype=np.int64, count=int(lengths.sum()))  # (T,)
+    offsets = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # (B,)
+    return torch.from_numpy(flat), torch.from_numpy(offsets)
+
+
+def fit_loss(student: torch.Tensor, target: torch.Tensor, settings: FitSettings) -> torch.Tensor:
+    """The fit's loss of student vectors (B, k) against targets (B, k)."""
+    s = nn.functional.normalize(student, dim=-1)  # (B, k)
+    t = nn.functional.normalize(target, dim=-1)  # (B, k)
+    if settings.loss == "cosine":
+        loss = (1.0 - (s * t).sum(-1)).mean()
+    else:  # Reimers & Gurevych's MSE, on the vectors as they are (the PCA'd teacher's scale)
+        loss = nn.functional.mse_loss(student, target)
+    if settings.contrastive_weight > 0:  # student i against every teacher vector j of the batch
+        loss = loss + settings.contrastive_weight * info_nce(student, target, settings.temperature)
+    return loss
+
+
+def fit_static(
+    table: np.ndarray,
+    pca: PCA,
+    token_lists: Sequence[Sequence[int]],
+    teacher: np.ndarray,
+    settings: FitSettings,
+) -> FitResult:
+    """Train ``table`` (V, k) so that sentence i's mean of rows matches ``pca.apply(teacher[i])``.
+
+    ``token_lists[i]``: sentence i's token ids (no special tokens); ``teacher`` (N, D) its teacher vectors.
+    Sentences without a token are left out.
+    """
+    if len(token_lists) != len(teacher):
+        raise ValueError(f"{len(token_lists)} tokenised sentences for {len(teacher)} teacher vectors")
+    usable = np.array([i for i, ids in enumerate(token_lists) if len(ids)], dtype=np.int64)
+    if len(usable) < 2:
+        raise ValueError("fitting a static model needs at least two sentences with tokens")
+    torch.manual_seed(settings.seed)
+    rng = np.random.default_rng(settings.seed)
+    targets = torch.from_numpy(pca.apply(teacher).astype(np.float32))  # (N, k)
+    bag = nn.EmbeddingBag.from_pretrained(torch.from_numpy(table.copy()), freeze=False, mode="mean")
+    dim = table.shape[1]
+    linear = nn.Linear(dim, dim, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(torch.eye(dim))
+    params = [*bag.parameters(), *linear.parameters()]
+    opt = torch.optim.Adam(params, lr=settings.learning_rate)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min(1.0, (s + 1) / max(1, settings.warmup_steps))
+    )
+    order, cursor, losses, running = rng.permutation(usable), 0, [], 0.0
+    start, cpu_start = time.perf_counter(), time.process_time()
+    for step in range(1, settings.steps + 1):
+        if cursor + settings.batch_size > len(order):
+            order, cursor = rng.permutation(usable), 0
+        rows = order[cursor : cursor + settings.batch_size]
+        cursor += settings.batch_size
+        flat, offsets = _bags(token_lists, rows)
+        loss = fit_loss(linear(bag(flat, offsets)), targets[torch.from_numpy(rows)], settings)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        running += float(loss.detach())
+        if step % settings.log_every == 0 or step == settings.steps:
+            seen = step % settings.log_every or settings.log_every
+            losses.append((step, running / seen))
+            logger.info("static fit: step %d/%d, loss %.4f", step, settings.steps, running / seen)
+            running = 0.0
+    with torch.no_grad():
+        folded = bag.weight @ linear.weight.T  # (V, k) @ (k, k): the map folded into every row
+    return FitResult(
+        folded.numpy().astype(np.float32),
+        losses,
+        time.perf_counter() - start,
+        time.process_time() - cpu_start,
+    )
+
+
+__all__ = ["LOSSES", "FitResult", "FitSettings", "fit_loss", "fit_static"]

@@ -1,0 +1,150 @@
+"""A static student of any teacher, start to end (``sentcl distill-static``; the recipe ``distill_static``).
+
+1. Distil: the teacher's vector of every vocabulary token, PCA to ``dim``, SIF weights (static_distill.py).
+2. Fit (unless ``fit`` is None): the table is trained on the teacher's cached vectors of a corpus
+   (static_fit.py); the teacher's vectors come from the teacher cache (methods/teacher_cache.py), shared with
+   the layer students' runs on the same sentences.
+3. Write: a sentence-transformers folder with a StaticEmbedding module and a Normalize module
+   (modeling/static.py), and ``sentcl_static.json`` beside it: the settings, the corpus, the losses, the wall
+   and CPU time of each step.
+
+The corpus is the offline English corpus (``data.reader offline_english``: every distinct sentence of the data
+folder outside the STS test sets and STS-B dev, in its fixed shuffled order), the first ``max_sentences``.
+``build_static_student`` is the function other code calls (bench/frontier.py builds its points with it).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentcl.config.teacher import TeacherConfig
+from sentcl.methods.static_distill import (
+    SIF_A,
+    SKIP_PATTERN,
+    WEIGHTINGS,
+    corpus_probabilities,
+    distill_table,
+    sif_weights,
+    zipf_probabilities,
+)
+from sentcl.methods.static_fit import FitSettings, fit_static
+from sentcl.methods.teacher_cache import distinct_texts, teacher_cache_dir, teacher_vectors
+
+logger = logging.getLogger(__name__)
+SUMMARY_FILE = "sentcl_static.json"
+#: the corpus sample of the recipe: the layer students' sample, so the teacher's vectors are encoded once
+DEFAULT_SENTENCES = 40_000
+
+
+@dataclass(frozen=True)
+class StaticRecipe:
+    """The distill_static recipe: every setting of a static student (defaults: the measured winner)."""
+
+    dim: int = 256
+    weighting: str = "corpus"
+    sif_a: float = SIF_A
+    skip_pattern: str | None = SKIP_PATTERN
+    max_sentences: int | None = DEFAULT_SENTENCES
+    fit: FitSettings | None = field(default_factory=FitSettings)
+
+    def __post_init__(self) -> None:
+        if self.weighting not in WEIGHTINGS:
+            raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
+        if self.dim <= 0:
+            raise ValueError(f"dim must be positive, got {self.dim}")
+        if self.max_sentences is not None and self.max_sentences <= 0:
+            raise ValueError(f"max_sentences must be positive, got {self.max_sentences}")
+
+
+def corpus_sentences(data_dir: Path, max_sentences: int | None) -> list[str]:
+    """The offline English corpus (the training reader's order), its first ``max_sentences``, distinct."""
+    from sentcl.data.offline_english import read_offline_english
+
+    return distinct_texts(read_offline_english(data_dir, max_sentences).examples)[0]
+
+
+def token_lists(encoder: Any, sentences: list[str]) -> list[list[int]]:  # noqa: ANN401 - an Encoder
+    """Each sentence's token ids as the static model will see them: the teacher's tokenizer, no specials."""
+    rust = encoder.tokenizer.backend_tokenizer
+    rust = type(rust).from_str(rust.to_str())  # a copy: padding and truncation off, the teacher's untouched
+    rust.no_padding()
+    rust.no_truncation()
+    return [e.ids for e in rust.encode_batch(sentences, add_special_tokens=False)]
+
+
+def _weights(recipe: StaticRecipe, vocab_size: int, tokens: list[list[int]] | None) -> np.ndarray | None:
+    if recipe.weighting == "none":
+        return None
+    if recipe.weighting == "zipf":
+        return sif_weights(zipf_probabilities(vocab_size), recipe.sif_a)
+    if tokens is None:
+        raise ValueError("weighting 'corpus' needs the corpus: give a data folder")
+    return sif_weights(corpus_probabilities(tokens, vocab_size), recipe.sif_a)
+
+
+def _teacher_matrix(teacher: str, sentences: list[str], cache: str | None) -> np.ndarray:
+    vectors = teacher_vectors(TeacherConfig(path=teacher), sentences, teacher_cache_dir(cache))
+    return vectors.sample(vectors.rows)  # (N, D), every row in order
+
+
+def build_static_student(
+    teacher: str,
+    out: str | Path,
+    recipe: StaticRecipe | None = None,
+    data_dir: str | Path | None = None,
+    teacher_cache: str | None = None,
+) -> Path:
+    """Distil ``teacher`` (any folder ``open_model`` opens) into a static folder ``out`` (new or empty)."""
+    from sentcl.files.paths import resolve_data_dir
+    from sentcl.modeling.open import open_model
+    from sentcl.modeling.static import require_new_folder, save_static
+
+    require_new_folder(out)  # before any work
+    recipe = recipe or StaticRecipe()
+    times: dict[str, float] = {}
+    wall, cpu = time.perf_counter(), time.process_time()
+    encoder = open_model(teacher)
+    needs_corpus = recipe.fit is not None or recipe.weighting == "corpus"
+    sentences = corpus_sentences(resolve_data_dir(data_dir), recipe.max_sentences) if needs_corpus else []
+    tokens = token_lists(encoder, sentences) if needs_corpus else None
+    weights = _weights(recipe, len(encoder.tokenizer), tokens)
+    distilled = distill_table(encoder, recipe.dim, weights, recipe.skip_pattern)
+    times.update(distill_seconds=time.perf_counter() - wall, distill_cpu_seconds=time.process_time() - cpu)
+    table, losses = distilled.table, []
+    if recipe.fit is not None and tokens is not None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        targets = _teacher_matrix(teacher, sentences, teacher_cache)
+        times.update(
+            teacher_seconds=time.perf_counter() - wall, teacher_cpu_seconds=time.process_time() - cpu
+        )
+        result = fit_static(distilled.table, distilled.pca, tokens, targets, recipe.fit)
+        table, losses = result.table, result.losses
+        times.update(fit_seconds=result.seconds, fit_cpu_seconds=result.cpu_seconds)
+    summary = {
+        "teacher": teacher,
+        "recipe": dataclasses.asdict(recipe),
+        "corpus_sentences": len(sentences),
+        "explained_variance_ratio": float(distilled.pca.explained_variance_ratio.sum()),
+        "losses": losses,
+        "times": times,
+    }
+    card = f"# Static student of {teacher}\n\nBuilt by `sentcl distill-static`; settings in {SUMMARY_FILE}.\n"
+    rust = encoder.tokenizer.backend_tokenizer
+    folder = save_static(out, rust, table, normalize=True, card=card, extra={SUMMARY_FILE: summary})
+    logger.info("static student of %s written to %s", teacher, folder)
+    return folder
+
+
+def read_summary(folder: str | Path) -> dict[str, Any]:
+    return json.loads((Path(folder) / SUMMARY_FILE).read_text(encoding="utf-8"))
+
+
+__all__ = ["DEFAULT_SENTENCES", "SUMMARY_FILE", "StaticRecipe", "build_static_student", "corpus_sentences"]

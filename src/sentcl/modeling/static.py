@@ -1,0 +1,257 @@
+"""A static model: one vector per vocabulary token, a sentence is the mean of its tokens' rows.
+
+The folder is a sentence-transformers folder whose first module is a ``StaticEmbedding`` (sentence-transformers
+3 to 6 load it; Model2Vec's models load the same way): ``modules.json``, ``model.safetensors`` holding
+``embedding.weight`` (V, D) and ``tokenizer.json`` at the folder's root, and an optional ``Normalize`` module.
+sentence-transformers tokenises without special tokens and averages the rows (``nn.EmbeddingBag``, mean);
+``StaticEncoder.encode`` computes the same in numpy. A sentence with no token gets the zero vector.
+
+``max_length`` (the inference truncation every ``Encoder`` has) is ``STATIC_MAX_TOKENS`` tokens: a static model
+has no position limit, and sentence-transformers truncates nothing, so the two agree below that length.
+Writing a folder: ``save_static`` (a new or empty folder only, written whole and swapped in).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.paths import ModelFolderError
+from sentcl.files.read import read_json
+from sentcl.similarity import cosine_matrix, embedding_matrix
+
+STATIC_MODULE = "StaticEmbedding"
+ST_TYPE = "sentence_transformers.models.StaticEmbedding"  # the name sentence-transformers 3 to 6 resolve
+NORMALIZE_TYPE = "sentence_transformers.models.Normalize"
+WEIGHTS_FILE = "model.safetensors"
+TOKENIZER_FILE = "tokenizer.json"
+WEIGHT_KEY = "embedding.weight"
+#: the inference truncation in tokens (no position limit: a bound for the service's request checks)
+STATIC_MAX_TOKENS = 8192
+
+
+def static_modules(folder: Path) -> list[dict[str, Any]] | None:
+    """``modules.json``'s entries when its first module is a StaticEmbedding, else None."""
+    file = folder / "modules.json"
+    if not file.is_file():
+        return None
+    modules = read_json(file, list, error=ModelFolderError)
+    first = modules[0] if modules and isinstance(modules[0], dict) else {}
+    return modules if str(first.get("type", "")).endswith(STATIC_MODULE) else None
+
+
+def is_static_folder(folder: str | Path) -> bool:
+    return static_modules(Path(folder)) is not None
+
+
+def _check_modules(folder: Path, modules: list[dict[str, Any]]) -> bool:
+    """Whether a Normalize module follows; any other module is an error naming modules.json."""
+    normalize = False
+    for entry in modules[1:]:
+        kind = str(entry.get("type", "")) if isinstance(entry, dict) else ""
+        if not kind.endswith("Normalize"):
+            raise ModelFolderError(
+                f"{folder / 'modules.json'}: a static model here is StaticEmbedding [+ Normalize]; "
+                f"cannot read the module {kind or entry!r}"
+            )
+        normalize = True
+    if modules[0].get("path", "") not in ("", "."):
+        raise ModelFolderError(f"{folder / 'modules.json'}: the StaticEmbedding module must be at the root")
+    return normalize
+
+
+def _read_table(folder: Path) -> np.ndarray:
+    from safetensors import SafetensorError
+    from safetensors.numpy import load_file
+
+    file = folder / WEIGHTS_FILE
+    if not file.is_file():
+        raise ModelFolderError(f"{file}: missing (the StaticEmbedding's token vectors)")
+    try:
+        weights = load_file(str(file))
+    except (SafetensorError, OSError) as err:
+        raise ModelFolderError(f"{file}: cannot be read as safetensors: {err}") from err
+    table = weights.get(WEIGHT_KEY)
+    if table is None or table.ndim != 2:
+        raise ModelFolderError(f"{file}: no 2-D {WEIGHT_KEY!r} tensor (keys: {', '.join(weights)})")
+    table = np.ascontiguousarray(table, dtype=np.float32)  # (V, D)
+    if not np.isfinite(table).all():
+        raise ModelFolderError(f"{file}: {WEIGHT_KEY!r} holds NaN or inf")
+    return table
+
+
+def load_tokenizer(file: Path) -> Any:  # noqa: ANN401 - a tokenizers.Tokenizer
+    """``tokenizer.json`` as a Rust tokenizer with padding and truncation off (what StaticEmbedding uses)."""
+    from tokenizers import Tokenizer
+
+    if not file.is_file():
+        raise ModelFolderError(f"{file}: missing (the static model's tokenizer)")
+    try:
+        tokenizer = Tokenizer.from_file(str(file))
+    except Exception as err:  # noqa: BLE001 - the Rust reader's errors have no common class
+        raise ModelFolderError(f"{file}: not a tokenizers file: {err}") from err
+    tokenizer.no_padding()
+    tokenizer.no_truncation()
+    return tokenizer
+
+
+def bag_mean(table: np.ndarray, ids: Sequence[Sequence[int]]) -> np.ndarray:
+    """The mean of ``table``'s rows of each id list: (N, D) float32; an empty list gives zeros."""
+    lengths = np.array([len(row) for row in ids], dtype=np.int64)  # (N,)
+    flat = np.fromiter((i for row in ids for i in row), dtype=np.int64, count=int(lengths.sum()))  # (T,)
+    sums = np.zeros((len(ids), table.shape[1]), dtype=np.float32)  # (N, D)
+    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # (N,) first token of each sentence
+    nonempty = lengths > 0
+    if nonempty.any():
+        rows = table[flat]  # (T, D)
+        sums[nonempty] = np.add.reduceat(rows, starts[nonempty], axis=0)  # (N', D)
+    return sums / np.maximum(lengths, 1)[:, None].astype(np.float32)
+
+
+class StaticEncoder:
+    """A static folder with the ``Encoder`` API: ``encode``, ``similarity``, ``tokenizer``, ``max_length``,
+    ``embedding_dim``; ``table`` (V, D) holds the token vectors."""
+
+    backend = "static"
+
+    def __init__(self, folder: str | Path) -> None:
+        from transformers import PreTrainedTokenizerFast
+
+        self.folder = Path(folder)
+        modules = static_modules(self.folder)
+        if modules is None:
+            raise ModelFolderError(
+                f"{self.folder}: not a static model folder (no StaticEmbedding in modules.json)"
+            )
+        self.normalize_output = _check_modules(self.folder, modules)
+        self.table = _read_table(self.folder)
+        self.rust_tokenizer = load_tokenizer(self.folder / TOKENIZER_FILE)
+        if self.rust_tokenizer.get_vocab_size() > len(self.table):
+            raise ModelFolderError(
+                f"{self.folder / WEIGHTS_FILE}: {len(self.table)} token vectors for a tokenizer of "
+                f"{self.rust_tokenizer.get_vocab_size()} tokens"
+            )
+        copy = type(self.rust_tokenizer).from_str(
+            self.rust_tokenizer.to_str()
+        )  # the counting tokenizer's own
+        self.tokenizer = PreTrainedTokenizerFast(tokenizer_object=copy)
+        self.max_length = STATIC_MAX_TOKENS
+        self.embedding_dim = int(self.table.shape[1])
+
+    def eval(self) -> StaticEncoder:  # the PyTorch encoder's calls are no-ops here
+        return self
+
+    def to(self, device: Any) -> StaticEncoder:  # noqa: ARG002
+        return self
+
+    def token_ids(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
+        """Each text's token ids, no special tokens, cut at ``max_length`` (default ``self.max_length``)."""
+        limit = min(max_length or self.max_length, self.max_length)
+        return [
+            enc.ids[:limit] for enc in self.rust_tokenizer.encode_batch(list(texts), add_special_tokens=False)
+        ]
+
+    def encode(
+        self,
+        sentences: str | Sequence[str],
+        batch_size: int = ENCODE_BATCH_SIZE,
+        normalize: bool = False,
+        convert_to_numpy: bool = True,
+        show_progress: bool = False,  # noqa: ARG002 - the Encoder API; a static encode takes no time to show
+        max_length: int | None = None,
+    ) -> np.ndarray | torch.Tensor:
+        """Embed in input order: the mean of each sentence's token rows (then L2-normalised when the folder
+        has a Normalize module or ``normalize``)."""
+        if batch_size <= 0:
+            raise ValueError(f"batch_size must be positive, got {batch_size}")
+        if max_length is not None and max_length <= 0:
+            raise ValueError(f"max_length must be positive, got {max_length}")
+        single = isinstance(sentences, str)
+        texts = [sentences] if single else list(sentences)
+        out = np.empty((len(texts), self.embedding_dim), dtype=np.float32)  # (N, D)
+        for start in range(0, len(texts), batch_size):
+            chunk = texts[start : start + batch_size]
+            out[start : start + len(chunk)] = bag_mean(self.table, self.token_ids(chunk, max_length))
+        if normalize or self.normalize_output:
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+        result = out[0] if single else out
+        return result if convert_to_numpy else torch.from_numpy(result)
+
+    def similarity(self, a: Any, b: Any) -> np.ndarray:
+        """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
+        return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
+
+
+def _write_static(
+    folder: Path, tokenizer_json: str, table: np.ndarray, normalize: bool, card: str, extra: dict[str, Any]
+) -> None:
+    from safetensors.numpy import save_file
+
+    folder.mkdir(parents=True)
+    modules = [{"idx": 0, "name": "0", "path": "", "type": ST_TYPE}]
+    if normalize:
+        modules.append({"idx": 1, "name": "1", "path": "1_Normalize", "type": NORMALIZE_TYPE})
+        (folder / "1_Normalize").mkdir()
+    (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
+    save_file({WEIGHT_KEY: np.ascontiguousarray(table, dtype=np.float32)}, str(folder / WEIGHTS_FILE))
+    (folder / TOKENIZER_FILE).write_text(tokenizer_json, encoding="utf-8")
+    config = {"__version__": {"sentence_transformers": "3.0.0"}, "similarity_fn_name": "cosine"}
+    (folder / "config_sentence_transformers.json").write_text(
+        json.dumps(config, indent=2) + "\n", encoding="utf-8"
+    )
+    (folder / "README.md").write_text(card, encoding="utf-8")
+    for name, payload in extra.items():
+        (folder / name).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+
+
+def require_new_folder(folder: str | Path) -> Path:
+    """``folder`` if it is new or an empty folder; else a ValueError (nothing of the user's is replaced)."""
+    folder = Path(folder)
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ValueError(f"{folder} exists and is not empty; choose a new or empty output folder")
+    return folder
+
+
+def save_static(
+    folder: str | Path,
+    tokenizer: Any,
+    table: np.ndarray,
+    normalize: bool = True,
+    card: str = "",
+    extra: dict[str, Any] | None = None,
+) -> Path:
+    """Write a static folder: ``tokenizer`` (a tokenizers.Tokenizer) and its token vectors ``table`` (V, D);
+    ``extra``: more JSON files (name -> content), e.g. how the table was made.
+
+    ``folder`` must be new or empty (nothing of the user's is replaced); it is written whole into a temporary
+    sibling and moved in place.
+    """
+    from sentcl.files.atomic import atomic_dir_write
+
+    folder = require_new_folder(folder)
+    if table.ndim != 2 or len(table) < tokenizer.get_vocab_size():
+        raise ValueError(
+            f"token vectors of shape {table.shape} for a tokenizer of {tokenizer.get_vocab_size()} tokens"
+        )
+    clean = type(tokenizer).from_str(tokenizer.to_str())  # a copy: the caller's tokenizer keeps its settings
+    clean.no_padding()
+    clean.no_truncation()
+    text = clean.to_str()
+    atomic_dir_write(folder, lambda tmp: _write_static(tmp, text, table, normalize, card, extra or {}))
+    return folder
+
+
+__all__ = [
+    "STATIC_MAX_TOKENS",
+    "StaticEncoder",
+    "bag_mean",
+    "is_static_folder",
+    "load_tokenizer",
+    "save_static",
+]

@@ -1,0 +1,92 @@
+"""``sentcl distill-static``: the whole path on the tiny BERT, and the commands that then read the folder."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from sentcl.cli import main
+from sentcl.methods.static_fit import FitSettings, fit_loss, fit_static
+from sentcl.methods.static_student import SUMMARY_FILE
+from sentcl.modeling.open import open_model
+from sentcl.postprocess.pca import fit_pca
+
+
+@pytest.fixture(scope="module")
+def static_student(tiny_bert: Path, data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("distill_static")
+    argv = ["distill-static", str(tiny_bert), str(root / "student"), "--data-dir", str(data_dir)]
+    argv += ["--max-sentences", "300", "--steps", "30", "--batch-size", "32", "--dim", "8"]
+    assert main([*argv, "--teacher-cache", str(root / "cache"), "--contrastive-weight", "0.5"]) == 0
+    return root / "student"
+
+
+def test_the_command_writes_a_static_folder_with_its_record(static_student: Path) -> None:
+    summary = json.loads((static_student / SUMMARY_FILE).read_text(encoding="utf-8"))
+    assert summary["corpus_sentences"] == 300 and summary["recipe"]["dim"] == 8
+    assert summary["recipe"]["fit"]["contrastive_weight"] == 0.5
+    assert {"distill_cpu_seconds", "fit_cpu_seconds"} <= set(summary["times"])
+    assert open_model(str(static_student)).encode("a man").shape == (8,)
+
+
+def test_encode_and_search_read_the_folder(static_student: Path, tmp_path: Path, capsys) -> None:
+    lines = ["a man plays the guitar", "the dog runs", "stock price rises"]
+    (tmp_path / "in.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["encode", "--model", str(static_student), "--input", str(tmp_path / "in.txt")]
+    assert main([*argv, "--output", str(tmp_path / "out.npy")]) == 0
+    np.testing.assert_allclose(
+        np.load(tmp_path / "out.npy"), open_model(str(static_student)).encode(lines), atol=1e-6
+    )
+    argv = ["search", "--model", str(static_student), "--corpus", str(tmp_path / "in.txt")]
+    assert main([*argv, "--query", "the dog runs", "-k", "1", "--json"]) == 0
+    assert "the dog runs" in capsys.readouterr().out
+
+
+def test_a_used_output_folder_is_refused_and_kept(tiny_bert: Path, tmp_path: Path, capsys) -> None:
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "mine.txt").write_text("x", encoding="utf-8")
+    assert (
+        main(["distill-static", str(tiny_bert), str(tmp_path / "out"), "--no-fit", "--weighting", "zipf"])
+        == 2
+    )
+    assert "exists and is not empty" in capsys.readouterr().err
+    assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
+
+
+def test_the_fit_moves_the_table_toward_the_teacher_and_folds_its_map() -> None:
+    rng = np.random.default_rng(0)
+    vocab, dim, n = 40, 4, 400
+    truth = rng.normal(size=(vocab, 6))  # the "teacher": a mean of hidden token vectors, 6 wide
+    tokens = [rng.integers(0, vocab, size=rng.integers(1, 6)).tolist() for _ in range(n)]
+    teacher = np.array([truth[ids].mean(axis=0) for ids in tokens])  # (N, 6)
+    pca = fit_pca(teacher, dim)
+    start = rng.normal(size=(vocab, dim)).astype(np.float32)
+    target = pca.apply(teacher)
+
+    def mean_cos(table: np.ndarray) -> float:
+        s = np.array([table[ids].mean(axis=0) for ids in tokens])  # a hand loop of the folded table
+        return float(
+            np.mean(np.sum(s * target, 1) / np.linalg.norm(s, axis=1) / np.linalg.norm(target, axis=1))
+        )
+
+    result = fit_static(
+        start, pca, tokens, teacher, FitSettings(steps=300, batch_size=64, learning_rate=0.05)
+    )
+    assert mean_cos(result.table) > max(0.9, mean_cos(start) + 0.3)
+    assert result.losses[-1][1] < result.losses[0][1]
+
+
+def test_the_contrastive_term_is_infonce_by_hand() -> None:
+    rng = np.random.default_rng(1)
+    s, t = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
+    settings = FitSettings(contrastive_weight=2.0, temperature=0.1)
+    got = float(fit_loss(torch.tensor(s), torch.tensor(t), settings))
+    sn = s / np.linalg.norm(s, axis=1, keepdims=True)
+    tn = t / np.linalg.norm(t, axis=1, keepdims=True)
+    logits = sn @ tn.T / 0.1
+    nce = np.mean(np.log(np.exp(logits).sum(1)) - np.diag(logits))
+    assert got == pytest.approx(np.mean(1 - np.sum(sn * tn, 1)) + 2.0 * nce, rel=1e-6)
