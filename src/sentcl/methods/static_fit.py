@@ -26,6 +26,7 @@ from torch import nn
 
 from sentcl.objectives.infonce import info_nce
 from sentcl.postprocess.pca import PCA
+from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
 LOSSES = ("cosine", "mse")
@@ -74,8 +75,8 @@ def _bags(token_lists: Sequence[Sequence[int]], rows: np.ndarray) -> tuple[torch
 
 def fit_loss(student: torch.Tensor, target: torch.Tensor, settings: FitSettings) -> torch.Tensor:
     """The fit's loss of student vectors (B, k) against targets (B, k)."""
-    s = nn.functional.normalize(student, dim=-1)  # (B, k)
-    t = nn.functional.normalize(target, dim=-1)  # (B, k)
+    s = unit_rows(student)  # (B, k)
+    t = unit_rows(target)  # (B, k)
     if settings.loss == "cosine":
         loss = (1.0 - (s * t).sum(-1)).mean()
     else:  # Reimers & Gurevych's MSE, on the vectors as they are (the PCA'd teacher's scale)

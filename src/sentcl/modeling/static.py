@@ -24,7 +24,7 @@ import torch
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
-from sentcl.similarity import cosine_matrix, embedding_matrix
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
 
 STATIC_MODULE = "StaticEmbedding"
 ST_TYPE = "sentence_transformers.models.StaticEmbedding"  # the name sentence-transformers 3 to 6 resolve
@@ -179,7 +179,7 @@ class StaticEncoder:
             chunk = texts[start : start + batch_size]
             out[start : start + len(chunk)] = bag_mean(self.table, self.token_ids(chunk, max_length))
         if normalize or self.normalize_output:
-            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
+            out = unit_rows(out)
         result = out[0] if single else out
         return result if convert_to_numpy else torch.from_numpy(result)
 
