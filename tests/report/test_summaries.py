@@ -89,7 +89,7 @@ def test_missing_or_broken_summary_is_a_clear_error(tmp_path: Path, monkeypatch:
     with pytest.raises(FileNotFoundError, match=str(summaries / rows[1].point.slug / "results.json")):
         rows_from_summaries(spec, "cpu", summaries)
     (summaries / rows[0].point.slug / "results.json").write_text("{oops", encoding="utf-8")
-    with pytest.raises(ValueError, match=r"results.json: run summary is not valid JSON \(line 1, column 2"):
+    with pytest.raises(ValueError, match=r"results.json: run results is not valid JSON \(line 1, column 2"):
         rows_from_summaries(spec, "cpu", summaries)
 
 

@@ -8,7 +8,6 @@ naming the keys. A post-processing point fits on the start model or on an earlie
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,6 +17,8 @@ from typing import Any
 from sentcl.config import ConfigError, TrainConfig, changed_settings
 from sentcl.experiments.grid import METRICS, PLACE_KEYS, GridPoint, GridSpec, point_configs
 from sentcl.experiments.postprocess_points import START, postprocess_differences, run_postprocess_point
+from sentcl.files.artefacts import RUN_CONFIG, RUN_RESULTS
+from sentcl.files.read import read_typed_json
 
 logger = logging.getLogger(__name__)
 
@@ -29,7 +30,7 @@ def config_differences(run_dir: Path, cfg: TrainConfig, trains: bool = True) -> 
     ``trains=False`` (a post-processing point of the start model, which trains nothing and fits on nothing
     trained): only the keys that say what it computes count, the model's, the evaluation's and the seed
     (POSTPROCESS_KEYS); a grid's training budget may change without evaluating the start model again."""
-    saved = json.loads((run_dir / "config.json").read_text(encoding="utf-8"))
+    saved = read_typed_json(run_dir / "config.json", RUN_CONFIG, "run config")
     return [
         f"{k}: {old!r} in the run, {new!r} now"
         for k, (old, new) in changed_settings(saved, cfg).items()
@@ -56,13 +57,15 @@ class GridRow:
 
 def row_values(spec: GridSpec, results_file: Path) -> tuple[dict[str, Any], float, dict[str, float]]:
     """(results.json's object, the grid metric, the ``also`` metrics) of one run; an error names the file."""
-    summary = json.loads(results_file.read_text(encoding="utf-8"))
+    summary = read_typed_json(results_file, RUN_RESULTS, "run results")
     values = {}
     for metric in (spec.metric, *spec.also):
         try:
             values[metric] = METRICS[metric][1](summary["results"])
         except KeyError as err:
             raise KeyError(f"{results_file}: no {metric} result ({err.args[0]})") from None
+        except (TypeError, ValueError) as err:  # a result object of another shape than the task writes
+            raise ValueError(f"{results_file}: results: no usable {metric} score ({err})") from None
     return summary, values[spec.metric], {m: values[m] for m in spec.also}  # also may name the metric too
 
 

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from sentcl.experiments.grid import GridSpec
 from sentcl.experiments.runs import GridRow, row_values
-from sentcl.files.read import read_json
+from sentcl.files.artefacts import RUN_CONFIG
+from sentcl.files.read import read_typed_json
 
 #: the files of a run folder that make its summary, in the order they are copied; the first two are required (a
 #: post-processing point trains nothing, so it has no metrics.jsonl)
@@ -65,9 +66,8 @@ def rows_from_summaries(spec: GridSpec, variant: str, source: Path) -> list[Grid
     for point in spec.points_for(variant):
         for seed in spec.seeds_for(point):
             folder = source / point.slug / ("" if seed is None else f"seed-{seed}")
-            read_json(folder / "results.json", dict, "run summary")  # a JSON object, or an error naming it
-            config = read_json(folder / "config.json", dict, "run summary")
-            summary, value, extra = row_values(spec, folder / "results.json")
+            summary, value, extra = row_values(spec, folder / "results.json")  # its fields checked there
+            config = read_typed_json(folder / "config.json", RUN_CONFIG, "run summary")
             run_dir = Path(config.get("training", {}).get("output_dir") or folder)
             rows.append(
                 GridRow(

@@ -25,6 +25,7 @@ import numpy as np
 import yaml
 
 from sentcl.files.atomic import atomic_write_json
+from sentcl.files.fields import Kind, check
 from sentcl.files.pathcheck import check_input_file, input_file_problem
 from sentcl.files.yaml_dialect import Core12Loader, find_legacy_scalar, legacy_advice
 
@@ -81,6 +82,16 @@ def read_json(
             f"{path}: {what or 'the file'} must be {kind} at the top level, got {type(value).__name__}"
         )
     return value
+
+
+def read_typed_json(
+    path: str | Path, spec: Kind, what: str = "", error: type[ValueError] = ValueError, advice: str = ""
+) -> Any:
+    """The JSON value of ``path`` (``read_json``), checked against ``spec`` (``sentcl.files.fields``): the one
+    reader of what sentcl wrote. A field of another type or range is ``error`` naming the file (as ``what``)
+    and the field, then ``advice``; a file that is not JSON names its line and column."""
+    value = read_json(path, object, what, error)
+    return check(value, spec, f"{path}" + (f" ({what})" if what else ""), error, advice)
 
 
 def parse_json_line(

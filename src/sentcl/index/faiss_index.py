@@ -32,7 +32,8 @@ from typing import Any
 import numpy as np
 
 from sentcl.extras import extra_hint
-from sentcl.files.read import load_npy, read_json
+from sentcl.files.fields import Int, Maybe, Record, Text
+from sentcl.files.read import load_npy, read_typed_json
 from sentcl.index import quantized
 from sentcl.index.faiss_params import REFINED, TYPES
 from sentcl.index.shards import ShardSet
@@ -47,6 +48,20 @@ META_FILE = "faiss.json"
 ROW_MAP_FILE = "rows.npy"
 FORMAT = "sentcl-faiss-index"
 RESCORE_ROWS = 65_536  # candidate vectors re-scored at once (65,536 x 384 float32: 100 MB)
+#: a search setting faiss takes (a C int; nprobe is also capped by nlist when set)
+_SETTING = Maybe(Int(1, 2**31 - 1))
+#: the fields of faiss.json that opening and searching read (the others are shown, never computed with)
+META_SPEC = Record(
+    {
+        "format": Text((FORMAT,)),
+        "type": Text(TYPES),
+        "dim": Int(1),
+        "count": Int(0),
+        "embeddings": Text(),
+        "params": Record(optional={"nprobe": _SETTING, "ef_search": _SETTING, "refine": _SETTING}),
+    },
+    {"row_map": Maybe(Text())},
+)
 FAISS_HELP = f"faiss is not installed: pip install faiss-cpu, or {extra_hint('faiss')}"
 
 
@@ -143,6 +158,11 @@ class AnnIndex:
         k = min(k, len(self))
         wide = min(k * self.refine, len(self))
         scores, ids = self.index.search(quantized.searched_form(self.kind, q), wide)  # (Q, wide), (Q, wide)
+        if ids.size and int(ids.max()) >= len(self):  # a damaged inverted list names ids it does not hold
+            raise ValueError(
+                f"{self.folder / INDEX_FILE} returned id {int(ids.max())}, outside its {len(self)} vectors: "
+                "the file is damaged; rebuild the index"
+            )
         if self.row_map is not None:
             ids = np.where(ids >= 0, np.asarray(self.row_map)[np.maximum(ids, 0)], -1)  # (Q, wide) rows
         if wide > k or self.kind == "binary":  # Hamming distances are no cosines: always re-scored
@@ -208,6 +228,28 @@ class AnnIndex:
         }
 
 
+def check_row_map(row_map: np.ndarray, count: int, path: Path) -> np.ndarray:
+    """``rows.npy``: the corpus row of each of the ``count`` index ids, each row once (a permutation of
+    0..count-1, as the build writes it); anything else names the file and the first bad id."""
+    if row_map.shape != (count,) or row_map.dtype.kind not in "iu":
+        raise ValueError(
+            f"{path} holds {row_map.dtype} ids of shape {row_map.shape}, not {count} whole numbers; rebuild the index"
+        )
+    ids = np.asarray(row_map, dtype=np.int64)
+    bad = np.flatnonzero((ids < 0) | (ids >= count))
+    if bad.size:
+        raise ValueError(
+            f"{path}: id {int(bad[0])} maps to row {int(ids[bad[0]])}, outside the corpus's {count} rows "
+            f"({bad.size} such ids); rebuild the index"
+        )
+    seen = np.bincount(ids, minlength=count)  # (count,) how often each row is named
+    if seen.max(initial=0) > 1:
+        raise ValueError(
+            f"{path}: row {int(seen.argmax())} is named {int(seen.max())} times; rebuild the index"
+        )
+    return row_map
+
+
 def open_index(
     folder: str | Path,
     *,
@@ -222,14 +264,7 @@ def open_index(
     folder = Path(folder)
     if folder.exists() and not folder.is_dir():
         raise ValueError(f"index {folder} is a file, not a folder built by sentcl index build")
-    meta = read_json(folder / META_FILE, what="index metadata")
-    missing = [k for k in ("type", "dim", "count", "embeddings", "params") if k not in meta]
-    if missing or meta.get("format") != FORMAT:
-        raise ValueError(
-            f"{folder / META_FILE}: not a sentcl faiss index (missing {', '.join(missing) or 'format'})"
-        )
-    if meta["type"] not in TYPES:
-        raise ValueError(f"{folder / META_FILE}: unknown index type {meta['type']!r}")
+    meta = read_typed_json(folder / META_FILE, META_SPEC, "index metadata", advice="rebuild the index")
     path = folder / INDEX_FILE
     if not path.is_file() or path.stat().st_size == 0:
         raise FileNotFoundError(f"{path} is missing or empty; rebuild the index with sentcl index build")
@@ -249,11 +284,7 @@ def open_index(
         )
     row_map = None
     if meta.get("row_map"):
-        row_map = load_npy(folder / ROW_MAP_FILE)
-        if row_map.shape != (meta["count"],):
-            raise ValueError(
-                f"{folder / ROW_MAP_FILE} holds {row_map.shape} ids, not {meta['count']}; rebuild"
-            )
+        row_map = check_row_map(load_npy(folder / ROW_MAP_FILE), meta["count"], folder / ROW_MAP_FILE)
     ann = AnnIndex(folder, index, meta, row_map)
     saved = meta["params"]
     ann.configure(saved.get("nprobe"), saved.get("ef_search"), saved.get("refine"))

@@ -9,8 +9,8 @@ path, size, mtime), so a second report is instant and a retrained model is evalu
 
 from __future__ import annotations
 
-import json
 import logging
+import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -21,9 +21,11 @@ from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.evaluation.runner import evaluate, expand
 from sentcl.evaluation.sts import write_json
 from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
+from sentcl.files.artefacts import ALIGNMENT_RECORD, REPORT_CACHE, RESUME_RECORD, RUN_RESULTS
+from sentcl.files.fields import check
 from sentcl.files.pathcheck import check_input_dir
 from sentcl.files.paths import OFFLINE_MODELS
-from sentcl.files.read import iter_jsonl
+from sentcl.files.read import iter_jsonl, read_typed_json
 from sentcl.index.search import model_fingerprint
 
 logger = logging.getLogger(__name__)
@@ -60,16 +62,19 @@ def read_trajectory(metrics_path: Path) -> list[dict[str, float]]:
     records: list[tuple[int, dict[str, Any]]] = []
     for lineno, record in iter_jsonl(metrics_path):
         if record.get("event") == "resume":
+            check(record, RESUME_RECORD, f"{metrics_path}:{lineno}")
             records = [(n, r) for n, r in records if r["step"] <= record["step"]]
         elif record.get("event") in ("geometry", "eval") and "alignment" in record:
-            if "uniformity" not in record or "step" not in record:
-                raise ValueError(f"{metrics_path}:{lineno}: an alignment record needs step and uniformity")
-            records.append((lineno, record))
+            records.append((lineno, check(record, ALIGNMENT_RECORD, f"{metrics_path}:{lineno}")))
     by_step = {int(r["step"]): r for _, r in records}  # later records win
     return [
-        {"step": step, "alignment": float(r["alignment"]), "uniformity": float(r["uniformity"])}
+        {"step": step, "alignment": _number(r["alignment"]), "uniformity": _number(r["uniformity"])}
         for step, r in sorted(by_step.items())
     ]
+
+
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)  # strict JSON writes a NaN as null
 
 
 def open_source(spec: str, cache_dir: Path, pooler: str | None = None) -> ReportSource:
@@ -82,8 +87,8 @@ def open_source(spec: str, cache_dir: Path, pooler: str | None = None) -> Report
     if path.is_dir() and ((path / "results.json").is_file() or (path / "best").is_dir()):
         source = ReportSource(spec, path.resolve().name, str(path / "best"), path / CACHE_FILE, run_dir=path)
         if (path / "results.json").is_file():
-            source.summary = json.loads((path / "results.json").read_text(encoding="utf-8"))
-            source.results = dict(source.summary.get("results", {}))
+            source.summary = read_typed_json(path / "results.json", RUN_RESULTS, "run results")
+            source.results = dict(source.summary["results"])
         if (path / "metrics.jsonl").is_file():
             source.trajectory = read_trajectory(path / "metrics.jsonl")
         if not (path / "best").is_dir():
@@ -132,6 +137,18 @@ def _has(results: dict[str, Any], task: str) -> bool:
     return task in results or any(t in results for t in SUBSTITUTES.get(task, ()))
 
 
+def _read_cache(path: Path) -> dict[str, Any]:
+    """The report cache at ``path`` ({} when absent); a damaged one, being sentcl's own, is said and
+    computed again (the search cache does the same)."""
+    if not path.is_file():
+        return {}
+    try:
+        return read_typed_json(path, REPORT_CACHE, "report cache")
+    except ValueError as err:
+        logger.warning("%s; evaluating again and rewriting it", err)
+        return {}
+
+
 def ensure_results(
     source: ReportSource, tasks: Sequence[str], data_dir: Path, batch_size: int = ENCODE_BATCH_SIZE
 ) -> None:
@@ -141,8 +158,8 @@ def ensure_results(
         return
     fingerprint = model_fingerprint(source.model)
     cached: dict[str, Any] = {}
-    if source.cache_path.is_file():
-        payload = json.loads(source.cache_path.read_text(encoding="utf-8"))
+    payload = _read_cache(source.cache_path)
+    if payload:
         if payload.get("model_fingerprint") == fingerprint:
             cached = {t: r for t, r in payload.get("results", {}).items() if is_current(r)}
         else:
