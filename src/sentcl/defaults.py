@@ -12,6 +12,14 @@ TEMPERATURE = 0.05
 #: Training truncation in tokens (SimCSE's unsupervised Wikipedia recipe: max_seq_len 32).
 TRAIN_MAX_LENGTH = 32
 
+#: The shortest truncation that leaves room for one real token besides [CLS] and [SEP]: below it every sentence
+#: becomes the same vector (2), or the tokenizer cannot truncate at all and silently keeps the whole sentence (1).
+MIN_MAX_LENGTH = 3
+
+#: Steps in a row with exactly the same loss after which a run stops: a loss that cannot move trains nothing
+#: (no in-batch negative, saturated logits, every sentence the same vector).
+CONSTANT_LOSS_WINDOW = 20
+
 #: Ceiling of the inference truncation when a folder sets none (BERT's position limit; SimCSE's evaluation
 #: does not truncate short of it).
 INFERENCE_MAX_LENGTH_CAP = 512

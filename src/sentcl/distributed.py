@@ -51,6 +51,11 @@ def world_size() -> int:
     return dist.get_world_size() if dist.is_available() and dist.is_initialized() else 1
 
 
+def launched_world_size() -> int:
+    """The processes torchrun launched (WORLD_SIZE; 1 when unset), known before the process group is joined."""
+    return max(1, _env_int("WORLD_SIZE", 1))
+
+
 def local_rank() -> int:
     """This process's index on its machine (torchrun's LOCAL_RANK), 0 when unset."""
     return _env_int("LOCAL_RANK", 0)

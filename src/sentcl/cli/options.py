@@ -8,6 +8,7 @@ from typing import Any, TypeVar
 
 from sentcl.config import ConfigError
 from sentcl.config.poolers import POOLERS
+from sentcl.config.typed import check_max_length
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
@@ -44,6 +45,16 @@ def positive_int(text: str) -> int:
         raise argparse.ArgumentTypeError(f"expected a whole number, got {text!r}") from None
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
+    return value
+
+
+def max_length_arg(text: str) -> int:
+    """argparse type of ``--max-length``: the rule of every truncation (``check_max_length``: 3 or more)."""
+    value = positive_int(text)
+    try:
+        check_max_length("--max-length", value)
+    except ConfigError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--max-length={value} ")) from None
     return value
 
 
@@ -84,7 +95,7 @@ def add_model_options(p: argparse.ArgumentParser, *, model_required: bool = True
     add_batch_size(p)
     p.add_argument(
         "--max-length",
-        type=positive_int,
+        type=max_length_arg,
         help="Truncate sentences to this many tokens (default: the model's limit, at most 512).",
     )
     p.add_argument(

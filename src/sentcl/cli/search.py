@@ -7,7 +7,7 @@ import json
 import logging
 from pathlib import Path
 
-from sentcl.cli.options import add_backend, add_batch_size, add_pooler, positive_int
+from sentcl.cli.options import add_backend, add_batch_size, add_pooler, max_length_arg, positive_int
 
 logger = logging.getLogger("sentcl")
 
@@ -54,7 +54,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_pooler(p)
     add_batch_size(p)
-    p.add_argument("--max-length", type=positive_int, help="Truncate sentences to this many tokens.")
+    p.add_argument("--max-length", type=max_length_arg, help="Truncate sentences to this many tokens.")
     p.add_argument("--json", action="store_true", help="Print the hits as JSON instead of a table.")
     add_backend(p)
     p.set_defaults(func=run)

@@ -50,7 +50,7 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.evaluation.runner import format_results
     from sentcl.training.checkpoint import CheckpointError
     from sentcl.training.loop import train
-    from sentcl.training.step import TrainingDiverged
+    from sentcl.training.step import TrainingDiverged, TrainingStalled
 
     overrides = list(args.overrides)
     if args.data_dir is not None:  # as quoted YAML text: a folder named 'yes', '123' or '[a' stays a path
@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     cfg = load_config(TrainConfig, recipe, overrides)
     try:
         result = train(cfg, resume=args.resume)
-    except (TrainingDiverged, CheckpointError) as err:
+    except (TrainingDiverged, TrainingStalled, CheckpointError) as err:
         return _failed(str(err))
     except FileNotFoundError:
         raise  # the user's (a missing file): exit 2, like every command

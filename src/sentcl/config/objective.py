@@ -33,6 +33,13 @@ AUGMENTATION_KEYS = (
 #: the model options of methods that may train two encoders (f for view 0, g for the others; SimCSE Table 2)
 TWO_ENCODER_KEYS = ("model.two_encoders", "model.dual_embedding")
 
+#: what an InfoNCE over in-batch negatives needs (``ObjectiveConfig.min_batch``)
+IN_BATCH_NEGATIVES = (
+    2,
+    "its InfoNCE takes the batch's other sentences as negatives: with one sentence the positive is the only "
+    "candidate and the loss is exactly 0",
+)
+
 #: logits of InfoNCE-like objectives: cosine / tau (the papers) or the dot product / tau
 SIMILARITIES = ("cosine", "dot")
 
@@ -57,11 +64,21 @@ class ObjectiveConfig:
 
     #: the method-scoped keys of other sections (fields marked ``method_scoped``) this method reads
     uses: typing.ClassVar[tuple[str, ...]] = ()
+    #: what the objective needs to learn at all, checked by ``sentcl.training.validation.check_needs``: the
+    #: options whose values divide the logits (temperatures) and those that multiply them (scales, 1 / tau);
+    #: float32 logits must not saturate under either
+    temperature_keys: typing.ClassVar[tuple[str, ...]] = ()
+    scale_keys: typing.ClassVar[tuple[str, ...]] = ()
     #: the views are sentences written into templates (model.pooler=mask reads their [MASK])
     templated_views: typing.ClassVar[bool] = False
 
     def check(self, cfg: TrainConfig) -> None:
         """The method's rules on other sections (e.g. a pooler it needs); run by ``sentcl.training.validation``."""
+
+    def min_batch(self) -> tuple[int, str]:
+        """The fewest sentences per batch (every process' together) with which the objective can learn, and
+        why; ``sentcl.training.validation.check_needs`` refuses a smaller ``training.batch_size``."""
+        return 1, ""
 
     def __post_init__(self) -> None:
         if self.mlm_weight < 0:
@@ -96,9 +113,14 @@ class TemperatureOptions(ObjectiveConfig):
 
     temperature: float = temperature_option()
 
+    temperature_keys: typing.ClassVar[tuple[str, ...]] = ("temperature",)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("objective.temperature", self.temperature)
+
+    def min_batch(self) -> tuple[int, str]:
+        return IN_BATCH_NEGATIVES
 
 
 @dataclass

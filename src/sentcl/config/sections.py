@@ -23,6 +23,7 @@ from sentcl.config.teacher import TeacherConfig, parse_teachers
 from sentcl.config.typed import (
     ConfigError,
     check_choice,
+    check_max_length,
     check_positive,
     opt,
 )
@@ -158,7 +159,7 @@ class ModelConfig:
                 except ValueError as err:
                     raise ConfigError(f"model.prompt_templates: {err}") from None
         check_choice("model.dual_embedding", self.dual_embedding, ("f", "concat"))
-        check_positive("model.max_length", self.max_length)
+        check_max_length("model.max_length", self.max_length)
         if self.dropout is not None and not 0.0 <= self.dropout < 1.0:
             raise ConfigError(f"model.dropout must be in [0, 1), got {self.dropout!r}")
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sentcl.config.poolers import POOLERS
-from sentcl.config.typed import ConfigError, check_choice, check_positive, from_dict, opt
+from sentcl.config.typed import ConfigError, check_choice, check_max_length, check_positive, from_dict, opt
 from sentcl.files.read import preview
 
 
@@ -31,7 +31,7 @@ class TeacherConfig:
         check_positive("model.teacher.weight", self.weight)
         if self.pooler is not None:
             check_choice("model.teacher.pooler", self.pooler, POOLERS)
-        check_positive("model.teacher.max_length", self.max_length, allow_none=True)
+        check_max_length("model.teacher.max_length", self.max_length, allow_none=True)
 
 
 def _one(item: Any, name: str) -> TeacherConfig:

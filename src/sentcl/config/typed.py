@@ -23,6 +23,7 @@ import typing
 from dataclasses import field
 from typing import Any, Literal, TypeVar, get_args, get_origin
 
+from sentcl.defaults import MIN_MAX_LENGTH
 from sentcl.files.read import YAML_11_MARK, load_yaml_text, preview
 
 T = TypeVar("T")
@@ -55,6 +56,19 @@ def check_positive(name: str, value: float | int | None, allow_none: bool = Fals
         raise ConfigError(f"{name}={value!r} is not a finite number")
     if value is None or value <= 0:
         raise ConfigError(f"{name} must be positive, got {preview(value)}")
+
+
+def check_max_length(name: str, value: int | None, allow_none: bool = False) -> None:
+    """A truncation in tokens: at least ``MIN_MAX_LENGTH`` (3: [CLS], one real token, [SEP]). 2 gives every sentence
+    the same vector; 1 cannot hold [CLS] and [SEP], so the tokenizer does not truncate at all."""
+    if value is None and allow_none:
+        return
+    check_positive(name, value)
+    assert value is not None
+    if value < MIN_MAX_LENGTH:
+        raise ConfigError(
+            f"{name}={value} leaves no room for a real token besides [CLS] and [SEP]: use {MIN_MAX_LENGTH} or more"
+        )
 
 
 def check_non_negative(name: str, value: float) -> None:

@@ -33,7 +33,7 @@ from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import grad_scaler
 from sentcl.training.provenance import write_provenance
 from sentcl.training.run_folder import RunLock, file_fingerprint, prepare_output_dir
-from sentcl.training.step import check_finite_grad_norm, check_finite_loss, check_finite_weights
+from sentcl.training.step import LossWatch, check_finite_grad_norm, check_finite_loss, check_finite_weights
 from sentcl.training.tracking import Tracker
 from sentcl.training.validation import Resolved
 
@@ -170,6 +170,8 @@ class Optimization:
     scheduler: torch.optim.lr_scheduler.LRScheduler
     scaler: torch.amp.GradScaler
     max_grad_norm: float
+    #: stops the run when the loss stays exactly constant (it cannot learn)
+    watch: LossWatch = field(default_factory=LossWatch)
 
     @classmethod
     def build(
@@ -185,8 +187,9 @@ class Optimization:
         return self.scheduler.get_last_lr()[0]
 
     def step(self, loss: torch.Tensor, step: int) -> None:
-        """Apply the accumulated gradients (every process' summed), clipped; refuse a non-finite loss."""
-        check_finite_loss(loss, step, self.lr)
+        """Apply the accumulated gradients (every process' summed), clipped; refuse a non-finite loss, and a
+        loss that has stayed exactly constant (``LossWatch``)."""
+        self.watch.observe(check_finite_loss(loss, step, self.lr), step)
         distributed.sync_gradients(self.trainable)
         if self.max_grad_norm > 0:
             self.scaler.unscale_(self.optimizer)

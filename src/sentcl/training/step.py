@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -12,6 +13,7 @@ from torch import Tensor, nn
 
 from sentcl import distributed
 from sentcl.data.augment.features import input_embeddings
+from sentcl.defaults import CONSTANT_LOSS_WINDOW
 from sentcl.methods import Method
 from sentcl.modeling.bucketing import bucketed
 from sentcl.modeling.dual import DualEncoder
@@ -225,8 +227,8 @@ class TrainingDiverged(RuntimeError):
     """The loss, the gradients or the weights became NaN or infinite; the run stops, its checkpoints kept."""
 
 
-def check_finite_loss(loss: Tensor, step: int, learning_rate: float) -> None:
-    """Stop the run at a NaN or infinite loss, before the optimizer applies it (one sync per step)."""
+def check_finite_loss(loss: Tensor, step: int, learning_rate: float) -> float:
+    """Stop the run at a NaN or infinite loss, before the optimizer applies it (one sync per step); return it."""
     value = float(loss.detach())
     if not math.isfinite(value):
         raise TrainingDiverged(
@@ -234,6 +236,34 @@ def check_finite_loss(loss: Tensor, step: int, learning_rate: float) -> None:
             "before this step changed the weights, and the last good checkpoint is kept: lower "
             "training.learning_rate or raise training.warmup_steps"
         )
+    return value
+
+
+class TrainingStalled(RuntimeError):
+    """The loss stayed exactly the same for ``CONSTANT_LOSS_WINDOW`` steps: the run cannot learn; it stops."""
+
+
+@dataclass
+class LossWatch:
+    """Stops a run whose loss stays exactly constant (bit for bit) for ``window`` steps in a row. New batches
+    move any loss that can learn; an exactly constant one means nothing reaches the weights (no in-batch
+    negative, saturated logits, every sentence the same vector)."""
+
+    window: int = CONSTANT_LOSS_WINDOW
+    value: float | None = None
+    since: int = 0  # the first step of the current run of equal values
+
+    def observe(self, value: float, step: int) -> None:
+        if value != self.value:
+            self.value, self.since = value, step
+            return
+        if step - self.since + 1 >= self.window:
+            raise TrainingStalled(
+                f"the loss has been exactly {value!r} for {self.window} steps (steps {self.since} to {step}): "
+                "the run cannot learn (too few sentences per batch for in-batch negatives, a temperature that "
+                "saturates the logits, or a max_length that gives every sentence the same vector); training "
+                "stopped, the last checkpoint is kept"
+            )
 
 
 def check_finite_grad_norm(norm: Tensor, step: int, learning_rate: float) -> None:

@@ -12,6 +12,7 @@ the method records. The environment part resolves the data folder, the training 
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -62,6 +63,49 @@ def check_method_scoped_keys(cfg: TrainConfig) -> None:
             f"{key}={preview(_value(cfg, key))} is ignored by {cfg.objective.name}; it is used by "
             f"{', '.join(users) or 'no method'} (objective.name)"
         )
+
+
+#: The cosine gap at which logits must not saturate: two candidates whose cosines to an anchor differ by 2^-10
+#: (about 0.001, closer than the in-batch negatives of an untrained encoder usually are) must still get distinct
+#: softmax shares in float32. Our reading of "logits that saturate"; no paper states a bound. SimCSE's
+#: temperatures (0.001 to 1, its Table D.1) all pass.
+SATURATION_GAP = 2.0**-10
+#: float32 rounds 1 + x to 1 for every x <= 2^-24 (half its spacing at 1, ties to even)
+FLOAT32_HALF_SPACING_AT_ONE = 2.0**-24
+
+
+def logits_saturate(scale: float, gap: float = SATURATION_GAP) -> bool:
+    """True when logits ``cosine x scale`` (scale = 1 / temperature) saturate in float32: the cross-entropy of a
+    positive and a candidate ``gap`` below it is exactly 0, because the candidate's share exp(-gap x scale) is
+    lost next to the positive's 1 (at most 2^-24), i.e. ``gap x scale >= 24 ln 2``."""
+    return not math.isfinite(scale) or gap * scale >= -math.log(FLOAT32_HALF_SPACING_AT_ONE)
+
+
+def check_needs(cfg: TrainConfig, world_size: int = 1) -> None:
+    """What the objective declares it needs to learn at all (``ObjectiveConfig.min_batch``, ``temperature_keys``,
+    ``scale_keys``): refused before any work, naming the key. (``model.max_length`` >= 3, room for a real token,
+    is the model section's own rule.)"""
+    o = cfg.objective
+    least, why = o.min_batch()
+    if cfg.training.batch_size * world_size < least:
+        across = f" x {world_size} processes" if world_size > 1 else ""
+        raise ConfigError(
+            f"training.batch_size={cfg.training.batch_size}{across} cannot train {o.name}: it needs {least} or "
+            f"more sentences per batch ({why})"
+        )
+    limit = (
+        -math.log(FLOAT32_HALF_SPACING_AT_ONE) / SATURATION_GAP
+    )  # the largest scale that does not saturate
+    for key, scale in [(k, 1.0 / getattr(o, k)) for k in o.temperature_keys] + [
+        (k, getattr(o, k)) for k in o.scale_keys
+    ]:
+        if logits_saturate(scale):
+            value = getattr(o, key)
+            bound = f"{1.0 / limit:.3g} or more" if key in o.temperature_keys else f"{limit:.4g} or less"
+            raise ConfigError(
+                f"objective.{key}={value!r} saturates float32 logits: two cosines {SATURATION_GAP:.2g} apart give "
+                f"the top one the whole softmax, so the loss is exactly 0 and nothing is learned; use {bound}"
+            )
 
 
 def check_data(cfg: TrainConfig, reader: str) -> None:
@@ -149,6 +193,13 @@ def check_training(cfg: TrainConfig) -> torch.device:
     return device
 
 
+def _launched_world_size() -> int:
+    """The processes of this run (torchrun's WORLD_SIZE): in-batch negatives are gathered across them."""
+    from sentcl.distributed import launched_world_size
+
+    return launched_world_size()
+
+
 def validate(cfg: TrainConfig, *, environment: bool = True) -> Resolved:
     """Raise ConfigError (or FileNotFoundError for a missing file) for the first rule ``cfg`` breaks; return
     what the environment part resolved.
@@ -166,6 +217,7 @@ def validate(cfg: TrainConfig, *, environment: bool = True) -> Resolved:
     for section in dataclasses.fields(cfg):  # values set after parsing get their section's checks again
         getattr(cfg, section.name).__post_init__()
     check_method_scoped_keys(cfg)
+    check_needs(cfg, _launched_world_size() if environment else 1)
     check_data(cfg, cfg.data.reader or record.reader)
     check_model(cfg)
     cfg.objective.check(cfg)

@@ -7,7 +7,7 @@ The builder (``build.py``) receives an instance of CoSENTOptions and trusts it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sentcl.config.objective import (
     ObjectiveConfig,
@@ -33,9 +33,14 @@ class CoSENTOptions(ObjectiveConfig):
         "CoSENT: lambda of log(1 + sum_{s_i > s_j} exp(lambda (cos_j - cos_i))); the paper's 20.",
     )
 
+    scale_keys: ClassVar[tuple[str, ...]] = ("scale",)
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("objective.scale", self.scale)
+
+    def min_batch(self) -> tuple[int, str]:
+        return 2, "a ranking loss orders the batch's pairs: one pair has no order, and the loss is exactly 0"
 
 
 #: the method's record: its name, options, reader, paper (with its link) and summary

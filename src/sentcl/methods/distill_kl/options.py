@@ -7,7 +7,7 @@ The builder (``build.py``) receives an instance of DistillKLOptions and trusts i
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sentcl.config.objective import (
     TeacherOptions,
@@ -39,10 +39,18 @@ class DistillKLOptions(TeacherOptions):
         "Teacher temperature: p_T = softmax over j != i of cos(t_i, t_j) / tau_T.",
     )
 
+    temperature_keys: ClassVar[tuple[str, ...]] = ("temperature", "teacher_temperature")
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("objective.temperature", self.temperature)
         check_positive("objective.teacher_temperature", self.teacher_temperature)
+
+    def min_batch(self) -> tuple[int, str]:
+        return 3, (
+            "each sentence's distribution is over the batch's other sentences: with one other it is always 1, "
+            "and the KL is exactly 0"
+        )
 
 
 #: the method's record: its name, options, reader, paper (with its link) and summary

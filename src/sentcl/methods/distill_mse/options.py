@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
 from sentcl.config.objective import (
+    IN_BATCH_NEGATIVES,
     TEACHER_KEYS,
     TeacherOptions,
     temperature_option,
@@ -35,6 +36,11 @@ class DistillMSEOptions(TeacherOptions):
     temperature: float = temperature_option()
 
     uses: ClassVar[tuple[str, ...]] = TEACHER_KEYS
+    temperature_keys: ClassVar[tuple[str, ...]] = ("temperature",)
+
+    def min_batch(self) -> tuple[int, str]:
+        """The MSE to the teachers learns from one sentence; the added SimCSE term needs in-batch negatives."""
+        return IN_BATCH_NEGATIVES if self.simcse_weight > 0 else (1, "")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -13,7 +13,6 @@ from sentcl.config.objective import (
     TemperatureOptions,
 )
 from sentcl.config.typed import (
-    ConfigError,
     check_choice,
     check_in_unit,
     opt,
@@ -21,7 +20,7 @@ from sentcl.config.typed import (
 from sentcl.methods.record import STS7, MethodRecord, Paper
 
 if TYPE_CHECKING:
-    from sentcl.config.sections import TrainConfig
+    pass
 
 
 #: MixCSE's mixing partners: the next sentence of the batch (the paper) or every other one (ours)
@@ -44,9 +43,8 @@ class MixCSEOptions(TemperatureOptions):
         check_choice("objective.mix_partners", self.mix_partners, MIX_PARTNERS)
         check_in_unit("objective.mix_lambda", self.mix_lambda, closed=True)
 
-    def check(self, cfg: TrainConfig) -> None:
-        if cfg.training.batch_size < 2:
-            raise ConfigError("mixcse mixes a positive with another sentence of the batch: batch_size >= 2")
+    def min_batch(self) -> tuple[int, str]:
+        return 2, "it mixes each positive with another sentence of the batch, and its InfoNCE needs negatives"
 
 
 #: the method's record: its name, options, reader, paper (with its link) and summary

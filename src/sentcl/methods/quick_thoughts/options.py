@@ -45,6 +45,13 @@ class QuickThoughtsOptions(ObjectiveConfig):
 
     uses: ClassVar[tuple[str, ...]] = TWO_ENCODER_KEYS
 
+    def min_batch(self) -> tuple[int, str]:
+        """A sentence classifies its neighbours among the batch's other sentences: with the diagonal masked, two
+        sentences leave each one a single candidate, its neighbour, and the loss is exactly 0."""
+        if self.quick_thoughts_diagonal == "mask":
+            return 3, "each sentence picks its neighbours among the batch's others, its own score masked"
+        return 2, "each sentence picks its neighbours among the batch's sentences"
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_positive("objective.context_size", self.context_size)

@@ -7,9 +7,10 @@ The builder (``build.py``) receives an instance of RankCSEOptions and trusts it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from sentcl.config.objective import (
+    IN_BATCH_NEGATIVES,
     TeacherOptions,
 )
 from sentcl.config.typed import (
@@ -52,6 +53,16 @@ class RankCSEOptions(TeacherOptions):
         "beta: weight of the ranking consistency term, the Jensen-Shannon divergence between the in-batch "
         "distributions of the two dropout views (0: off).",
     )
+
+    temperature_keys: ClassVar[tuple[str, ...]] = (
+        "temperature",
+        "teacher_temperature",
+        "listnet_temperature",
+        "listmle_temperature",
+    )
+
+    def min_batch(self) -> tuple[int, str]:
+        return IN_BATCH_NEGATIVES
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -34,6 +34,10 @@ class SupSimCSEOptions(TemperatureOptions):
 
     uses: ClassVar[tuple[str, ...]] = ("data.use_neutral",)
 
+    def min_batch(self) -> tuple[int, str]:
+        """One triple learns: its contradiction is a negative beside the entailment (eq. 5)."""
+        return 1, ""
+
     def __post_init__(self) -> None:
         super().__post_init__()
         check_choice("objective.similarity", self.similarity, SIMILARITIES)
