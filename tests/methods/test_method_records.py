@@ -32,6 +32,9 @@ def test_every_record_is_its_own_package_with_a_builder() -> None:
     src = Path(__file__).resolve().parents[2] / "src" / "sentcl" / "methods"
     packages = sorted(p.parent.name for p in src.glob("*/options.py"))
     assert packages == METHODS.names(), "a method package missing from sentcl.methods.catalogue"
+    catalogue = (src / "catalogue.py").read_text(encoding="utf-8")
+    missing = [n for n in packages if f"import sentcl.methods.{n}.options  # noqa: F401" not in catalogue]
+    assert missing == [], "each method's one registration line is in catalogue.py"
 
 
 @pytest.mark.parametrize("name", METHODS.names())

@@ -2,7 +2,7 @@
 
 A method lives in its own package ``sentcl/methods/<name>/``: ``options.py`` (its options class and its
 ``RECORD``, torch-free), ``build.py`` (``build(cfg, options, corpus, tokenizer) -> Method``), usually
-``loss.py`` (its objective). Adding one is its package plus one line in ``_RECORDS`` below. Reading a recipe
+``loss.py`` (its objective). Adding one is its package plus one import line below. Reading a recipe
 imports the options modules only, never a method's torch code (litgpt's ``config.py`` keeps the same promise).
 """
 
@@ -11,51 +11,27 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+# ---- the catalogue: one line per method (importing its options module registers its RECORD)
+import sentcl.methods.arccse.options  # noqa: F401
+import sentcl.methods.cosent.options  # noqa: F401
+import sentcl.methods.cutoff_triplet.options  # noqa: F401
+import sentcl.methods.diffcse.options  # noqa: F401
+import sentcl.methods.distill_kl.options  # noqa: F401
+import sentcl.methods.distill_mse.options  # noqa: F401
+import sentcl.methods.esimcse.options  # noqa: F401
+import sentcl.methods.mixcse.options  # noqa: F401
+import sentcl.methods.next_sentence.options  # noqa: F401
+import sentcl.methods.promptbert.options  # noqa: F401
+import sentcl.methods.quick_thoughts.options  # noqa: F401
+import sentcl.methods.rankcse.options  # noqa: F401
+import sentcl.methods.sncse.options  # noqa: F401
+import sentcl.methods.sup_pairs.options  # noqa: F401
+import sentcl.methods.sup_simcse.options  # noqa: F401
+import sentcl.methods.unsup_simcse.options  # noqa: F401
 from sentcl.config.objective import ObjectiveConfig
 from sentcl.config.typed import ConfigError, describe_fields
 from sentcl.files.read import cut, preview
-from sentcl.methods.arccse.options import RECORD as ARCCSE
-from sentcl.methods.cosent.options import RECORD as COSENT
-from sentcl.methods.cutoff_triplet.options import RECORD as CUTOFF_TRIPLET
-from sentcl.methods.diffcse.options import RECORD as DIFFCSE
-from sentcl.methods.distill_kl.options import RECORD as DISTILL_KL
-from sentcl.methods.distill_mse.options import RECORD as DISTILL_MSE
-from sentcl.methods.esimcse.options import RECORD as ESIMCSE
-from sentcl.methods.mixcse.options import RECORD as MIXCSE
-from sentcl.methods.next_sentence.options import RECORD as NEXT_SENTENCE
-from sentcl.methods.promptbert.options import RECORD as PROMPTBERT
-from sentcl.methods.quick_thoughts.options import RECORD as QUICK_THOUGHTS
-from sentcl.methods.rankcse.options import RECORD as RANKCSE
-from sentcl.methods.record import MethodRecord
-from sentcl.methods.sncse.options import RECORD as SNCSE
-from sentcl.methods.sup_pairs.options import RECORD as SUP_PAIRS
-from sentcl.methods.sup_simcse.options import RECORD as SUP_SIMCSE
-from sentcl.methods.unsup_simcse.options import RECORD as UNSUP_SIMCSE
-from sentcl.registry import Registry
-
-#: every method sentcl trains, one line each (the order of ``sentcl train --help``)
-_RECORDS = (
-    UNSUP_SIMCSE,
-    SUP_SIMCSE,
-    SUP_PAIRS,
-    CUTOFF_TRIPLET,
-    NEXT_SENTENCE,
-    QUICK_THOUGHTS,
-    COSENT,
-    ESIMCSE,
-    MIXCSE,
-    ARCCSE,
-    PROMPTBERT,
-    SNCSE,
-    DISTILL_MSE,
-    DISTILL_KL,
-    RANKCSE,
-    DIFFCSE,
-)
-
-METHODS: Registry[MethodRecord] = Registry("method")
-for _record in _RECORDS:
-    METHODS.register(_record.name)(lambda record=_record: record)
+from sentcl.methods.record import METHODS, MethodRecord
 
 
 def method_record(name: object) -> MethodRecord:

@@ -1,8 +1,8 @@
 """What a method's record holds, torch-free: its paper (authors, title, venue, citation, link, headline number)
 and the record itself (name, options class, reader, paper, summary).
 
-Each method writes its own ``RECORD`` in ``sentcl/methods/<name>/options.py``, beside its options class; the
-catalogue (:mod:`sentcl.methods.catalogue`) lists them. The model card, the README's table and the results pages
+Each method writes its own ``RECORD = register_method(MethodRecord(...))`` in ``sentcl/methods/<name>/options.py``,
+beside its options class; the catalogue (:mod:`sentcl.methods.catalogue`) imports every such module, one line each. The model card, the README's table and the results pages
 read the records.
 """
 
@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+from sentcl.registry import Registry
 
 if TYPE_CHECKING:
     from sentcl.config.objective import ObjectiveConfig
@@ -53,3 +55,14 @@ class MethodRecord:
         """The method's own package (``sentcl.methods.diffcse``): its options module's parent. Its ``build``
         module holds the builder."""
         return self.options.__module__.rsplit(".", 1)[0]
+
+
+#: every method's record by name: each ``options.py`` registers its own (``register_method``), and the catalogue
+#: (:mod:`sentcl.methods.catalogue`) imports every ``options.py``, one line each
+METHODS: Registry[MethodRecord] = Registry("method")
+
+
+def register_method(record: MethodRecord) -> MethodRecord:
+    """Register ``record`` under its name (twice is an error); returns it, for ``RECORD = register_method(...)``."""
+    METHODS.register(record.name)(lambda: record)
+    return record

@@ -17,7 +17,7 @@ from sentcl.config.typed import (
     check_non_negative,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -51,22 +51,24 @@ class ArcCSEOptions(TemperatureOptions):
             )
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "arccse",
-    ArcCSEOptions,
-    "lines",
-    Paper(
-        "Yuhao Zhang, Hongji Zhu, Yongliang Wang, Nan Xu, Xiaobo Li and Binqiang Zhao",
-        "A Contrastive Framework for Learning Sentence Representations from Pairwise and Triple-wise "
-        "Perspective in Angular Space",
-        "ACL 2022",
-        "@inproceedings{zhang2022arccse, title={A Contrastive Framework for Learning Sentence "
-        "Representations from Pairwise and Triple-wise Perspective in Angular Space}, author={Zhang, "
-        "Yuhao and others}, booktitle={ACL}, year={2022}}",
-        78.11,
-        f"{STS7}, unsupervised",
-        url="https://aclanthology.org/2022.acl-long.336",
-    ),
-    "ArcCSE (Zhang et al., 2022): an angular margin on the positive + a triplet over masked views",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "arccse",
+        ArcCSEOptions,
+        "lines",
+        Paper(
+            "Yuhao Zhang, Hongji Zhu, Yongliang Wang, Nan Xu, Xiaobo Li and Binqiang Zhao",
+            "A Contrastive Framework for Learning Sentence Representations from Pairwise and Triple-wise "
+            "Perspective in Angular Space",
+            "ACL 2022",
+            "@inproceedings{zhang2022arccse, title={A Contrastive Framework for Learning Sentence "
+            "Representations from Pairwise and Triple-wise Perspective in Angular Space}, author={Zhang, "
+            "Yuhao and others}, booktitle={ACL}, year={2022}}",
+            78.11,
+            f"{STS7}, unsupervised",
+            url="https://aclanthology.org/2022.acl-long.336",
+        ),
+        "ArcCSE (Zhang et al., 2022): an angular margin on the positive + a triplet over masked views",
+    )
 )

@@ -16,7 +16,7 @@ from sentcl.config.typed import (
     check_positive,
     opt,
 )
-from sentcl.methods.record import MethodRecord, Paper
+from sentcl.methods.record import MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -43,20 +43,22 @@ class CoSENTOptions(ObjectiveConfig):
         return 2, "a ranking loss orders the batch's pairs: one pair has no order, and the loss is exactly 0"
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "cosent",
-    CoSENTOptions,
-    "scored_pairs",
-    Paper(
-        "Jianlin Su",
-        "CoSENT: a more efficient sentence vector scheme than Sentence-BERT",
-        "blog post (kexue.fm), 2022",
-        "Su, Jianlin. CoSENT (1): a more efficient sentence vector scheme than Sentence-BERT. "
-        "Blog post, kexue.fm, 2022.",
-        None,
-        "none: the post reports per-dataset Chinese STS results, no 7-task STS average",
-        url="https://kexue.fm/archives/8847",
-    ),
-    "CoSENT (Su, 2022): a ranking loss on the cosines of scored pairs",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "cosent",
+        CoSENTOptions,
+        "scored_pairs",
+        Paper(
+            "Jianlin Su",
+            "CoSENT: a more efficient sentence vector scheme than Sentence-BERT",
+            "blog post (kexue.fm), 2022",
+            "Su, Jianlin. CoSENT (1): a more efficient sentence vector scheme than Sentence-BERT. "
+            "Blog post, kexue.fm, 2022.",
+            None,
+            "none: the post reports per-dataset Chinese STS results, no 7-task STS average",
+            url="https://kexue.fm/archives/8847",
+        ),
+        "CoSENT (Su, 2022): a ranking loss on the cosines of scored pairs",
+    )
 )

@@ -20,7 +20,7 @@ from sentcl.config.typed import (
     check_non_negative,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     from sentcl.config.sections import TrainConfig
@@ -87,19 +87,21 @@ class CutoffTripletOptions(TemperatureOptions):
             )
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "cutoff_triplet",
-    CutoffTripletOptions,
-    "lines",
-    Paper(
-        "an unpublished research note",
-        "Token cutoff views with a triplet term",
-        "unpublished",
-        "Token cutoff views with a triplet term: an unpublished research note (no published paper to "
-        "cite); its Tables 1-2 give the numbers.",
-        76.91,
-        f"{STS7}, [UNK] cutoff with the LeakyReLU strong-view head (the note's Tables 1-2)",
-    ),
-    "token cutoff views (weak s*, strong s**) with a triplet term (an unpublished research note)",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "cutoff_triplet",
+        CutoffTripletOptions,
+        "lines",
+        Paper(
+            "an unpublished research note",
+            "Token cutoff views with a triplet term",
+            "unpublished",
+            "Token cutoff views with a triplet term: an unpublished research note (no published paper to "
+            "cite); its Tables 1-2 give the numbers.",
+            76.91,
+            f"{STS7}, [UNK] cutoff with the LeakyReLU strong-view head (the note's Tables 1-2)",
+        ),
+        "token cutoff views (weak s*, strong s**) with a triplet term (an unpublished research note)",
+    )
 )

@@ -18,7 +18,7 @@ from sentcl.config.typed import (
     check_non_negative,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     from sentcl.config.sections import TrainConfig
@@ -103,23 +103,25 @@ class DiffCSEOptions(InfoNCEOptions):
             )
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "diffcse",
-    DiffCSEOptions,
-    "lines",
-    Paper(
-        "Yung-Sung Chuang, Rumen Dangovski, Hongyin Luo, Yang Zhang, Shiyu Chang, Marin Soljacic, "
-        "Shang-Wen Li, Wen-tau Yih, Yoon Kim and James Glass",
-        "DiffCSE: Difference-based Contrastive Learning for Sentence Embeddings",
-        "NAACL 2022",
-        "@inproceedings{chuang2022diffcse, title={DiffCSE: Difference-based Contrastive Learning for "
-        "Sentence Embeddings}, author={Chuang, Yung-Sung and Dangovski, Rumen and Luo, Hongyin and Zhang, "
-        "Yang and Chang, Shiyu and Soljacic, Marin and Li, Shang-Wen and Yih, Wen-tau and Kim, Yoon and "
-        "Glass, James}, booktitle={NAACL}, year={2022}}",
-        78.49,
-        f"{STS7}, unsupervised",
-        url="https://aclanthology.org/2022.naacl-main.311",
-    ),
-    "DiffCSE (Chuang et al., 2022): SimCSE + replaced-token detection conditioned on the sentence vector",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "diffcse",
+        DiffCSEOptions,
+        "lines",
+        Paper(
+            "Yung-Sung Chuang, Rumen Dangovski, Hongyin Luo, Yang Zhang, Shiyu Chang, Marin Soljacic, "
+            "Shang-Wen Li, Wen-tau Yih, Yoon Kim and James Glass",
+            "DiffCSE: Difference-based Contrastive Learning for Sentence Embeddings",
+            "NAACL 2022",
+            "@inproceedings{chuang2022diffcse, title={DiffCSE: Difference-based Contrastive Learning for "
+            "Sentence Embeddings}, author={Chuang, Yung-Sung and Dangovski, Rumen and Luo, Hongyin and Zhang, "
+            "Yang and Chang, Shiyu and Soljacic, Marin and Li, Shang-Wen and Yih, Wen-tau and Kim, Yoon and "
+            "Glass, James}, booktitle={NAACL}, year={2022}}",
+            78.49,
+            f"{STS7}, unsupervised",
+            url="https://aclanthology.org/2022.naacl-main.311",
+        ),
+        "DiffCSE (Chuang et al., 2022): SimCSE + replaced-token detection conditioned on the sentence vector",
+    )
 )

@@ -16,7 +16,7 @@ from sentcl.config.typed import (
     check_positive,
     opt,
 )
-from sentcl.methods.record import MethodRecord, Paper
+from sentcl.methods.record import MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -53,20 +53,22 @@ class DistillKLOptions(TeacherOptions):
         )
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "distill_kl",
-    DistillKLOptions,
-    "lines",
-    Paper(
-        "sentcl (our reading)",
-        "In-batch similarity-distribution distillation",
-        "unpublished",
-        "In-batch similarity-distribution distillation: our reading of the relational part of RankCSE's "
-        "ListNet term (Liu et al., ACL 2023) without its contrastive term; no paper states it alone",
-        None,
-        "none: no paper reports this loss alone",
-        url="https://arxiv.org/abs/2305.16726",
-    ),
-    "the student's in-batch similarity distribution follows the teacher's (KL divergence; our reading)",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "distill_kl",
+        DistillKLOptions,
+        "lines",
+        Paper(
+            "sentcl (our reading)",
+            "In-batch similarity-distribution distillation",
+            "unpublished",
+            "In-batch similarity-distribution distillation: our reading of the relational part of RankCSE's "
+            "ListNet term (Liu et al., ACL 2023) without its contrastive term; no paper states it alone",
+            None,
+            "none: no paper reports this loss alone",
+            url="https://arxiv.org/abs/2305.16726",
+        ),
+        "the student's in-batch similarity distribution follows the teacher's (KL divergence; our reading)",
+    )
 )

@@ -20,7 +20,7 @@ from sentcl.config.typed import (
     check_positive,
     opt,
 )
-from sentcl.methods.record import MethodRecord, Paper
+from sentcl.methods.record import MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -48,23 +48,25 @@ class DistillMSEOptions(TeacherOptions):
         check_positive("objective.temperature", self.temperature)
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "distill_mse",
-    DistillMSEOptions,
-    "lines",
-    Paper(
-        "Nils Reimers and Iryna Gurevych",
-        "Making Monolingual Sentence Embeddings Multilingual using Knowledge Distillation",
-        "EMNLP 2020",
-        "@inproceedings{reimers2020multilingual, title={Making Monolingual Sentence Embeddings Multilingual "
-        "using Knowledge Distillation}, author={Reimers, Nils and Gurevych, Iryna}, booktitle={EMNLP}, "
-        "year={2020}}",
-        None,
-        "none: no comparable number; the paper reports multilingual and cross-lingual STS 2017 (Tables 1-2) and "
-        "bitext retrieval, not the 7-task English STS average",
-        url="https://aclanthology.org/2020.emnlp-main.365",
-    ),
-    "knowledge distillation (Reimers & Gurevych, 2020): the student reproduces the teacher's vectors (MSE); "
-    "parallel sentences make it multilingual",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "distill_mse",
+        DistillMSEOptions,
+        "lines",
+        Paper(
+            "Nils Reimers and Iryna Gurevych",
+            "Making Monolingual Sentence Embeddings Multilingual using Knowledge Distillation",
+            "EMNLP 2020",
+            "@inproceedings{reimers2020multilingual, title={Making Monolingual Sentence Embeddings Multilingual "
+            "using Knowledge Distillation}, author={Reimers, Nils and Gurevych, Iryna}, booktitle={EMNLP}, "
+            "year={2020}}",
+            None,
+            "none: no comparable number; the paper reports multilingual and cross-lingual STS 2017 (Tables 1-2) and "
+            "bitext retrieval, not the 7-task English STS average",
+            url="https://aclanthology.org/2020.emnlp-main.365",
+        ),
+        "knowledge distillation (Reimers & Gurevych, 2020): the student reproduces the teacher's vectors (MSE); "
+        "parallel sentences make it multilingual",
+    )
 )

@@ -17,7 +17,7 @@ from sentcl.config.typed import (
     check_non_negative,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -44,22 +44,24 @@ class ESimCSEOptions(TemperatureOptions):
         check_non_negative("objective.queue_factor", self.queue_factor)
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "esimcse",
-    ESimCSEOptions,
-    "lines",
-    Paper(
-        "Xing Wu, Chaochen Gao, Liangjun Zang, Jizhong Han, Zhongyuan Wang and Songlin Hu",
-        "ESimCSE: Enhanced Sample Building Method for Contrastive Learning of Unsupervised Sentence "
-        "Embedding",
-        "COLING 2022",
-        "@inproceedings{wu2022esimcse, title={ESimCSE: Enhanced Sample Building Method for Contrastive "
-        "Learning of Unsupervised Sentence Embedding}, author={Wu, Xing and Gao, Chaochen and Zang, "
-        "Liangjun and Han, Jizhong and Wang, Zhongyuan and Hu, Songlin}, booktitle={COLING}, year={2022}}",
-        78.27,
-        f"{STS7}, unsupervised",
-        url="https://arxiv.org/abs/2109.04380",
-    ),
-    "ESimCSE (Wu et al., 2022): word repetition positives, a momentum-encoded negative queue",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "esimcse",
+        ESimCSEOptions,
+        "lines",
+        Paper(
+            "Xing Wu, Chaochen Gao, Liangjun Zang, Jizhong Han, Zhongyuan Wang and Songlin Hu",
+            "ESimCSE: Enhanced Sample Building Method for Contrastive Learning of Unsupervised Sentence "
+            "Embedding",
+            "COLING 2022",
+            "@inproceedings{wu2022esimcse, title={ESimCSE: Enhanced Sample Building Method for Contrastive "
+            "Learning of Unsupervised Sentence Embedding}, author={Wu, Xing and Gao, Chaochen and Zang, "
+            "Liangjun and Han, Jizhong and Wang, Zhongyuan and Hu, Songlin}, booktitle={COLING}, year={2022}}",
+            78.27,
+            f"{STS7}, unsupervised",
+            url="https://arxiv.org/abs/2109.04380",
+        ),
+        "ESimCSE (Wu et al., 2022): word repetition positives, a momentum-encoded negative queue",
+    )
 )

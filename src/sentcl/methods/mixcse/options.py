@@ -17,7 +17,7 @@ from sentcl.config.typed import (
     check_in_unit,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -47,21 +47,23 @@ class MixCSEOptions(TemperatureOptions):
         return 2, "it mixes each positive with another sentence of the batch, and its InfoNCE needs negatives"
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "mixcse",
-    MixCSEOptions,
-    "lines",
-    Paper(
-        "Yanzhao Zhang, Richong Zhang, Samuel Mensah, Xudong Liu and Yongyi Mao",
-        "Unsupervised Sentence Representation via Contrastive Learning with Mixing Negatives",
-        "AAAI 2022",
-        "@inproceedings{zhang2022mixcse, title={Unsupervised Sentence Representation via Contrastive "
-        "Learning with Mixing Negatives}, author={Zhang, Yanzhao and Zhang, Richong and Mensah, Samuel and "
-        "Liu, Xudong and Mao, Yongyi}, booktitle={AAAI}, year={2022}}",
-        77.66,
-        f"{STS7}, unsupervised (77.66 +- 0.61)",
-        url="https://doi.org/10.1609/aaai.v36i10.21428",
-    ),
-    "MixCSE (Zhang et al., 2022): detached mixed hard negatives added to SimCSE",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "mixcse",
+        MixCSEOptions,
+        "lines",
+        Paper(
+            "Yanzhao Zhang, Richong Zhang, Samuel Mensah, Xudong Liu and Yongyi Mao",
+            "Unsupervised Sentence Representation via Contrastive Learning with Mixing Negatives",
+            "AAAI 2022",
+            "@inproceedings{zhang2022mixcse, title={Unsupervised Sentence Representation via Contrastive "
+            "Learning with Mixing Negatives}, author={Zhang, Yanzhao and Zhang, Richong and Mensah, Samuel and "
+            "Liu, Xudong and Mao, Yongyi}, booktitle={AAAI}, year={2022}}",
+            77.66,
+            f"{STS7}, unsupervised (77.66 +- 0.61)",
+            url="https://doi.org/10.1609/aaai.v36i10.21428",
+        ),
+        "MixCSE (Zhang et al., 2022): detached mixed hard negatives added to SimCSE",
+    )
 )

@@ -13,7 +13,7 @@ from sentcl.config.objective import (
     TWO_ENCODER_KEYS,
     TemperatureOptions,
 )
-from sentcl.methods.record import MethodRecord, Paper
+from sentcl.methods.record import MethodRecord, Paper, register_method
 from sentcl.methods.unsup_simcse.options import SIMCSE
 
 if TYPE_CHECKING:
@@ -25,15 +25,17 @@ class NextSentenceOptions(TemperatureOptions):
     uses: ClassVar[tuple[str, ...]] = ("data.next_sentence_window", *TWO_ENCODER_KEYS)
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "next_sentence",
-    NextSentenceOptions,
-    "next_sentence",
-    Paper(
-        **SIMCSE,
-        headline=67.1,
-        headline_what="STS-B dev (Spearman x 100), BERT-base, next-sentence positives, one encoder (Table 2)",
-    ),
-    "SimCSE Table 2: the next sentence (or one of the next three) as the positive",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "next_sentence",
+        NextSentenceOptions,
+        "next_sentence",
+        Paper(
+            **SIMCSE,
+            headline=67.1,
+            headline_what="STS-B dev (Spearman x 100), BERT-base, next-sentence positives, one encoder (Table 2)",
+        ),
+        "SimCSE Table 2: the next sentence (or one of the next three) as the positive",
+    )
 )

@@ -15,7 +15,7 @@ from sentcl.config.objective import (
 from sentcl.config.typed import (
     ConfigError,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     from sentcl.config.sections import TrainConfig
@@ -38,20 +38,22 @@ class PromptBERTOptions(TemperatureOptions):
         check_mask_pooler(cfg)
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "promptbert",
-    PromptBERTOptions,
-    "lines",
-    Paper(
-        "Ting Jiang, Jian Jiao, Shaohan Huang, Zihan Zhang, Deqing Wang, Fuzhen Zhuang, Furu Wei, "
-        "Haizhen Huang, Denvy Deng and Qi Zhang",
-        "PromptBERT: Improving BERT Sentence Embeddings with Prompts",
-        "EMNLP 2022",
-        "Jiang et al.: PromptBERT: Improving BERT Sentence Embeddings with Prompts. EMNLP 2022.",
-        78.54,
-        f"{STS7}, unsupervised (78.54 +- 0.15, 5 seeds)",
-        url="https://arxiv.org/abs/2201.04337",
-    ),
-    "PromptBERT (Jiang et al., 2022): the [MASK] state of a template, two templates as the positive",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "promptbert",
+        PromptBERTOptions,
+        "lines",
+        Paper(
+            "Ting Jiang, Jian Jiao, Shaohan Huang, Zihan Zhang, Deqing Wang, Fuzhen Zhuang, Furu Wei, "
+            "Haizhen Huang, Denvy Deng and Qi Zhang",
+            "PromptBERT: Improving BERT Sentence Embeddings with Prompts",
+            "EMNLP 2022",
+            "Jiang et al.: PromptBERT: Improving BERT Sentence Embeddings with Prompts. EMNLP 2022.",
+            78.54,
+            f"{STS7}, unsupervised (78.54 +- 0.15, 5 seeds)",
+            url="https://arxiv.org/abs/2201.04337",
+        ),
+        "PromptBERT (Jiang et al., 2022): the [MASK] state of a template, two templates as the positive",
+    )
 )

@@ -18,7 +18,7 @@ from sentcl.config.typed import (
     check_positive,
     opt,
 )
-from sentcl.methods.record import MethodRecord, Paper
+from sentcl.methods.record import MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -59,20 +59,22 @@ class QuickThoughtsOptions(ObjectiveConfig):
         check_choice("objective.quick_thoughts_diagonal", self.quick_thoughts_diagonal, QT_DIAGONALS)
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "quick_thoughts",
-    QuickThoughtsOptions,
-    "ordered_lines",
-    Paper(
-        "Lajanugen Logeswaran and Honglak Lee",
-        "An Efficient Framework for Learning Sentence Representations",
-        "ICLR 2018",
-        "@inproceedings{logeswaran2018efficient, title={An Efficient Framework for Learning Sentence "
-        "Representations}, author={Logeswaran, Lajanugen and Lee, Honglak}, booktitle={ICLR}, year={2018}}",
-        None,
-        "none: the paper reports transfer-task accuracies, no STS average to compare with",
-        url="https://arxiv.org/abs/1803.02893",
-    ),
-    "Quick-Thoughts (Logeswaran & Lee, 2018): classify the context sentences",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "quick_thoughts",
+        QuickThoughtsOptions,
+        "ordered_lines",
+        Paper(
+            "Lajanugen Logeswaran and Honglak Lee",
+            "An Efficient Framework for Learning Sentence Representations",
+            "ICLR 2018",
+            "@inproceedings{logeswaran2018efficient, title={An Efficient Framework for Learning Sentence "
+            "Representations}, author={Logeswaran, Lajanugen and Lee, Honglak}, booktitle={ICLR}, year={2018}}",
+            None,
+            "none: the paper reports transfer-task accuracies, no STS average to compare with",
+            url="https://arxiv.org/abs/1803.02893",
+        ),
+        "Quick-Thoughts (Logeswaran & Lee, 2018): classify the context sentences",
+    )
 )

@@ -19,7 +19,7 @@ from sentcl.config.typed import (
     check_positive,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass
@@ -73,22 +73,24 @@ class RankCSEOptions(TeacherOptions):
             check_non_negative(f"objective.{name}", getattr(self, name))
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "rankcse",
-    RankCSEOptions,
-    "lines",
-    Paper(
-        "Jiduan Liu, Jiahao Liu, Qifan Wang, Jingang Wang, Wei Wu, Yunsen Xian, Dongyan Zhao, Kai Chen and "
-        "Rui Yan",
-        "RankCSE: Unsupervised Sentence Representations Learning via Learning to Rank",
-        "ACL 2023",
-        "@inproceedings{liu2023rankcse, title={RankCSE: Unsupervised Sentence Representations Learning via "
-        "Learning to Rank}, author={Liu, Jiduan and Liu, Jiahao and Wang, Qifan and Wang, Jingang and Wu, Wei "
-        "and Xian, Yunsen and Zhao, Dongyan and Chen, Kai and Yan, Rui}, booktitle={ACL}, year={2023}}",
-        80.36,
-        f"{STS7}, unsupervised, the ListMLE variant (ListNet: 80.05)",
-        url="https://arxiv.org/abs/2305.16726",
-    ),
-    "RankCSE (Liu et al., 2023): SimCSE + ranking consistency + listwise ranking distillation from teachers",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "rankcse",
+        RankCSEOptions,
+        "lines",
+        Paper(
+            "Jiduan Liu, Jiahao Liu, Qifan Wang, Jingang Wang, Wei Wu, Yunsen Xian, Dongyan Zhao, Kai Chen and "
+            "Rui Yan",
+            "RankCSE: Unsupervised Sentence Representations Learning via Learning to Rank",
+            "ACL 2023",
+            "@inproceedings{liu2023rankcse, title={RankCSE: Unsupervised Sentence Representations Learning via "
+            "Learning to Rank}, author={Liu, Jiduan and Liu, Jiahao and Wang, Qifan and Wang, Jingang and Wu, Wei "
+            "and Xian, Yunsen and Zhao, Dongyan and Chen, Kai and Yan, Rui}, booktitle={ACL}, year={2023}}",
+            80.36,
+            f"{STS7}, unsupervised, the ListMLE variant (ListNet: 80.05)",
+            url="https://arxiv.org/abs/2305.16726",
+        ),
+        "RankCSE (Liu et al., 2023): SimCSE + ranking consistency + listwise ranking distillation from teachers",
+    )
 )

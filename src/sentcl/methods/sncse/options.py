@@ -18,7 +18,7 @@ from sentcl.config.typed import (
     opt,
 )
 from sentcl.methods.promptbert.options import check_mask_pooler
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     from sentcl.config.sections import TrainConfig
@@ -47,20 +47,22 @@ class SNCSEOptions(TemperatureOptions):
         check_mask_pooler(cfg)
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "sncse",
-    SNCSEOptions,
-    "lines",
-    Paper(
-        "Hao Wang, Yangguang Li, Zhen Huang, Yong Dou, Lingpeng Kong and Jing Shao",
-        "SNCSE: Contrastive Learning for Unsupervised Sentence Embedding with Soft Negative Samples",
-        "arXiv 2201.05979, 2022",
-        "Wang et al.: SNCSE: Contrastive Learning for Unsupervised Sentence Embedding with Soft Negative "
-        "Samples. arXiv:2201.05979, 2022.",
-        78.97,
-        f"{STS7}, unsupervised",
-        url="https://arxiv.org/abs/2201.05979",
-    ),
-    "SNCSE (Wang et al., 2022): PromptBERT's [MASK] state + the negation as a soft negative (BML)",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "sncse",
+        SNCSEOptions,
+        "lines",
+        Paper(
+            "Hao Wang, Yangguang Li, Zhen Huang, Yong Dou, Lingpeng Kong and Jing Shao",
+            "SNCSE: Contrastive Learning for Unsupervised Sentence Embedding with Soft Negative Samples",
+            "arXiv 2201.05979, 2022",
+            "Wang et al.: SNCSE: Contrastive Learning for Unsupervised Sentence Embedding with Soft Negative "
+            "Samples. arXiv:2201.05979, 2022.",
+            78.97,
+            f"{STS7}, unsupervised",
+            url="https://arxiv.org/abs/2201.05979",
+        ),
+        "SNCSE (Wang et al., 2022): PromptBERT's [MASK] state + the negation as a soft negative (BML)",
+    )
 )

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from sentcl.config.objective import (
     InfoNCEOptions,
 )
-from sentcl.methods.record import MethodRecord, Paper
+from sentcl.methods.record import MethodRecord, Paper, register_method
 from sentcl.methods.unsup_simcse.options import SIMCSE
 
 if TYPE_CHECKING:
@@ -24,15 +24,17 @@ class SupPairsOptions(InfoNCEOptions):
     pass
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "sup_pairs",
-    SupPairsOptions,
-    "pairs",
-    Paper(
-        **SIMCSE,
-        headline=84.2,
-        headline_what="STS-B dev (Spearman x 100), BERT-base, entailment pairs only (Table 4)",
-    ),
-    "SimCSE (Gao et al., 2021), supervised pairs without hard negatives (Table 4 / Table 7)",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "sup_pairs",
+        SupPairsOptions,
+        "pairs",
+        Paper(
+            **SIMCSE,
+            headline=84.2,
+            headline_what="STS-B dev (Spearman x 100), BERT-base, entailment pairs only (Table 4)",
+        ),
+        "SimCSE (Gao et al., 2021), supervised pairs without hard negatives (Table 4 / Table 7)",
+    )
 )

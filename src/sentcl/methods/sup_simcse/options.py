@@ -18,7 +18,7 @@ from sentcl.config.typed import (
     check_choice,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 from sentcl.methods.unsup_simcse.options import SIMCSE
 
 if TYPE_CHECKING:
@@ -43,11 +43,13 @@ class SupSimCSEOptions(TemperatureOptions):
         check_choice("objective.similarity", self.similarity, SIMILARITIES)
 
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "sup_simcse",
-    SupSimCSEOptions,
-    "nli_csv",
-    Paper(**SIMCSE, headline=81.57, headline_what=f"{STS7}, supervised on SNLI+MNLI (Table 5)"),
-    "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "sup_simcse",
+        SupSimCSEOptions,
+        "nli_csv",
+        Paper(**SIMCSE, headline=81.57, headline_what=f"{STS7}, supervised on SNLI+MNLI (Table 5)"),
+        "SimCSE (Gao et al., 2021), supervised: NLI entailment positives, contradiction hard negatives",
+    )
 )

@@ -18,7 +18,7 @@ from sentcl.config.typed import (
     ConfigError,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper
+from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     from sentcl.config.sections import TrainConfig
@@ -50,11 +50,13 @@ SIMCSE = dict(
     url="https://aclanthology.org/2021.emnlp-main.552",
 )
 
-#: the method's record: its name, options, reader, paper (with its link) and summary
-RECORD = MethodRecord(
-    "unsup_simcse",
-    UnsupSimCSEOptions,
-    "lines",
-    Paper(**SIMCSE, headline=76.25, headline_what=f"{STS7}, unsupervised (Table 5)"),
-    "SimCSE (Gao et al., 2021), unsupervised: dropout noise as the positive",
+#: the method's record: its name, options, reader, paper (with its link) and summary; registered in METHODS
+RECORD = register_method(
+    MethodRecord(
+        "unsup_simcse",
+        UnsupSimCSEOptions,
+        "lines",
+        Paper(**SIMCSE, headline=76.25, headline_what=f"{STS7}, unsupervised (Table 5)"),
+        "SimCSE (Gao et al., 2021), unsupervised: dropout noise as the positive",
+    )
 )
