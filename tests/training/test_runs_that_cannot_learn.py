@@ -244,3 +244,12 @@ def test_a_run_whose_loss_cannot_move_stops(tiny_bert: Path, data_dir: Path, tmp
         line for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines() if '"loss"' in line
     ]
     assert len(steps) < 40
+
+
+@pytest.mark.parametrize("length", [1, 2])
+def test_the_library_encode_refuses_max_length_below_3(length: int, tiny_encoder) -> None:
+    """``SentenceEncoder.encode(max_length=1)`` (and the ONNX encoder, through the same batching) is refused, as
+    the CLI is: before, 1 silently kept whole sentences and 2 gave one vector for all."""
+    with pytest.raises(ValueError, match=rf"max_length={length} leaves no room for a real token"):
+        tiny_encoder.encode(["a man plays a guitar", "the dog runs"], max_length=length)
+    assert tiny_encoder.encode(["a man plays a guitar", "the dog runs"], max_length=3).shape[0] == 2

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from tqdm.auto import tqdm
 
+from sentcl.config.typed import check_max_length
+
 
 def length_sorted_batches(
     tokenizer: Any,
@@ -23,7 +25,9 @@ def length_sorted_batches(
     show_progress: bool = False,
 ) -> tuple[np.ndarray, Iterator[tuple[np.ndarray, Any]]]:
     """``(order, batches)``: ``order`` the input indices longest first; ``batches`` yields (indices, the padded
-    tokenizer batch of those sentences as ``return_tensors``) in that order, with a progress bar if asked."""
+    tokenizer batch of those sentences as ``return_tensors``) in that order, with a progress bar if asked.
+    ``max_length`` below 3 is refused (``check_max_length``): no room for a real token, or no truncation at all."""
+    check_max_length("max_length", max_length)
     ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"] if texts else []
     order = np.argsort([-len(x) for x in ids], kind="stable")
 
