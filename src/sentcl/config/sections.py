@@ -167,10 +167,13 @@ class ModelConfig:
 @dataclass
 class DataConfig:
     data_dir: str | None = opt(
-        None, f"Data folder (SentEval layout); default ${DATA_ENV} or ../shared/data.", resume_safe=True
+        None,
+        f"Data folder (SentEval layout); default ${DATA_ENV}, else ../shared/data (relative to the working folder).",
+        resume_safe=True,
     )
     train_file: str = opt(
-        "corpora/wiki1m_prefix.txt", "Training corpus, absolute or relative to the data folder."
+        "corpora/wiki1m_prefix.txt",
+        "Training corpus: absolute, or relative to the working folder (looked up first) or the data folder.",
     )
     reader: str | None = opt(None, "Reader of the training file (lines, ...); null: the method's own.")
     max_examples: int | None = opt(None, "Use only the first N training examples (null: all).")

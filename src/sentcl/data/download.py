@@ -1,8 +1,10 @@
 """``sentcl download``: the papers' data from their public homes, into the data folder's layout.
 
 One table (``SOURCES``) pins each file's URL, its SHA-256 where we know it, and where it goes below the data
-folder: ``corpora/wiki1m_for_simcse.txt`` and ``corpora/nli_for_simcse.csv`` (SimCSE's data/download_wiki.sh
-and download_nli.sh) and ``senteval/`` (SimCSE's SentEval/data/downstream/download_dataset.sh: SentEval's
+folder (``sentcl.files.paths.DOWNLOAD_TARGETS``): ``corpora/wiki1m_for_simcse.txt`` and
+``corpora/nli_for_simcse.csv`` (SimCSE's data/download_wiki.sh and download_nli.sh), ``corpora/wiki1m_prefix.txt``
+(the demo's corpus: the first 11,913 lines of the wiki1m file, fetched with an HTTP ``Range`` of its pinned
+length, so the demo needs 1.3 MB instead of 120 MB) and ``senteval/`` (SimCSE's SentEval/data/downstream/download_dataset.sh: SentEval's
 evaluation files already tokenised by SentEval's get_transfer_data.bash, the files the paper evaluates on).
 
 - **Checksums.** A source whose ``sha256`` is pinned in the table is checked against it. We could not compute
@@ -48,7 +50,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from sentcl.data.archives import extract_archive
-from sentcl.data.fetch import CHUNK, DownloadError, fetch
+from sentcl.data.fetch import CHUNK, DownloadError, fetch, fetch_prefix
+from sentcl.files.paths import DOWNLOAD_TARGETS
 
 logger = logging.getLogger(__name__)
 
@@ -69,18 +72,36 @@ class Source:
     about: str = ""
     size: int | None = None  # bytes of the whole file, where known: tells a cut transfer without a length
     lines: int | None = None  # text files: lines of the whole file, where known (same use)
+    prefix: bool = (
+        False  # the first ``size`` bytes of the file at ``url`` (asked with a Range), not all of it
+    )
 
     @property
     def filename(self) -> str:
         return self.url.rstrip("/").rsplit("/", 1)[-1]
 
+    @property
+    def cache_name(self) -> str:
+        """The file's name in ``<data>/.downloads``: a prefix never shares the whole file's ``.part``."""
+        return f"{self.name}.{self.filename}" if self.prefix else self.filename
+
 
 SOURCES: dict[str, Source] = {
+    "wiki1m_prefix": Source(
+        "wiki1m_prefix",
+        f"{_HF}/wiki1m_for_simcse.txt",
+        "626175d8bf7d77e323f6d74bed023563abe2123b1b7990ccfcd958880ea71f5b",  # the data folder's README's file
+        DOWNLOAD_TARGETS["wiki1m_prefix"],
+        about="the first 11,913 lines of wiki1m (the demo's corpus, 1.3 MB)",
+        size=1_279_689,
+        lines=11_913,
+        prefix=True,
+    ),
     "wiki1m": Source(
         "wiki1m",
         f"{_HF}/wiki1m_for_simcse.txt",
         None,
-        "corpora/wiki1m_for_simcse.txt",
+        DOWNLOAD_TARGETS["wiki1m"],
         about="1M English Wikipedia sentences (unsupervised SimCSE)",
         lines=1_000_000,  # SimCSE's file: one sentence a line (the data folder's README)
     ),
@@ -88,14 +109,14 @@ SOURCES: dict[str, Source] = {
         "nli",
         f"{_HF}/nli_for_simcse.csv",
         None,
-        "corpora/nli_for_simcse.csv",
+        DOWNLOAD_TARGETS["nli"],
         about="SNLI+MNLI triples sent0,sent1,hard_neg (supervised SimCSE)",
     ),
     "senteval": Source(
         "senteval",
         f"{_HF}/senteval.tar",
         None,
-        "senteval",
+        DOWNLOAD_TARGETS["senteval"],
         archive="tar",
         marker="STS/STSBenchmark/sts-dev.csv",
         about="STS12-16, STS-B, SICK, MR, CR, SUBJ, MPQA, SST, TREC, MRPC (SentEval's files)",
@@ -113,6 +134,8 @@ def with_mirror(sources: Mapping[str, Source], mirror: str | None) -> dict[str, 
 def manual_hint(source: Source, data_dir: Path) -> str:
     """What to do by hand: which file to fetch and where to put it."""
     where = data_dir / source.target
+    if source.prefix:
+        return f"fetch {source.url} by hand and save its first {source.lines} lines as {where}"
     if source.archive:
         return (
             f"fetch {source.url} by hand and unpack it so that {where / source.marker} exists "
@@ -148,12 +171,12 @@ def _write_pins(path: Path, pins: dict[str, str]) -> None:
 def pin(source: Source, digest: str, downloads: Path) -> None:
     """Record ``digest`` as the trusted sum of ``source``'s file: call only once the file has validated."""
     pins_path = downloads / PINS_FILE
-    _write_pins(pins_path, _read_pins(pins_path) | {source.filename: digest})
+    _write_pins(pins_path, _read_pins(pins_path) | {source.cache_name: digest})
     logger.warning(
         "%s: sentcl's table pins no SHA-256 for %s; recorded sha256 %s in %s (trust on first use: later "
         "downloads of this file are checked against it)",
         source.name,
-        source.filename,
+        source.cache_name,
         digest,
         pins_path,
     )
@@ -162,13 +185,13 @@ def pin(source: Source, digest: str, downloads: Path) -> None:
 def forget(source: Source, data_dir: Path, forget_sum: bool) -> None:
     """Discard the cached download and the ``.part`` of ``source`` (and its recorded sum if ``forget_sum``)."""
     downloads = data_dir / DOWNLOADS
-    for stale in (downloads / source.filename, downloads / f"{source.filename}.part"):
+    for stale in (downloads / source.cache_name, downloads / f"{source.cache_name}.part"):
         if stale.is_file():
             logger.info("%s: discarding the cached %s", source.name, stale)
             stale.unlink()
     pins = _read_pins(downloads / PINS_FILE)
-    if forget_sum and source.filename in pins:
-        logger.warning("%s: discarding the recorded sha256 %s", source.name, pins.pop(source.filename))
+    if forget_sum and source.cache_name in pins:
+        logger.warning("%s: discarding the recorded sha256 %s", source.name, pins.pop(source.cache_name))
         _write_pins(downloads / PINS_FILE, pins)
 
 
@@ -179,7 +202,7 @@ def verify(source: Source, file: Path, downloads: Path) -> str | None:
     pins_path = downloads / PINS_FILE
     expected, origin = source.sha256, "sentcl's table"
     if expected is None:
-        expected, origin = _read_pins(pins_path).get(source.filename), str(pins_path)
+        expected, origin = _read_pins(pins_path).get(source.cache_name), str(pins_path)
     if expected is None:
         return actual
     if actual != expected:
@@ -245,7 +268,7 @@ def fetch_verified(source: Source, data_dir: Path) -> tuple[Path, str | None, bo
     sum; with the sum to pin once it validates (None: already vouched for) and whether it is known whole."""
     downloads = data_dir / DOWNLOADS
     downloads.mkdir(parents=True, exist_ok=True)
-    file = downloads / source.filename
+    file = downloads / source.cache_name
     if file.is_file():  # left by a run killed before placing it: judged again
         try:
             return file, verify(source, file, downloads), check_whole(source, file, False)
@@ -254,7 +277,10 @@ def fetch_verified(source: Source, data_dir: Path) -> tuple[Path, str | None, bo
             raise
     part = file.with_name(file.name + ".part")
     try:
-        whole = fetch(source.url, part, source.name)
+        if source.prefix and source.size is not None:
+            whole = fetch_prefix(source.url, part, source.name, source.size)
+        else:
+            whole = fetch(source.url, part, source.name)
     except urllib.error.HTTPError as err:
         raise DownloadError(
             f"{source.url}: HTTP {err.code} {err.reason}; to install it by hand, {manual_hint(source, data_dir)}"
@@ -262,8 +288,8 @@ def fetch_verified(source: Source, data_dir: Path) -> tuple[Path, str | None, bo
     except (urllib.error.URLError, TimeoutError, ConnectionError, http.client.HTTPException) as err:
         reason = getattr(err, "reason", err)
         raise DownloadError(
-            f"cannot reach {source.url} ({reason}); are you offline? To install it by hand, "
-            f"{manual_hint(source, data_dir)}"
+            f"cannot reach {source.url} ({reason}); are you offline? {data_dir / source.target} is missing: run "
+            f"sentcl download {source.name} again online, or {manual_hint(source, data_dir)}"
         ) from None
     digest = verify(source, part, downloads)
     whole = check_whole(source, part, whole)

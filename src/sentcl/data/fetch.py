@@ -143,3 +143,28 @@ def fetch(url: str, part: Path, name: str) -> bool:
             f"transfer of {url} ended at {size} of {total} bytes; run the command again to resume from {part}"
         )
     return total is not None
+
+
+def fetch_prefix(url: str, part: Path, name: str, size: int) -> bool:
+    """Download the first ``size`` bytes of ``url`` into ``part`` (asked with ``Range: bytes=0-(size-1)``; a
+    server that ignores it answers 200 and only ``size`` bytes are read). Returns True (the length is known);
+    fewer bytes than ``size`` is a DownloadError."""
+    request = urllib.request.Request(
+        url, headers={"User-Agent": "sentcl-download", "Range": f"bytes=0-{size - 1}"}
+    )
+    with urllib.request.urlopen(request, timeout=TIMEOUT_S) as response:  # noqa: S310 - pinned https URLs
+        span = _content_range(response.headers["Content-Range"])
+        if response.status == 206 and (span is None or span[0] != 0):
+            raise DownloadError(f"{url}: HTTP 206 from another byte than the first; try another mirror")
+        progress, got = _Progress(name, 0, size), 0
+        try:
+            with open(part, "wb") as out:
+                while got < size and (chunk := response.read(min(CHUNK, size - got))):
+                    out.write(chunk)
+                    got += len(chunk)
+                    progress.update(len(chunk))
+        finally:
+            progress.close()
+    if got < size:
+        raise DownloadError(f"{url} ended after {got} of the {size} bytes of {name}; run the command again")
+    return True

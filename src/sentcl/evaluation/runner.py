@@ -198,12 +198,14 @@ def tasks_help() -> str:
 
 
 def user_data_path(text: str, data_dir: Path | None) -> Path:
-    """A user's file or folder: absolute, else relative to the working folder, else to the data folder."""
-    path = Path(text).expanduser()
-    candidates = [path] if path.is_absolute() else [path, *([data_dir / path] if data_dir else [])]
-    for candidate in candidates:
-        if candidate.exists():
-            return candidate
+    """A user's file or folder: absolute, else relative to the working folder, else to the data folder
+    (``sentcl.files.paths.user_file``); FileNotFoundError naming where it looked when it is in neither."""
+    from sentcl.files.paths import user_file
+
+    found = user_file(text, data_dir)
+    if found.exists():
+        return found
+    candidates = dict.fromkeys([Path(text).expanduser(), found])
     raise FileNotFoundError(f"{text} not found (looked in: {', '.join(map(str, candidates))})")
 
 

