@@ -2,8 +2,8 @@
 
 ``reference/poolers.md`` is the torch-free pooler table (``sentcl.config.poolers``). ``reference/configuration.md`` walks the config dataclasses (``sentcl.config.TrainConfig``, each section and,
 for ``objective:``, the base options and then every registered method's own options): key, type, default and
-the field's help line. ``reference/cli.md`` is the ``--help`` of ``sentcl`` and of every sub-command, nested
-ones included, taken from the argparse parser of ``sentcl.cli``. Both are written into the build only, never
+the field's help line. ``reference/cli/COMMAND.md`` is the ``--help`` of one command and its sub-commands (nested ones
+included), ``reference/cli/index.md`` that of ``sentcl``, taken from the argparse parser of ``sentcl.cli``. Both are written into the build only, never
 into docs/, so they cannot go stale.
 """
 
@@ -15,6 +15,7 @@ import html
 import os
 import re
 import sys
+import textwrap
 import types
 import typing
 from pathlib import Path
@@ -25,7 +26,9 @@ from mkdocs.structure.files import File, Files
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # document the checkout being built
 
 CONFIG_PAGE = "reference/configuration.md"
-CLI_PAGE = "reference/cli.md"
+CLI_DIR = "reference/cli"
+CHANGELOG_PAGE = "changelog.md"
+ROOT = Path(__file__).resolve().parents[1]
 POOLERS_PAGE = "reference/poolers.md"
 HELP_WIDTH = "100"  # argparse wraps at $COLUMNS: a fixed width gives the same page on every machine
 
@@ -118,7 +121,9 @@ def _parsers(parser: argparse.ArgumentParser, name: str) -> list[tuple[str, argp
     return found
 
 
-def cli_reference() -> str:
+def _help_texts() -> list[tuple[str, str]]:
+    """(command line, --help text) of ``sentcl`` and every sub-command, at a fixed width; a line argparse
+    cannot wrap (a long usage word) is wrapped here, so no line of the pages runs past ``HELP_WIDTH``."""
     from sentcl.cli import build_parser
 
     old = os.environ.get("COLUMNS")
@@ -130,14 +135,36 @@ def cli_reference() -> str:
             os.environ.pop("COLUMNS", None)
         else:
             os.environ["COLUMNS"] = old
-    parts = [
-        "# CLI reference",
-        "",
-        "Generated from the `sentcl` command's argparse parser when the site is built.",
-    ]
+    width = int(HELP_WIDTH)
+    wrapped = []
     for name, text in pages:
-        parts += ["", f"## `{name}`", "", "```text", text.rstrip(), "```"]
-    return "\n".join(parts) + "\n"
+        lines = []
+        for line in text.rstrip().splitlines():
+            indent = " " * (len(line) - len(line.lstrip()) + 2)
+            lines += textwrap.wrap(line, width, subsequent_indent=indent, break_on_hyphens=False) or [""]
+        wrapped.append((name, "\n".join(lines)))
+    return wrapped
+
+
+def cli_pages() -> dict[str, str]:
+    """``reference/cli/index.md`` (``sentcl --help`` and a link per command) and one page per command
+    (``reference/cli/COMMAND.md``: its --help and those of its sub-commands)."""
+    from sentcl.cli import COMMANDS
+
+    texts = _help_texts()
+    pages = {}
+    for command, _ in COMMANDS:
+        own = [(n, t) for n, t in texts if n == f"sentcl {command}" or n.startswith(f"sentcl {command} ")]
+        parts = [f"# `sentcl {command}`", "", "Generated from the command's argparse parser when the site is built."]
+        for name, text in own:
+            parts += ["", f"## `{name}`", "", "```text", text, "```"]
+        pages[f"{CLI_DIR}/{command}.md"] = "\n".join(parts) + "\n"
+    links = [f"- [`sentcl {c}`]({c}.md)" for c, _ in COMMANDS]
+    top = dict(texts)["sentcl"]
+    index = ["# CLI reference", "", "One page per command, generated from the `sentcl` command's argparse parser.", ""]
+    index += [*links, "", "## `sentcl`", "", "```text", top, "```"]
+    pages[f"{CLI_DIR}/index.md"] = "\n".join(index) + "\n"
+    return pages
 
 
 def poolers_reference() -> str:
@@ -171,12 +198,31 @@ def poolers_reference() -> str:
     )
 
 
+def on_config(config: Any) -> Any:
+    """The version beside the site's name, and the CLI's section of the nav: its index, then a page per
+    command (generated, so not listed in mkdocs.yml)."""
+    from sentcl.cli import COMMANDS
+    from sentcl.version import __version__
+
+    config["site_name"] = f"sentcl {__version__}"
+    pages = [{"Overview": f"{CLI_DIR}/index.md"}, *({f"sentcl {c}": f"{CLI_DIR}/{c}.md"} for c, _ in COMMANDS)]
+
+    def walk(items: list[Any]) -> None:
+        for i, item in enumerate(items):
+            if isinstance(item, dict):
+                for key, value in item.items():
+                    if value == f"{CLI_DIR}/index.md":
+                        items[i] = {key: pages}
+                    elif isinstance(value, list):
+                        walk(value)
+
+    walk(config["nav"])
+    return config
+
+
 def on_files(files: Files, config: Any) -> Files:
-    pages = (
-        (CONFIG_PAGE, config_reference()),
-        (CLI_PAGE, cli_reference()),
-        (POOLERS_PAGE, poolers_reference()),
-    )
-    for uri, content in pages:
+    pages = {CONFIG_PAGE: config_reference(), POOLERS_PAGE: poolers_reference(), **cli_pages()}
+    pages[CHANGELOG_PAGE] = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")  # one file, in the repo and the site
+    for uri, content in pages.items():
         files.append(File.generated(config, uri, content=content))
     return files

@@ -93,10 +93,16 @@ def test_configuration_reference_lists_every_field_with_its_default(site: Path) 
             assert rows[key][3] == f.metadata.get("help", ""), (key, rows[key])
 
 
-def test_cli_reference_has_every_command_and_the_pooler_page_every_pooler(site: Path) -> None:
-    text = _text(site / "reference" / "cli" / "index.html")
+def test_cli_reference_has_a_page_per_command_and_the_pooler_page_every_pooler(site: Path) -> None:
+    index = _text(site / "reference" / "cli" / "index.html")
+    assert "usage: sentcl" in index
     for command, _ in COMMANDS:
+        page = site / "reference" / "cli" / command / "index.html"
+        text = _text(page)
         assert f"usage: sentcl {command}" in text, command
+        for block in re.findall(r"<pre.*?</pre>", page.read_text(encoding="utf-8"), re.S):
+            lines = html.unescape(re.sub(r"<[^>]+>", "", block)).splitlines()
+            assert max(map(len, lines)) <= 100, (command, max(lines, key=len))  # wrapped help
     poolers = _text(site / "reference" / "poolers" / "index.html")
     assert set(re.findall(r"^\s*(\w+)\s*$", poolers, re.M)) >= set(POOLERS)
     assert "mask" in POOLERS
@@ -121,3 +127,130 @@ def test_readme_is_short_and_its_links_reach_files() -> None:
     for link in links:
         assert not link.startswith("http"), link
         assert (ROOT / link).is_file(), link
+
+
+# --------------------------------------------------------------------------- the user's pages and the records
+
+#: The team's own records, which no user page carries: issue numbers, commit hashes, load averages, acceptance
+#: verdicts, dates of runs, accounts of who ran what, and the plot-size captions of generated pages.
+RECORDS = re.compile(
+    r"\bissues? ?#?\d+|#\d{2,}\b|\bload average|\btargets? (?:was |were )?met\b|\bmet: (?:yes|no)\b"
+    r"|\b20\d\d-[01]\d-[0-3]\d\b|\bcommit [0-9a-f]{7,40}\b|\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*\d)[0-9a-f]{7,40}\b"
+    r"|\(Plot: \d+x\d+ px\.\)|\bwe ran\b|\bran (?:it|this|them) on\b|\bthe (?:development|shared) machine\b",
+    re.IGNORECASE,
+)
+DEVELOPMENT = "Development"  # the nav section of the contributors' pages (records, architecture, results)
+
+
+def _nav_pages(items: list, development: bool = False) -> list[tuple[str, bool]]:
+    found = []
+    for item in items:
+        for key, value in item.items() if isinstance(item, dict) else [(None, item)]:
+            inside = development or key == DEVELOPMENT
+            found += _nav_pages(value, inside) if isinstance(value, list) else [(value, inside)]
+    return found
+
+
+def user_pages() -> list[Path]:
+    """The Markdown files of docs/ that the nav lists outside "Development", and the README."""
+    import yaml
+
+    nav = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))["nav"]
+    pages = [ROOT / "docs" / page for page, dev in _nav_pages(nav) if not dev]
+    return [page for page in pages if page.is_file()] + [ROOT / "README.md"]
+
+
+def _prose(text: str) -> str:
+    """A page without its code blocks and code spans (commands and keys, not statements)."""
+    return re.sub(r"`[^`\n]*`", "", re.sub(r"```.*?```", "", text, flags=re.S))
+
+
+def test_no_user_page_carries_the_teams_records() -> None:
+    pages = user_pages()
+    assert len(pages) >= 30 and ROOT / "docs" / "quickstart.md" in pages
+    assert ROOT / "docs" / "performance.md" not in pages and ROOT / "docs" / "reliability.md" not in pages
+    found = [
+        f"{page.relative_to(ROOT)}: {m.group(0)!r}"
+        for page in pages
+        for m in RECORDS.finditer(page.read_text(encoding="utf-8"))
+    ]
+    assert not found, found
+
+
+@pytest.mark.parametrize(
+    "record",
+    ["issue 15", "see #31", "load average 8 to 10", "target met", "met: no", "run of 2026-11-22",
+     "at commit 5cd12be", "(Plot: 640x480 px.)", "we ran it twice", "on the shared machine"],
+)  # fmt: skip
+def test_records_pattern_finds_each_kind_of_record(record: str) -> None:
+    assert RECORDS.search(record)
+
+
+@pytest.mark.parametrize(
+    "fine",
+    ["training.seed 42", "bert-base-uncased", "recall@10 0.957", "sha256 of the file", "STS12-16", "a cafe"],
+)
+def test_records_pattern_leaves_ordinary_prose_alone(fine: str) -> None:
+    assert not RECORDS.search(fine)
+
+
+def _committed_numbers() -> set[str]:
+    """Every number of the committed results, as a page would print it with two decimals (a fraction also as a
+    percentage): the run summaries and tables under docs/results, the bench results, and the grids' paper
+    numbers (which the results pages print beside the measured ones)."""
+    import json
+
+    numbers: set[str] = set()
+
+    def walk(value: object) -> None:
+        if isinstance(value, bool):
+            return
+        if isinstance(value, int | float):
+            numbers.update({f"{value:.2f}", f"{value * 100:.2f}"})
+        elif isinstance(value, dict):
+            for item in value.values():
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    for path in [*(ROOT / "docs" / "results").rglob("*.json"), *(ROOT / "bench" / "results").glob("*.json")]:
+        walk(json.loads(path.read_text(encoding="utf-8")))
+    grids = (ROOT / "src" / "sentcl" / "recipes" / "experiments").glob("*.yaml")
+    for path in [*(ROOT / "docs" / "results").glob("*-cpu.md"), *grids]:
+        numbers.update(re.findall(r"\d+\.\d\d\b", path.read_text(encoding="utf-8")))
+    return numbers
+
+
+#: Pages that are themselves the record of a run with no committed summary: the demo's table (the run's
+#: printed output; the corpus, recipe and seed that reproduce it are committed).
+NUMBERS_RECORDED_ON_THE_PAGE = {"docs/results/demo.md"}
+
+
+def test_numbers_in_user_prose_come_from_committed_results() -> None:
+    """A score or rate with two decimals on a user page is one of the committed results' numbers."""
+    known = _committed_numbers()
+    unknown = []
+    for page in user_pages():
+        if str(page.relative_to(ROOT)) in NUMBERS_RECORDED_ON_THE_PAGE:
+            continue
+        for number in re.findall(r"(?<![\d.])\d+\.\d\d(?![\d.])", _prose(page.read_text(encoding="utf-8"))):
+            if number not in known:
+                unknown.append(f"{page.relative_to(ROOT)}: {number}")
+    assert not unknown, unknown
+
+
+def test_site_search_keeps_config_keys_whole_and_formulas_render(site: Path) -> None:
+    import json
+
+    index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
+    separator = re.compile(index["config"]["separator"])
+    for key in ("training.max_steps", "training.num_threads", "data.train_file"):
+        assert key in separator.split(f"set {key}=1 now".replace("=", " ")), key
+    pages = "".join(p.read_text(encoding="utf-8") for p in (site / "methods").rglob("*.html"))
+    assert 'class="arithmatex"' in pages  # $$...$$ reach MathJax
+    home = (site / "index.html").read_text(encoding="utf-8")
+    assert "mathjax" in home.lower()
+    from sentcl.version import __version__
+
+    assert f"sentcl {__version__}" in home  # the version in the header
