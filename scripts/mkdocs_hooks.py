@@ -155,13 +155,22 @@ def cli_pages() -> dict[str, str]:
     pages = {}
     for command, _ in COMMANDS:
         own = [(n, t) for n, t in texts if n == f"sentcl {command}" or n.startswith(f"sentcl {command} ")]
-        parts = [f"# `sentcl {command}`", "", "Generated from the command's argparse parser when the site is built."]
+        parts = [
+            f"# `sentcl {command}`",
+            "",
+            "Generated from the command's argparse parser when the site is built.",
+        ]
         for name, text in own:
             parts += ["", f"## `{name}`", "", "```text", text, "```"]
-        pages[f"{CLI_DIR}/{command}.md"] = "\n".join(parts) + "\n"
-    links = [f"- [`sentcl {c}`]({c}.md)" for c, _ in COMMANDS]
+        pages[f"{CLI_DIR}/sentcl-{command}.md"] = "\n".join(parts) + "\n"
+    links = [f"- [`sentcl {c}`](sentcl-{c}.md)" for c, _ in COMMANDS]
     top = dict(texts)["sentcl"]
-    index = ["# CLI reference", "", "One page per command, generated from the `sentcl` command's argparse parser.", ""]
+    index = [
+        "# CLI reference",
+        "",
+        "One page per command, generated from the `sentcl` command's argparse parser.",
+        "",
+    ]
     index += [*links, "", "## `sentcl`", "", "```text", top, "```"]
     pages[f"{CLI_DIR}/index.md"] = "\n".join(index) + "\n"
     return pages
@@ -205,7 +214,10 @@ def on_config(config: Any) -> Any:
     from sentcl.version import __version__
 
     config["site_name"] = f"sentcl {__version__}"
-    pages = [{"Overview": f"{CLI_DIR}/index.md"}, *({f"sentcl {c}": f"{CLI_DIR}/{c}.md"} for c, _ in COMMANDS)]
+    pages = [
+        {"Overview": f"{CLI_DIR}/index.md"},
+        *({f"sentcl {c}": f"{CLI_DIR}/sentcl-{c}.md"} for c, _ in COMMANDS),
+    ]
 
     def walk(items: list[Any]) -> None:
         for i, item in enumerate(items):
@@ -222,7 +234,9 @@ def on_config(config: Any) -> Any:
 
 def on_files(files: Files, config: Any) -> Files:
     pages = {CONFIG_PAGE: config_reference(), POOLERS_PAGE: poolers_reference(), **cli_pages()}
-    pages[CHANGELOG_PAGE] = (ROOT / "CHANGELOG.md").read_text(encoding="utf-8")  # one file, in the repo and the site
+    pages[CHANGELOG_PAGE] = (ROOT / "CHANGELOG.md").read_text(
+        encoding="utf-8"
+    )  # one file, in the repo and the site
     for uri, content in pages.items():
         files.append(File.generated(config, uri, content=content))
     return files

@@ -194,3 +194,31 @@ def test_a_relative_file_is_looked_up_in_the_working_folder_first(
         assert user_file(work / Path(*rel), data) == work / Path(*rel)  # absolute: as given
     finally:
         os.chdir(old)
+
+
+def test_wiki1m_prefix_from_a_server_that_ignores_range_reads_only_the_prefix(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """A mirror that answers 200 with the whole file: only the prefix's bytes are read, and they are checked
+    against the pinned sum (a different file is refused)."""
+    from sentcl.data.download import DownloadError, download, with_mirror
+
+    prefix = (data_dir / DOWNLOAD_TARGETS["wiki1m_prefix"]).read_bytes()
+    with serving() as served:
+        served.mode = "norange"
+        served.files["wiki1m_for_simcse.txt"] = prefix + EXTRA_LINES
+        (path,) = download(["wiki1m_prefix"], tmp_path / "a", with_mirror(SOURCES, served.base))
+        assert path.read_bytes() == prefix
+        served.files["wiki1m_for_simcse.txt"] = b"x" + prefix
+        with pytest.raises(DownloadError, match="checksum mismatch"):
+            download(["wiki1m_prefix"], tmp_path / "b", with_mirror(SOURCES, served.base))
+    assert not (tmp_path / "b" / DOWNLOAD_TARGETS["wiki1m_prefix"]).exists()
+
+
+def test_sentcl_experiment_writes_docs_results_only_in_a_checkout(tmp_path: Path) -> None:
+    from sentcl.cli.experiment import default_output
+
+    assert default_output(ROOT) == Path("docs/results")
+    assert default_output(tmp_path) == Path("results")  # an empty folder: never ./docs
+    (tmp_path / "docs" / "results").mkdir(parents=True)
+    assert default_output(tmp_path) == Path("results")  # a docs/ of the user's own is not sentcl's checkout
