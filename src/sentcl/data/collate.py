@@ -7,6 +7,8 @@ from collections.abc import Sequence
 from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
+from sentcl.files.budget import bounded_texts
+
 
 def flatten_views(views: Sequence[Sequence[str]]) -> list[str]:
     """[(s0v0, s0v1), (s1v0, s1v1)] -> [s0v0, s0v1, s1v0, s1v1]; every example must have the same V."""
@@ -20,5 +22,5 @@ def collate(
     views: Sequence[Sequence[str]], tokenizer: PreTrainedTokenizerBase, max_length: int
 ) -> dict[str, Tensor]:
     """Tokenize B×V texts, padded to the longest row of the batch: input_ids (B·V, L)."""
-    texts = flatten_views(views)
+    texts = bounded_texts(flatten_views(views), max_length)  # the input budget (sentcl.files.budget)
     return dict(tokenizer(texts, padding=True, truncation=True, max_length=max_length, return_tensors="pt"))

@@ -30,6 +30,7 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.data.readers import Corpus, decode_line, require_file
+from sentcl.files.budget import bounded_lines, bounded_texts
 
 logger = logging.getLogger(__name__)
 CACHE_ENV = "SENTCL_CACHE"
@@ -100,7 +101,7 @@ def _iter_nonempty(path: Path) -> Iterator[tuple[int, int, int]]:
     yields (lineno, -1, -1) for an empty line so that the caller can count it."""
     offset = 0
     with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw, used in bounded_lines(handle, path):  # a line over the input budget is cut, counted
             text = decode_line(raw, path, lineno)
             stripped = text.strip()
             if stripped:
@@ -109,7 +110,7 @@ def _iter_nonempty(path: Path) -> Iterator[tuple[int, int, int]]:
                 yield lineno, start, start + len(stripped.encode("utf-8"))
             else:
                 yield lineno, -1, -1
-            offset += len(raw)
+            offset += used
 
 
 def _build_index(path: Path, key: dict[str, Any]) -> Callable[[Path], None]:
@@ -185,7 +186,9 @@ def _build_tokens(
                     lines.all_lines[i]
                     for i in range(start, min(start + TOKENIZE_CHUNK, len(lines.all_lines)))
                 ]
-                ids = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"]
+                ids = tokenizer(bounded_texts(texts, max_length), truncation=True, max_length=max_length)[
+                    "input_ids"
+                ]
                 for row in ids:
                     offsets.append(offsets[-1] + len(row))
                 out.write(np.fromiter((t for row in ids for t in row), dtype=dtype).tobytes())

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sentcl.data.readers import DataFormatError, decode_line, require_file
+from sentcl.files.budget import bounded_lines
 from sentcl.files.read import parse_json_line
 
 FORMATS = ("tsv", "csv", "jsonl")
@@ -51,7 +52,7 @@ def decoded_lines(path: Path) -> Iterator[tuple[int, str]]:
     The path is checked first (``require_file``): a FIFO or a link loop is an error, never a hang."""
     require_file(Path(path), "file")
     with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw, _ in bounded_lines(handle, path, refuse=DataFormatError):  # over the budget: refused
             text = decode_line(raw, path, lineno)
             yield lineno, text.removeprefix("\ufeff") if lineno == 1 else text
 

@@ -25,6 +25,7 @@ import numpy as np
 import yaml
 
 from sentcl.files.atomic import atomic_write_json
+from sentcl.files.budget import bounded_lines
 from sentcl.files.fields import Kind, check
 from sentcl.files.pathcheck import check_input_file, input_file_problem
 from sentcl.files.yaml_dialect import Core12Loader, find_legacy_scalar, legacy_advice
@@ -47,11 +48,12 @@ def decode_line(raw: bytes, path: Path, lineno: int) -> str:
 
 
 def iter_text_lines(path: Path, what: str = "file") -> Iterator[tuple[int, str]]:
-    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line.
+    """(line number, text without newline) for each line; non-UTF-8 bytes are an error naming the line; a line
+    over ``sentcl.files.budget.LINE_CHARS`` characters is cut to them (counted in a warning naming the file).
     The path is checked first, so a FIFO or a link loop is an error, not a hang."""
     check_input_file(Path(path), what, DataFormatError)
     with open(path, "rb") as handle:
-        for lineno, raw in enumerate(handle, start=1):
+        for lineno, raw, _ in bounded_lines(handle, path):  # a line over the input budget is cut, counted
             yield lineno, decode_line(raw, path, lineno).rstrip("\r\n")
 
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from sentcl.data.readers import decode_line
 from sentcl.files.atomic import atomic_save_npy, atomic_write_json
+from sentcl.files.budget import bounded_lines, read_bounded_line
 from sentcl.files.read import load_npy, read_json
 from sentcl.index.identity import input_fingerprint, model_identity, offsets_digest
 from sentcl.version import __version__
@@ -70,13 +71,13 @@ def iter_line_chunks(
     texts: list[str] = []
     offsets: list[int] = []
     with open(path, "rb") as handle:
-        for raw in handle:
+        for _, raw, used in bounded_lines(handle, path):  # a line over the input budget is cut, counted
             shard = lineno // shard_size
             lineno += 1
             if wanted is None or shard in wanted:
                 texts.append(decode_line(raw, path, lineno).rstrip("\r\n"))
                 offsets.append(offset)
-            offset += len(raw)
+            offset += used
             if lineno % shard_size == 0 and texts:
                 yield shard, lineno - len(texts) + 1, texts, np.asarray(offsets, dtype=np.int64)
                 texts, offsets = [], []
@@ -384,5 +385,5 @@ class ShardSet:
                 rec = self.manifest["shards"][i]
                 offsets = load_npy(self.folder / rec["offsets"])
                 handle.seek(int(offsets[row - starts[i]]))
-                out.append(decode_line(handle.readline(), src, row + 1).rstrip("\r\n"))
+                out.append(decode_line(read_bounded_line(handle)[0], src, row + 1).rstrip("\r\n"))
         return out

@@ -14,6 +14,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from sentcl.config.typed import check_max_length
+from sentcl.files.budget import bounded_texts
 
 
 def length_sorted_batches(
@@ -28,7 +29,8 @@ def length_sorted_batches(
     tokenizer batch of those sentences as ``return_tensors``) in that order, with a progress bar if asked.
     ``max_length`` below 3 is refused (``check_max_length``): no room for a real token, or no truncation at all."""
     check_max_length("max_length", max_length)
-    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"] if texts else []
+    bounded = bounded_texts(texts, max_length)  # the input budget: no tokenizer reads a whole 44 MB line
+    ids = tokenizer(bounded, truncation=True, max_length=max_length)["input_ids"] if texts else []
     order = np.argsort([-len(x) for x in ids], kind="stable")
 
     def batches() -> Iterator[tuple[np.ndarray, Any]]:

@@ -21,6 +21,7 @@ from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from sentcl.defaults import ENCODE_BATCH_SIZE, INFERENCE_MAX_LENGTH_CAP, POOLER, TRAIN_MAX_LENGTH
+from sentcl.files.budget import bounded_texts
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.folder_layout import (  # noqa: F401 - re-exported for old imports
     HEAD_WEIGHTS,
@@ -208,7 +209,7 @@ class SentenceEncoder(nn.Module):
     def tokenize(self, sentences: Sequence[str], padding: bool | str = True) -> dict[str, Tensor]:
         return dict(
             self.tokenizer(
-                list(sentences),
+                bounded_texts(sentences, self.train_max_length),  # the input budget (sentcl.files.budget)
                 padding=padding,
                 truncation=True,
                 max_length=self.train_max_length,

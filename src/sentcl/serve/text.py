@@ -2,7 +2,7 @@
 an input with nothing visible in it, token ids outside the vocabulary), and bound the characters any one
 input may make the tokeniser read.
 
-The character budget. A token is made from at least one character, but characters can make no token
+The character budget (``sentcl.files.budget``, the one every reader and tokenizer call of sentcl uses). A token is made from at least one character, but characters can make no token
 (spaces, zero-width and control characters, accents the normaliser strips) and one token can stand for many
 characters (a word over 100 characters is one ``[UNK]`` in WordPiece). So no number of characters is
 *guaranteed* to hold the first ``max_length`` tokens, and the full text cannot be tokenised either: a tokeniser
@@ -22,9 +22,9 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
+from sentcl.files.budget import CHARS_PER_TOKEN, char_budget, cut  # noqa: F401 - the one input budget
 from sentcl.serve.limits import ServiceError
 
-CHARS_PER_TOKEN = 16  # characters read per token of the model's max length (see the module's docstring)
 COUNT_CHUNK_CHARS = 32_768  # characters tokenised per call of the counting thread, so requests interleave
 
 # characters that show nothing: Unicode's spaces, controls and formats (Zs, Zl, Zp, Cc, Cf: U+200B, U+FEFF,
@@ -42,11 +42,6 @@ INVISIBLE_RANGES = (
     (0xFFA0, 0xFFA0),  # halfwidth Hangul filler
     (0xE0000, 0xE0FFF),  # tags and variation selectors supplement
 )
-
-
-def char_budget(max_length: int) -> int:
-    """Characters of one input the service reads for a model of ``max_length`` tokens."""
-    return CHARS_PER_TOKEN * max_length
 
 
 def is_blank_char(ch: str) -> bool:
@@ -107,17 +102,6 @@ def check_token_ids(ids: list[list[int]], limit: int, vocab: int, truncating: bo
                 "as tiktoken, should send text)",
             )
     return kept
-
-
-def cut(text: str, budget: int) -> str:
-    """``text`` within ``budget`` characters, cut at the last whitespace of the budget's second half."""
-    if len(text) <= budget:
-        return text
-    head = text[:budget]
-    if text[budget].isspace():
-        return head
-    space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
-    return head[:space] if space >= budget // 2 else head
 
 
 def chunks(texts: list[str], max_chars: int = COUNT_CHUNK_CHARS) -> Iterator[list[str]]:

@@ -1,0 +1,131 @@
+"""sentcl's one input budget: how many characters of one input any reader keeps and any tokenizer reads, on
+the command line, in the library and in the service alike.
+
+A tokenizer reads its whole input before it truncates: one 44 MB line took 6.8 GB and 65 s to encode, and
+the Rust tokenizer aborted under a 4 GB memory limit. So two bounds apply to every text:
+
+- **before tokenising** (``bounded_texts``): at most ``char_budget(max_length)`` = ``CHARS_PER_TOKEN`` x
+  ``max_length`` characters of each text reach the tokenizer (4,096 for a 256-token model). On the first 20,000
+  lines of the Wikipedia corpus, all-MiniLM-L6-v2's tokenizer spends 4.6 characters per token on average and
+  5.9 at most over any 254-token window (``sentcl.serve.text``), so the first ``max_length`` tokens lie within the
+  kept characters and the truncation is the one the full text gets;
+- **while reading a file** (``bounded_lines``): a line is read ``LINE_BYTES`` bytes at most; the rest of a
+  longer line is skipped unread into memory, and the reader names the file and counts the cut lines in a
+  warning. ``LINE_CHARS`` is the budget of the longest model sentcl prepares text for (``MAX_TOKENS``), so no
+  cut removes what a model would read.
+
+The cut (``cut``) falls on the last whitespace in the budget's second half, so the last word is not split.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import BinaryIO
+
+logger = logging.getLogger(__name__)
+
+CHARS_PER_TOKEN = 16  # characters read per token of the model's max length (see the module's docstring)
+MAX_TOKENS = 8192  # the longest max_length the line readers keep text for
+LINE_CHARS = CHARS_PER_TOKEN * MAX_TOKENS  # characters of one line a reader keeps (131,072)
+LINE_BYTES = 4 * LINE_CHARS  # bytes read of one line (UTF-8 spends at most 4 bytes a character)
+_SKIP_CHUNK = 1 << 20  # bytes skipped at a time past a line's budget
+
+
+def char_budget(max_length: int) -> int:
+    """Characters of one input read for a model of ``max_length`` tokens."""
+    return CHARS_PER_TOKEN * max_length
+
+
+def cut(text: str, budget: int) -> str:
+    """``text`` within ``budget`` characters, cut at the last whitespace of the budget's second half."""
+    if len(text) <= budget:
+        return text
+    head = text[:budget]
+    if text[budget].isspace():
+        return head
+    space = max(head.rfind(" "), head.rfind("\n"), head.rfind("\t"))
+    return head[:space] if space >= budget // 2 else head
+
+
+def bounded_texts(texts: Sequence[str], max_length: int | None) -> list[str]:
+    """``texts`` each within ``char_budget(max_length)`` characters (``LINE_CHARS`` without a length), as every
+    tokenizer call of sentcl gets them; the count of cut texts is logged at debug level (the cut changes no
+    token the model reads)."""
+    budget = char_budget(max_length) if max_length else LINE_CHARS
+    out = [cut(t, budget) if len(t) > budget else t for t in texts]
+    over = sum(len(t) > budget for t in texts)
+    if over:
+        logger.debug("%d input(s) over %d characters cut before tokenising", over, budget)
+    return out
+
+
+def read_bounded_line(handle: BinaryIO) -> tuple[bytes, int, bool]:
+    """(the next line of ``handle``, whole when its text is at most ``LINE_BYTES`` bytes, else its first
+    ``LINE_BYTES`` bytes back to a character's start plus b"\\n"; the bytes it spans in the file, its end
+    included; whether it was cut); (b"", 0, False) at the end of the file. Memory: ``LINE_BYTES``, however long
+    the line."""
+    raw = handle.readline(LINE_BYTES + 1)
+    if len(raw) <= LINE_BYTES or raw.endswith(b"\n"):
+        return raw, len(raw), False
+    used = len(raw)
+    while True:  # skip the rest of the line without holding it
+        more = handle.readline(_SKIP_CHUNK)
+        used += len(more)
+        if not more or more.endswith(b"\n"):
+            break
+    keep = LINE_BYTES
+    while (
+        keep > 0 and (raw[keep] & 0xC0) == 0x80
+    ):  # the first byte dropped continues a character: keep it whole
+        keep -= 1
+    return raw[:keep] + b"\n", used, True
+
+
+class LineCuts:
+    """The lines of one file cut to the budget: counted, and said once in a warning naming the file."""
+
+    def __init__(self, path: Path | str) -> None:
+        self.path = path
+        self.lines: list[int] = []
+
+    def add(self, lineno: int) -> None:
+        self.lines.append(lineno)
+
+    def report(self) -> None:
+        if self.lines:
+            first = ", ".join(str(n) for n in self.lines[:5]) + (", ..." if len(self.lines) > 5 else "")
+            logger.warning(
+                "%s: %d line(s) over %s characters were cut to them (line %s): no model reads past %s tokens",
+                self.path,
+                len(self.lines),
+                f"{LINE_CHARS:,}",
+                first,
+                f"{MAX_TOKENS:,}",
+            )
+
+
+def bounded_lines(
+    handle: BinaryIO, path: Path | str, refuse: type[ValueError] | None = None
+) -> Iterator[tuple[int, bytes, int]]:
+    """(line number, the line's bytes within ``LINE_BYTES``, the bytes it spans in the file) of each line of
+    ``handle``; a longer line is cut (``read_bounded_line``), and the cut lines are reported in one warning
+    naming ``path`` when the file ends. ``refuse``: a longer line is this error naming ``path:line`` instead
+    (a table's row, whose last field a cut would change)."""
+    cuts = LineCuts(path)
+    lineno = 1
+    while True:
+        raw, used, was_cut = read_bounded_line(handle)
+        if not used:
+            break
+        if was_cut and refuse is not None:
+            raise refuse(
+                f"{path}:{lineno}: the line is over {LINE_CHARS:,} characters ({used:,} bytes), more than any "
+                "row of a table holds; refused rather than cut"
+            )
+        if was_cut:
+            cuts.add(lineno)
+        yield lineno, raw, used
+        lineno += 1
+    cuts.report()
