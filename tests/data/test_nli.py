@@ -92,7 +92,7 @@ def test_csv_reads_the_real_sample(data_dir: Path) -> None:
         ),
         ("sent0,sent1,hard_neg\na,b,c\na,b\n", r":3: expected 3 fields \(sent0,sent1,hard_neg\), got 2"),
         ("sent0,sent1,hard_neg\na,b,c\na,b,c,d\n", r":3: expected 3 fields"),
-        # a quoted field over a line break is refused (issue 10: an unbalanced quote swallowed later rows)
+        # a quoted field over a line break is refused (an unbalanced quote once swallowed later rows)
         (
             'sent0,sent1,hard_neg\n"a\nstill a",b,c\nx, ,z\n',
             r":2: a field runs over a line break into line 3",

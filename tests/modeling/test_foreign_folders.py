@@ -1,4 +1,4 @@
-"""Loading folders sentcl did not save: never a random head at inference (issue 16.1).
+"""Loading folders sentcl did not save: never a random head at inference.
 
 References: sentence-transformers' own ``encode``; plain ``AutoModel(...).pooler_output`` (what SimCSE's
 evaluation.py --pooler cls reads); the SimCSE reference's head initialisation (normal(0, initializer_range),

@@ -1,4 +1,4 @@
-"""sentence-transformers both ways (issue 14.1), with the installed sentence-transformers as the reference.
+"""sentence-transformers both ways, with the installed sentence-transformers as the reference.
 
 sentcl -> ST: every pooler saved by sentcl loads with ``SentenceTransformer(folder)`` to sentcl's normalised
 embeddings within 1e-5, or (first-last / top-2 average) gets no ST files and one log line.

@@ -1,4 +1,4 @@
-"""Reliability sweep of data files: NLI csv (issue 10.3), ``build-nli --output`` (10.8), ``sentcl download``,
+"""Reliability sweep of data files: NLI csv, ``build-nli --output``, ``sentcl download``,
 and the user's own evaluation sets (``eval --pairs`` / ``--retrieval``, ``eval.dev_task: pairs:FILE``).
 
 Each row writes its bad input in its folder and runs the real CLI in-process on the tiny random BERT: one
@@ -155,7 +155,7 @@ def build_nli_writes_csv(folder: Path, printed: str) -> None:
 UNBALANCED = "sent0,sent1,hard_neg\n" + "\n".join(NLI_ROWS[:5] + ['p,e,"c'] + NLI_ROWS[6:]) + "\n"
 
 CASES = [
-    # issue 10.3: an unbalanced quote opening the last field swallowed the rest of the file (3 of 40 rows read)
+    # an unbalanced quote opening the last field swallowed the rest of the file (3 of 40 rows read)
     Case(
         "nli_csv_unbalanced_quote",
         train_sup(UNBALANCED),
@@ -174,7 +174,7 @@ CASES = [
         r"nli\.csv:3: malformed csv: ',' expected after '\"'",
         check=no_training,
     ),
-    # issue 10.8: build-nli --output that is a directory (an IsADirectoryError traceback before)
+    # build-nli --output that is a directory (an IsADirectoryError traceback before)
     Case(
         "build_nli_output_is_directory",
         build_nli(a_folder("out")),

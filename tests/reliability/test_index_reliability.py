@@ -1,4 +1,4 @@
-"""Reliability sweep of indexes and encoding (issue 10.10) and of the new surfaces of issue 12: sharded
+"""Reliability sweep of indexes and encoding and of the large-corpus commands: sharded
 ``encode``, ``index build``, ``search --index`` on a built index, ``mine``.
 
 Each row writes its bad input in its folder and runs the real CLI in-process on the tiny random BERT: one
@@ -225,7 +225,7 @@ def set_manifest(**changes: object) -> Callable[[Path], None]:
 
 
 CASES = [
-    # issue 10.10: the search cache and saved indexes
+    # the search cache and saved indexes
     Case("search-cache-row-count", cached_search(fewer_rows), None, check=same_as_fresh),
     Case("search-cache-dim", cached_search(other_dim), None, check=same_as_fresh),
     Case(
@@ -266,7 +266,7 @@ CASES = [
         train_on_directory,
         r"training file .*corpus_dir is a directory, not a file",
     ),
-    # issue 12: sharded encode
+    # sharded encode
     Case("encode-shards-empty-file", encode("", "emb", "--shard-size", "4"), r"in\.txt is empty"),
     Case(
         "encode-shards-output-is-file",
@@ -283,7 +283,7 @@ CASES = [
         encode(b"ok\n\xff\xfe\n", "emb", "--shard-size", "1"),
         r"in\.txt:2: line is not valid UTF-8",
     ),
-    # issue 12: index build
+    # index build
     Case(
         "index-build-garbage-manifest",
         index_build(rewrite("manifest.json", b"[1, 2")),
@@ -314,7 +314,7 @@ CASES = [
         lambda f: ["index", "build", "--embeddings", str(write(f, "e", "x"))],
         r"e is a file, not a folder",
     ),
-    # issue 12: search on a built index
+    # search on a built index
     Case(
         "search-index-dim-mismatch",
         built_index_search(lambda i: None, dim=16),
@@ -344,7 +344,7 @@ CASES = [
         lambda f: ["search", "--model", str(ENV["model"]), "--query", "a"],
         r"--corpus is required unless --index",
     ),
-    # issue 12: mine
+    # mine
     Case(
         "mine-pairs-missing-column",
         mine("p.csv", "anchor,other\na,b\n"),

@@ -1,4 +1,4 @@
-"""Grid machinery of issue 15: ``seeds`` (one run per point and seed, mean ± sd on the page) and
+"""Grid machinery: ``seeds`` (one run per point and seed, mean ± sd on the page) and
 post-processing points (whitening / flow of the start model or of a trained point; no training).
 
 The whitening point's number is checked against an independent computation: the start model's vectors,

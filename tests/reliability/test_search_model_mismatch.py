@@ -102,7 +102,7 @@ CASES = [
 
 
 @parametrize(CASES)
-def test_sweep2_search(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_search_model_mismatch_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
 
 

@@ -1,4 +1,4 @@
-"""Second sweep (issue 24), the I/O rows: input paths that are not regular readable files, outputs the OS
+"""The second reliability sweep's I/O rows: input paths that are not regular readable files, outputs the OS
 refuses, standard output closed or full, downloads that end early or resume wrong, ragged tables.
 
 The ``Case`` rows run the real CLI in-process (``harness.py``). Rows that need the OS to refuse for real run

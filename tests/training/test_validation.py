@@ -24,7 +24,7 @@ from sentcl.data.readers import DataFormatError
 from sentcl.methods import METHODS
 from sentcl.training.validation import validate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_objective_is_the_chosen_methods_options() -> None:
@@ -121,7 +121,7 @@ def test_resume_reads_runs_saved_before_method_scoped_options() -> None:
     assert changed_settings(saved, TrainConfig()) == {}
     saved["objective"] = dict(OLD_OBJECTIVE)
     assert changed_settings(saved, TrainConfig()) == {}
-    # cutoff_triplet's default temperature is now seed 003's 0.07: a run saved with the old shared default
+    # cutoff_triplet's default temperature is now the token-cutoff triplet note's 0.07: a run saved with the old shared default
     # (0.05) resumes unchanged with its own temperature, and the new default is reported as a change
     old_cutoff = {**saved, "objective": {**OLD_OBJECTIVE, "name": "cutoff_triplet"}}
     cutoff = load_config(TrainConfig, None, ["objective.name=cutoff_triplet", "objective.temperature=0.05"])

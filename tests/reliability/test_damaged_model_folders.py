@@ -33,7 +33,7 @@ MARKER = "PWNED_BY_BIN"
 
 @pytest.fixture(scope="module", autouse=True)
 def good_folders(tmp_path_factory: pytest.TempPathFactory, tiny_bert: Path) -> None:
-    root = tmp_path_factory.mktemp("sweep2_models")
+    root = tmp_path_factory.mktemp("damaged_models")
     SentenceEncoder.from_pretrained(str(tiny_bert), pooler="cls").save_pretrained(root / "sentcl")
     SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg").save_pretrained(root / "st")
     (root / "st" / "sentcl.json").unlink()  # a sentence-transformers folder sentcl did not write
@@ -310,12 +310,12 @@ EXPORT_CASES = [
 
 
 @parametrize(EXPORT_CASES)
-def test_sweep2_export_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_export_output_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
 
 
 @parametrize(CASES)
-def test_sweep2_model_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_damaged_model_case(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
 
 

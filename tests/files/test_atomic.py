@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-sys.path.insert(0, str(Path(__file__).parent / "index"))
+sys.path.insert(0, str(Path(__file__).parents[1] / "index"))
 from index_fixtures import write_shards  # noqa: E402
 
 from sentcl.cli import main  # noqa: E402

@@ -1,4 +1,4 @@
-"""Second reliability sweep, config and runs (issue 24: C02-C07, C10, C20, C22, T07, D05, D12).
+"""Second reliability sweep, config and run folders (rows C02-C07, C10, C20, C22, T07, D05, D12).
 
 Each row runs the real CLI in-process (``harness.Case``) on the tiny random BERT. Every row runs with the row's
 own folder as the working folder, so a config that would write into "the current folder" writes there and the

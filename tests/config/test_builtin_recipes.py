@@ -16,7 +16,7 @@ from sentcl.config.builtin import RECIPES_DIR, builtin_path, resolve_recipe
 from sentcl.experiments.grid import load_grid
 from sentcl.extras import EXTRA_OF_MODULE, extra_hint
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT_RECIPES = sorted((ROOT / "configs").glob("*.yaml"))
 CHECKOUT_GRIDS = sorted((ROOT / "configs" / "experiments").glob("*.yaml"))
 

@@ -18,7 +18,7 @@ from sentcl.cli import main
 from sentcl.config import ConfigError, TrainConfig, load_config
 from sentcl.experiments.grid import load_grid, point_configs, yaml_value
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 GRIDS = sorted((ROOT / "configs" / "experiments").glob("*.yaml"))
 
 

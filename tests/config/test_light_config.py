@@ -1,4 +1,4 @@
-"""Reading and validating a recipe imports neither torch nor transformers (issue 20, item 2): checked in a fresh
+"""Reading and validating a recipe imports neither torch nor transformers: checked in a fresh
 interpreter, for the demo recipe and for every recipe in configs/, with the --help rows of ``sentcl train``."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 from sentcl.methods.catalogue import option_classes
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
 import glob, json, sys

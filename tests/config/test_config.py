@@ -8,7 +8,7 @@ import pytest
 
 from sentcl.config import ConfigError, TrainConfig, describe, load_config
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_yaml_and_overrides(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.open import load_encoder
 from sentcl.training.validation import validate
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 CPU_RECIPES = sorted(
     p for p in (ROOT / "configs").glob("*.yaml") if "all-MiniLM-L6-v2" in p.read_text(encoding="utf-8")
 )
