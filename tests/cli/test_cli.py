@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -271,3 +272,21 @@ def test_training_tracks_alignment_uniformity(
     expected = alignment_uniformity(lambda s: start_model.encode(s), data_dir, split="dev")
     assert start["alignment"] == pytest.approx(expected["alignment"], rel=1e-4)
     assert start["uniformity"] == pytest.approx(expected["uniformity"], rel=1e-4)
+
+
+def test_train_help_lists_the_config_keys_only_when_shown(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Building the parser (every command line) does not walk the config's keys; ``train --help`` lists them."""
+    import sentcl.cli.train as train_cli
+    from sentcl.cli import build_parser
+
+    calls: list[int] = []
+    real = train_cli._config_keys_epilog
+    monkeypatch.setattr(train_cli, "_config_keys_epilog", lambda: calls.append(1) or real())
+    parser = build_parser()
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    train = sub.choices["train"]
+    parser.parse_args(["train", "--config", "demo"])
+    assert calls == []
+    text = train.format_help()
+    assert "config keys (YAML sections" in text and "training.batch_size" in text and calls == [1]
+    assert train.format_help() == text and calls == [1]  # worked out once

@@ -14,7 +14,7 @@ from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
 from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
-from sentcl.modeling.encode import encode_fn as model_encode_fn
+from sentcl.modeling.encode_adapter import encode_fn as model_encode_fn
 from sentcl.types import EncodeFn
 
 T = TypeVar("T")

@@ -19,13 +19,25 @@ def _config_keys_epilog() -> str:
     return "config keys (YAML sections, or --set section.key=value):\n" + "\n".join(lines)
 
 
+def _config_keys_in_help(p: argparse.ArgumentParser) -> None:
+    """The config keys as the help's epilog, worked out when the help is shown (not for every command line)."""
+    format_help = p.format_help
+
+    def with_keys() -> str:
+        if p.epilog is None:
+            p.epilog = _config_keys_epilog()
+        return format_help()
+
+    p.format_help = with_keys  # type: ignore[method-assign]
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "train",
         help="Train an encoder from a YAML recipe.",
-        epilog=_config_keys_epilog(),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    _config_keys_in_help(p)
     p.add_argument(
         "--config",
         help="YAML recipe: a path, or a built-in recipe's name (sentcl recipes lists them; a path wins when "

@@ -125,7 +125,7 @@ def run_postprocess_point(
     from sentcl.evaluation.runner import evaluate
     from sentcl.files.atomic import atomic_write_text
     from sentcl.files.paths import resolve_data_dir
-    from sentcl.modeling.encode import encode_fn
+    from sentcl.modeling.encode_adapter import encode_fn
     from sentcl.postprocess.fit import postprocess_model, raw_vectors, read_fit_sentences
 
     out = Path(cfg.training.output_dir)

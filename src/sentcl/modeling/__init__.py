@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from sentcl.modeling.dual import DualEncoder
-    from sentcl.modeling.encode import encode_fn
+    from sentcl.modeling.encode_adapter import encode_fn
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.heads import MLPHead
     from sentcl.modeling.open import load_encoder, open_model
@@ -23,7 +23,7 @@ _EXPORTS = {
     "pool": "sentcl.modeling.pooling",
     "DualEncoder": "sentcl.modeling.dual",
     "load_encoder": "sentcl.modeling.open",
-    "encode_fn": "sentcl.modeling.encode",
+    "encode_fn": "sentcl.modeling.encode_adapter",
     "SentenceEncoder": "sentcl.modeling.encoder",
     "MLPHead": "sentcl.modeling.heads",
     "open_model": "sentcl.modeling.open",

@@ -16,7 +16,7 @@ from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.embedding import evaluation_encode_fn
 from sentcl.evaluation.runner import dev_score, evaluate
 from sentcl.files.read import read_json, write_json_strict
-from sentcl.modeling.encode import encode_fn
+from sentcl.modeling.encode_adapter import encode_fn
 from sentcl.modeling.open import open_model
 from sentcl.rng import preserved_rng
 from sentcl.training.best_model import best_folder, keep_best, write_card

@@ -82,12 +82,12 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     resolved = validate(cfg)  # every config rule, before any work; the data folder, training file, device
     run = start_run(cfg, resume, resolved)  # rank 0 locks the run folder until the run ends
     try:
-        return _train(run, resume)
+        return run_in_folder(run, resume)
     finally:
         run.close()
 
 
-def _train(run: Run, resume: bool) -> TrainResult:
+def run_in_folder(run: Run, resume: bool) -> TrainResult:
     """The run, in its locked folder: data, model and method, optimizer, steps, the final evaluation."""
     cfg, t = run.cfg, run.cfg.training
     corpus = read_corpus(run, cfg.data.reader or method_spec(cfg).reader)
