@@ -2,8 +2,8 @@
 
 Torch-free, so that reading and validating a recipe imports no model code. Each tuple names exactly what the
 registry beside the code holds (``sentcl.data.sources.READERS``, ``sentcl.data.augment``'s registries,
-``sentcl.evaluation.runner.TASKS`` / ``GROUPS`` / ``DEV_PREFIXES``); tests/test_config_names.py fails when the
-two differ.
+``sentcl.evaluation.runner.TASKS`` / ``GROUPS`` / ``DEV_PREFIXES``); tests/methods/test_method_records.py fails
+when the two differ.
 """
 
 from __future__ import annotations
