@@ -21,7 +21,7 @@ from sentcl import distributed
 from sentcl.data.collate import collate
 from sentcl.data.readers import Corpus
 from sentcl.data.streaming import collate_cached
-from sentcl.methods import Example, Method
+from sentcl.methods.base import Example, Method
 
 if TYPE_CHECKING:
     from sentcl.training.step import Encoder

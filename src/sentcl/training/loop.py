@@ -26,7 +26,7 @@ from sentcl import distributed
 from sentcl.config import TrainConfig
 from sentcl.data.sampler import batches, batches_without_duplicates, epoch_permutation, example_key
 from sentcl.defaults import OUTPUT_DIM_PCA_SENTENCES
-from sentcl.methods import Method, build_method, method_spec
+from sentcl.methods.base import Method, build_method, method_spec
 from sentcl.modeling.build import build_encoder
 from sentcl.rng import step_seed
 from sentcl.training.batch_source import BatchSource

@@ -14,7 +14,7 @@ from torch import Tensor, nn
 from sentcl import distributed
 from sentcl.data.augment.features import input_embeddings
 from sentcl.defaults import CONSTANT_LOSS_WINDOW
-from sentcl.methods import Method
+from sentcl.methods.base import Method
 from sentcl.modeling.bucketing import bucketed
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder

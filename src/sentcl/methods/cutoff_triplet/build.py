@@ -1,4 +1,4 @@
-"""Token cutoff + triplet (seed 003): anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head)."""
+"""Token cutoff + triplet (the unpublished token-cutoff triplet note): anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ logger = logging.getLogger(__name__)
 def build(
     cfg: TrainConfig, o: CutoffTripletOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
 ) -> Method:
-    """Token cutoff + triplet (seed 003): anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head).
+    """Token cutoff + triplet (the unpublished token-cutoff triplet note): anchor s, weak view s* (10% cut), strong view s** (20% cut, LeakyReLU head).
 
     ``objective.triplet_form=paper`` (default): views (s, s, s*, s**); loss = NT-Xent(s, s') (dropout noise)
     + lambda · mean max(0, m + sim(s, s**) − sim(s, s*)), m = 0 (``objective.order=weak_closer``: the order

@@ -1,4 +1,4 @@
-"""Token cutoff + triplet loss (seed 003): SimCSE's NT-Xent plus a triplet term on weak and strong cutoff views.
+"""Token cutoff + triplet loss (the unpublished token-cutoff triplet note): SimCSE's NT-Xent plus a triplet term on weak and strong cutoff views.
 
 The paper's form (``form="paper"``, the default), z (B, 4, D) = (s, s', s*, s**):
 

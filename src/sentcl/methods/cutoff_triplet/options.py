@@ -35,7 +35,7 @@ TRIPLET_FORMS = ("paper", "weak_positive")
 TRIPLET_ORDERS = ("weak_closer", "as_printed")
 
 
-#: seed 003's reported BERT-base temperature (configs/cutoff_triplet_bert_base.yaml; RoBERTa-base: 0.05)
+#: the token-cutoff triplet note's reported BERT-base temperature (configs/cutoff_triplet_bert_base.yaml; RoBERTa-base: 0.05)
 CUTOFF_TRIPLET_TEMPERATURE = 0.07
 
 

@@ -18,7 +18,7 @@ def build(
     cfg: TrainConfig, o: QuickThoughtsOptions, corpus: Corpus, tokenizer: PreTrainedTokenizerBase
 ) -> Method:
     """Logeswaran & Lee 2018: batches of consecutive sentences; f(s_i)·g(s_j) scores, softmax over the batch
-    with the diagonal masked, targets the previous and next sentences (seed 002's form: ``objective.
+    with the diagonal masked, targets the previous and next sentences (the KL form of Quick-Thoughts: ``objective.
     quick_thoughts_reduction=kl``, ``quick_thoughts_diagonal=zero``). Two encoders (``model.two_encoders``,
     inference embedding [f(s); g(s)] with ``model.dual_embedding=concat``) or one shared encoder."""
     from sentcl.methods.quick_thoughts.loss import QuickThoughts

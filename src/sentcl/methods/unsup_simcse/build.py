@@ -24,7 +24,7 @@ def build(
 
     Ablations: ``data.augmentation`` (a discrete augmentation of the positive view), ``data.token_augmentation``
     (ConSERT's token shuffle / token cutoff / span cutoff / feature cutoff), ``model.same_dropout_mask``,
-    ``objective.similarity=dot``; ``objective.symmetric`` is seed 004's symmetric 2N x 2N loss (not eq. 1).
+    ``objective.similarity=dot``; ``objective.symmetric`` is a symmetric 2N x 2N loss over all views (not the paper's eq. 1).
     """
     text_aug = text_augmentation(cfg)
     token_aug, embedding_aug = token_augmentation(cfg, tokenizer)
