@@ -245,9 +245,15 @@ def test_site_search_keeps_config_keys_whole_and_formulas_render(site: Path) -> 
 
     index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
     separator = re.compile(index["config"]["separator"])
-    for key in ("training.max_steps", "training.num_threads", "data.train_file"):  # a query splits as the text
+    for key in (
+        "training.max_steps",
+        "training.num_threads",
+        "data.train_file",
+    ):  # a query splits as the text
         section, name = key.split(".")
-        assert separator.split(f"set {key} 1") == ["set", section, name, "1"], key  # name keeps its underscore
+        assert separator.split(f"set {key} 1") == ["set", section, name, "1"], (
+            key
+        )  # name keeps its underscore
     assert separator.split("a well-known word") == ["a", "well", "known", "word"]
     pages = "".join(p.read_text(encoding="utf-8") for p in (site / "methods").rglob("*.html"))
     assert 'class="arithmatex"' in pages  # $$...$$ reach MathJax

@@ -15,6 +15,14 @@ from sentcl.files.paths import resolve_data_dir
 from sentcl.types import EncodeFn
 
 
+def dims_option(text: str) -> list[int]:
+    """argparse type for --truncate-dims: ``parse_dims``'s reason as argparse's message (not 'invalid value')."""
+    try:
+        return parse_dims(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).removeprefix("--truncate-dims ")) from None
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     from sentcl.evaluation.runner import task_names, tasks_help
     from sentcl.evaluation.transfer import TRANSFER_TASKS
@@ -57,7 +65,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", type=Path, help="Write the results as JSON here.")
     p.add_argument(
         "--truncate-dims",
-        type=parse_dims,
+        type=dims_option,
         metavar="K,K,...",
         help="Evaluate at each of these truncation dimensions (a Matryoshka sweep, e.g. 384,256,128,64,32): "
         'results per dimension (JSON {"truncate_dims": {K: results}}).',

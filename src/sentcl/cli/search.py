@@ -65,6 +65,9 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.index.search import format_hits, hits_json, read_sentences, run_ann_search, run_search
 
     queries = list(args.query)
+    blank = next((i for i, q in enumerate(queries) if not q.strip()), None)
+    if blank is not None:  # as the service refuses it: an empty query has no nearest sentence
+        raise ValueError(f"--query number {blank + 1} is empty: give the sentence to search for")
     if args.queries:
         queries += read_sentences(args.queries, "queries")[1]
     # the model and encoding options both kinds of search take

@@ -32,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import itertools
 import logging
+import math
 import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -51,7 +52,7 @@ from sentcl.experiments.postprocess_points import (
 )
 from sentcl.experiments.schema import GRID_KEYS, GridFile
 from sentcl.experiments.targets import Target, parse_targets
-from sentcl.files.read import read_yaml
+from sentcl.files.read import preview, read_yaml
 from sentcl.training.validation import validate
 
 logger = logging.getLogger(__name__)
@@ -212,7 +213,7 @@ def load_grid(path: str | Path) -> GridSpec:
         metric=metric,
         points=tuple(points),
         variants={str(v): _overrides(o, f"{path}: variants.{v}") for v, o in variants.items()},
-        paper={str(k): float(v) for k, v in (paper.get("values") or {}).items()},
+        paper=_paper_values(paper, path),
         paper_source=str(paper.get("source", "")),
         description=str(data.get("description", "")).strip(),
         seeds=tuple(seeds) if seeds is not None else None,
@@ -291,9 +292,29 @@ def _named_points(items: Any, path: Path) -> list[GridPoint]:
     return points
 
 
+def _paper_values(paper: Any, path: Path) -> dict[str, float]:
+    """``paper.values``: point name -> the paper's number (a number each; text such as 'n/a' is refused)."""
+    values = paper.get("values") if isinstance(paper, dict) else None
+    if values is None:
+        return {}
+    if not isinstance(values, dict):
+        raise ConfigError(f"{path}: paper.values must map point names to the paper's numbers")
+    out = {}
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+            raise ConfigError(
+                f"{path}: paper.values.{name} must be a number (the paper's score), got {preview(value)}; "
+                "leave out a point the paper does not report"
+            )
+        out[str(name)] = float(value)
+    return out
+
+
 def _vary_points(vary: Any, path: Path) -> list[GridPoint]:
     if vary is None:
         return []
+    if vary == {}:
+        return []  # no points from 'vary': the grid needs 'points' then
     if not isinstance(vary, dict) or not all(isinstance(v, list) and v for v in vary.values()):
         raise ConfigError(f"{path}: 'vary' must map config keys to non-empty lists of values")
     keys = list(vary)

@@ -87,6 +87,11 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
     else:
         path = default_data_dir()
         source = f"the default {'/'.join(DATA_DIR_DEFAULT)}"
+    if path.exists() and not path.is_dir():
+        raise DataNotFoundError(
+            f"data directory {path} (from {source}) is a file, not a folder: point it at the data folder. "
+            f"{DATA_HELP}"
+        )
     if not path.is_dir():
         raise DataNotFoundError(
             f"data directory {path} (from {source}) does not exist; sentcl download NAME --data-dir {path} "

@@ -24,6 +24,7 @@ trains on. An anchor with fewer surviving candidates gets fewer rows, counted in
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -51,6 +52,18 @@ class MiningSettings:
     exclude_anchor: bool = True
     seed: int = 0
 
+    def _check_bounds(self) -> None:
+        """Finite score bounds and margins (a NaN filters nothing), and --min-score <= --max-score."""
+        for name in ("max_score", "min_score", "absolute_margin", "relative_margin"):
+            value = getattr(self, name)
+            if value is not None and not math.isfinite(value):
+                raise ValueError(f"--{name.replace('_', '-')} must be a finite number, got {value}")
+        if self.min_score is not None and self.max_score is not None and self.min_score > self.max_score:
+            raise ValueError(
+                f"--min-score {self.min_score} is above --max-score {self.max_score}: no candidate can pass "
+                "both; swap them?"
+            )
+
     def window(self, max_positives: int) -> tuple[int, int]:
         """(range_min, range_max) with the default range_max filled in, validated."""
         if self.num_negatives < 1:
@@ -59,6 +72,7 @@ class MiningSettings:
             raise ValueError(f"--range-min must be >= 0, got {self.range_min}")
         if self.sampling not in SAMPLING:
             raise ValueError(f"--sampling must be one of {', '.join(SAMPLING)}, got {self.sampling!r}")
+        self._check_bounds()
         filtered = any(v is not None for v in (self.absolute_margin, self.relative_margin, self.max_score))
         range_max = self.range_max
         if range_max is None:
