@@ -164,7 +164,7 @@ def test_load_reports_bad_jsonl_line(tmp_path: Path, data: tuple[np.ndarray, np.
     (folder / "texts.jsonl").write_text('"a"\n{"oops": 1}\n', encoding="utf-8")
     with pytest.raises(ValueError, match=r"texts\.jsonl:2: expected a JSON string, got dict"):
         load_index(folder)
-    with pytest.raises(FileNotFoundError, match="not a saved index"):
+    with pytest.raises(FileNotFoundError, match="is not an index folder"):
         load_index(tmp_path)
 
 

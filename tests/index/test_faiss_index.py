@@ -41,7 +41,7 @@ def test_index_types_against_exact_cosine(
     folder, vectors = shards
     out = build_from_shards(folder, tmp_path / kind, kind, params)
     index = open_index(out)
-    meta = json.loads((out / "faiss.json").read_text())
+    meta = json.loads((out / "index.json").read_text())
     assert (meta["type"], meta["dim"], meta["count"], meta["metric"]) == (kind, 16, 2000, "inner_product")
     assert meta["model"] == "fixed" and meta["pooler"] == "avg"
     queries = clustered(50, 16, 1)

@@ -30,7 +30,7 @@ def test_sq8_against_exact_cosine(shards: tuple[Path, np.ndarray], tmp_path: Pat
     folder, vectors = shards
     params = IndexParams(hnsw_m=16, ef_search=200, hnsw_storage="sq8")  # trained on all 2000 rows
     out = build_from_shards(folder, tmp_path / "sq8", "hnsw", params)
-    meta = json.loads((out / "faiss.json").read_text())
+    meta = json.loads((out / "index.json").read_text())
     assert meta["params"]["hnsw_storage"] == "sq8" and meta["params"]["train_size"] == 2000
     index = open_index(out)
     assert isinstance(index.index, faiss.IndexHNSWSQ)
@@ -58,7 +58,7 @@ def test_sq8_from_the_cli(shards: tuple[Path, np.ndarray], tmp_path: Path) -> No
     out = tmp_path / "cli"
     argv = ["index", "build", "--embeddings", str(folder), "--type", "hnsw", "--output", str(out)]
     assert main(argv + ["--hnsw-storage", "sq8", "--hnsw-m", "8", "--train-size", "700"]) == 0
-    meta = json.loads((out / "faiss.json").read_text())
+    meta = json.loads((out / "index.json").read_text())
     assert meta["params"]["hnsw_storage"] == "sq8" and meta["params"]["hnsw_m"] == 8
     assert meta["params"]["train_size"] == 700
 

@@ -152,7 +152,7 @@ def test_tuned_refine_reaches_the_target_on_held_out_queries(
     folder, vectors = real_like
     params = IndexParams(target_recall=0.95, tune_queries=300, **extra)
     out = build_from_shards(folder, tmp_path / kind, kind, params)
-    meta = json.loads((out / "faiss.json").read_text())
+    meta = json.loads((out / "index.json").read_text())
     tuned = meta["tuning"]
     assert tuned["reached"] and tuned["recall_at_10"] >= tuned["tuned_to"] == pytest.approx(0.99)
     assert meta["params"]["refine"] == tuned["setting"]["refine"]

@@ -40,7 +40,7 @@ def test_tuned_setting_is_the_cheapest_reaching_the_target(
     np.save(tmp_path / "q.npy", queries)
     params = IndexParams(nlist=64, hnsw_m=4, ef_construction=16, pq_m=4)
     out = build_from_shards(folder, tmp_path / kind, kind, params, queries=tmp_path / "q.npy")
-    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    tuned = json.loads((out / "index.json").read_text())["tuning"]
     setting = tuned["setting"]
     assert tuned["reached"] and tuned["recall_at_10"] >= 0.95
     measured = numpy_recall(out, vectors, queries)  # opened at the stored setting
@@ -65,7 +65,7 @@ def test_ivfpq_refine_escalates_when_the_codes_are_too_coarse(
     np.save(tmp_path / "q.npy", queries)
     params = IndexParams(nlist=64, pq_m=1, pq_bits=5)
     out = build_from_shards(folder, tmp_path / "coarse", "ivfpq", params, queries=tmp_path / "q.npy")
-    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    tuned = json.loads((out / "index.json").read_text())["tuning"]
     refines = [r["refine"] for r in tuned["sweep"]]
     assert tuned["reached"] and tuned["setting"]["refine"] > 8
     chosen = tuned["setting"]["refine"]
@@ -75,20 +75,20 @@ def test_ivfpq_refine_escalates_when_the_codes_are_too_coarse(
     assert numpy_recall(out, vectors, queries, nprobe=64, refine=8) < 0.95
     params = IndexParams(nlist=64, pq_m=1, pq_bits=5, refine=8)  # an explicit refine is kept, not escalated
     out = build_from_shards(folder, tmp_path / "fixed", "ivfpq", params, queries=tmp_path / "q.npy")
-    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    tuned = json.loads((out / "index.json").read_text())["tuning"]
     assert {r["refine"] for r in tuned["sweep"]} == {8} and not tuned["reached"]
 
 
 def test_held_out_corpus_rows_and_explicit_setting(shards: tuple[Path, np.ndarray], tmp_path: Path) -> None:
     folder, vectors = shards
     out = build_from_shards(folder, tmp_path / "ivf", "ivf", IndexParams(nlist=64))
-    tuned = json.loads((out / "faiss.json").read_text())["tuning"]
+    tuned = json.loads((out / "index.json").read_text())["tuning"]
     assert "200 corpus rows held out" in tuned["queries"] and tuned["recall_at_10"] >= 0.99
     # on other queries of the same mixture (corpus rows moved by noise) the tuned index also holds
     near = vectors[::10] + 0.1 * np.random.default_rng(3).standard_normal((200, 16)).astype(np.float32)
     assert numpy_recall(out, vectors, near) >= 0.9
     fixed = build_from_shards(folder, tmp_path / "fixed", "ivf", IndexParams(nlist=64, nprobe=1))
-    meta = json.loads((fixed / "faiss.json").read_text())
+    meta = json.loads((fixed / "index.json").read_text())
     assert meta["tuning"]["setting"] == {"nprobe": 1} and meta["params"]["nprobe"] == 1
     assert [r["nprobe"] for r in meta["tuning"]["sweep"]] == [1]  # measured, not tuned
     rows = np.load(fixed / "rows.npy")  # the held-out rows were added last: ids -> rows is a permutation
@@ -116,7 +116,7 @@ def test_cli_build_info_and_search_override(
     ]
     assert main([*argv, "--target-recall", "0.9"]) == 0
     printed = capsys.readouterr().out
-    meta = json.loads((out / "faiss.json").read_text())
+    meta = json.loads((out / "index.json").read_text())
     nprobe = meta["params"]["nprobe"]
     assert meta["tuning"]["tuned_to"] == pytest.approx(0.98)  # held-out corpus rows, ivf: 1 - (1 - 0.9) / 5
     assert meta["tuning"]["recall_at_10"] >= 0.98

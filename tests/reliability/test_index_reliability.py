@@ -207,7 +207,7 @@ def fewer_rows(cache: Path) -> None:
     emb = np.load(cache / "embeddings.npy")
     np.save(cache / "embeddings.npy", emb[:3])
     meta = json.loads((cache / "index.json").read_text())
-    (cache / "index.json").write_text(json.dumps({**meta, "size": 3}))
+    (cache / "index.json").write_text(json.dumps({**meta, "size": 3, "count": 3}))
 
 
 def other_dim(cache: Path) -> None:
@@ -322,8 +322,8 @@ CASES = [
     ),
     Case(
         "search-index-garbage-meta",
-        built_index_search(rewrite("faiss.json", b"nope")),
-        r"faiss\.json: index metadata is not valid JSON",
+        built_index_search(rewrite("index.json", b"nope")),
+        r"index\.json: index metadata is not valid JSON",
     ),
     Case(
         "search-index-truncated-faiss",
@@ -333,8 +333,8 @@ CASES = [
     Case(
         "search-index-count-mismatch",
         built_index_search(
-            lambda i: (i / "faiss.json").write_text(
-                json.dumps({**json.loads((i / "faiss.json").read_text()), "count": 99})
+            lambda i: (i / "index.json").write_text(
+                json.dumps({**json.loads((i / "index.json").read_text()), "count": 99})
             )
         ),
         r"index\.faiss holds 6 x 32 .* says 99 x 32",
@@ -382,8 +382,8 @@ def test_index_reliability(case: Case, tmp_path: Path, capsys: pytest.CaptureFix
     [
         (rewrite("embeddings.npy", lambda b: b[:200]), r"embeddings\.npy is truncated"),
         (rewrite("embeddings.npy", b""), r"embeddings\.npy is empty \(0 bytes\)"),
-        (rewrite("index.json", b"{not json"), r"index\.json: index settings is not valid JSON"),
-        (rewrite("index.json", b"[]"), r"index\.json: index settings must be a JSON object"),
+        (rewrite("index.json", b"{not json"), r"index\.json: index metadata is not valid JSON"),
+        (rewrite("index.json", b"[]"), r"index\.json: index metadata must be a JSON object"),
         (fewer_rows, r"texts\.jsonl has 5 texts for the 3 rows of .*embeddings\.npy"),
     ],
 )

@@ -129,7 +129,7 @@ def test_S53_serve_a_built_index(tmp_path: Path) -> None:
                 pass
             assert time.monotonic() < deadline, "the service did not start in 120 s"
             time.sleep(0.5)
-        meta = json.loads((index / "faiss.json").read_text())
+        meta = json.loads((index / "index.json").read_text())
         assert info["index"]["type"] == "ivf" and info["index"]["size"] == len(LINES)
         assert info["index"]["setting"] == meta["tuning"]["setting"]
         assert info["index"]["recall_at_10"] == meta["tuning"]["recall_at_10"]

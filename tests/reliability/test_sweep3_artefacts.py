@@ -1,4 +1,4 @@
-"""The third sweep's rows on files sentcl wrote and a user damaged: an index's ``faiss.json`` and ``rows.npy``,
+"""The third sweep's rows on files sentcl wrote and a user damaged: an index's ``index.json`` and ``rows.npy``,
 ids a damaged ``index.faiss`` returns, a run folder's ``results.json``, ``metrics.jsonl`` and report cache,
 and a grid's run summaries. Each goes through the one typed reader (``sentcl.files.read.read_typed_json``) and
 gives one error line naming the file and the field, never a traceback; the service refuses such an index at
@@ -64,13 +64,13 @@ def damaged_index(kind: str, damage: Callable[[Path], None]) -> Callable[[Path],
 
 def meta_field(dotted: str, value: Any) -> Callable[[Path], None]:
     def damage(index: Path) -> None:
-        meta = json.loads((index / "faiss.json").read_text())
+        meta = json.loads((index / "index.json").read_text())
         node = meta
         *parents, last = dotted.split(".")
         for key in parents:
             node = node[key]
         node[last] = value
-        (index / "faiss.json").write_text(json.dumps(meta))
+        (index / "index.json").write_text(json.dumps(meta))
 
     return damage
 
@@ -104,7 +104,7 @@ def inverted_list_ids(offset: int) -> Callable[[Path], None]:
     return damage
 
 
-META = r"faiss\.json \(index metadata\): "
+META = r"index\.json \(index metadata\): "
 INDEX_CASES = [
     Case(
         "FX_nprobe_neg",
@@ -341,7 +341,7 @@ def test_sweep3_damaged_report_cache_is_said_and_computed_again(
     assert rewritten["results"]["stsb_dev"]["STSBenchmark"]["spearman"] == 42.0
 
 
-# ---- generated damage: every field of a real faiss.json and results.json swapped to another type
+# ---- generated damage: every field of a real index.json and results.json swapped to another type
 
 _any_json = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats() | st.text(max_size=8)
 _any_json = (
@@ -376,15 +376,15 @@ def test_any_faiss_json_field_of_another_type_opens_or_names_the_file(
     from sentcl.index import open_index
 
     kind = data.draw(st.sampled_from(["ivf", "hnsw"]))
-    meta = json.loads((BUILT[kind] / "faiss.json").read_text())
+    meta = json.loads((BUILT[kind] / "index.json").read_text())
     path = data.draw(st.sampled_from(_paths(meta)))
     folder = tmp_path / f"idx-{len(list(tmp_path.iterdir()))}"
     shutil.copytree(BUILT[kind], folder)
-    (folder / "faiss.json").write_text(json.dumps(_swap(meta, path, data.draw(_any_json)), allow_nan=True))
+    (folder / "index.json").write_text(json.dumps(_swap(meta, path, data.draw(_any_json)), allow_nan=True))
     try:
         index = open_index(folder)
     except (ValueError, FileNotFoundError) as err:
-        assert str(folder) in str(err)  # the file (faiss.json, rows.npy, the shards it names) is named
+        assert str(folder) in str(err)  # the file (index.json, rows.npy, the shards it names) is named
         return
     scores, ids = index.search(np.ones((1, index.dim), np.float32), 3)  # opened: it searches
     assert ids.shape == (1, 3) and np.all(np.abs(scores) <= 1.0001)

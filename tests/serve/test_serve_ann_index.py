@@ -40,7 +40,7 @@ def test_serve_searches_a_built_index(
     tiny_encoder: Any, tiny_bert: Path, ann_dir: tuple[Path, list[str]]
 ) -> None:
     index_dir, lines = ann_dir
-    meta = json.loads((index_dir / "faiss.json").read_text())
+    meta = json.loads((index_dir / "index.json").read_text())
     vectors = unit(
         np.concatenate([np.load(p) for p in sorted((index_dir.parent / "emb").glob("shard-*[0-9].npy"))])
     )
@@ -73,4 +73,7 @@ def test_serve_refuses_another_pooler_and_names_a_wrong_folder(
     assert "--allow-model-mismatch" in err
     (tmp_path / "other").mkdir()
     assert main([*argv, "--index", str(tmp_path / "other")]) == 2
-    assert "neither a folder built by `sentcl index build`" in capsys.readouterr().err
+    assert (
+        "is not an index folder (sentcl index build or sentcl search --index writes one)"
+        in capsys.readouterr().err
+    )

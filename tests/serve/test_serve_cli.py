@@ -69,7 +69,7 @@ def test_user_errors_are_one_line(
         main(["serve", str(tiny_bert), "--index", str(tmp_path / "not_index"), "--keep-malloc-threshold"])
         == 2
     )
-    assert "not a saved index" in capsys.readouterr().err
+    assert "not_index is not an index folder" in capsys.readouterr().err
     for option, value in [("--header-timeout", "0"), ("--body-timeout", "nan"), ("--header-timeout", "inf")]:
         assert main(["serve", str(tiny_bert), option, value, "--keep-malloc-threshold"]) == 2
         assert capsys.readouterr().err.startswith(

@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=DEFAULT_TARGET_RECALL,
         help="ivf/hnsw/ivfpq/binary/int8: pick the cheapest search setting (nprobe, efSearch, refine) whose "
         "recall@10 against exact search reaches this on held-out queries; stored with the measured recall "
-        f"and QPS in faiss.json, used by search and serve (default {DEFAULT_TARGET_RECALL}; 0 turns tuning off).",
+        f"and QPS in index.json, used by search and serve (default {DEFAULT_TARGET_RECALL}; 0 turns tuning off).",
     )
     b.add_argument(
         "--queries",
@@ -97,7 +97,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     b.add_argument("--seed", type=int, default=0, help="Seed of the training sample.")
     b.set_defaults(func=run_build)
     i = isub.add_parser(
-        "info", help="Print an index folder's search setting, measured recall and QPS, then faiss.json."
+        "info", help="Print an index folder's search setting, measured recall and QPS, then index.json."
     )
     i.add_argument("folder", type=Path)
     i.set_defaults(func=run_info)
@@ -123,7 +123,9 @@ def run_build(args: argparse.Namespace) -> int:
     output = args.output or args.embeddings / f"index-{args.type}"
     check_output_dir(output, "--output", whole=True)  # before the build, not after it
     build_from_shards(args.embeddings, output, args.type, params, seed=args.seed, queries=args.queries)
-    meta = json.loads((output / "faiss.json").read_text(encoding="utf-8"))
+    from sentcl.index.format import read_meta
+
+    meta = read_meta(output)[1]
     print(
         f"built {args.type} index of {meta['count']} x {meta['dim']} vectors in {meta['build_seconds']}s: {output}"
     )
@@ -144,17 +146,17 @@ def tuning_line(t: dict) -> str:
 
 
 def run_info(args: argparse.Namespace) -> int:
-    """faiss.json plus ``search`` (the setting in use, the measured recall and QPS) as JSON on stdout; the
-    same in one readable line on stderr."""
+    """index.json plus ``search`` (the setting in use, the measured recall and QPS) as JSON on stdout; the
+    same in one readable line on stderr. Any index folder of the family (``sentcl.index.open_index``)."""
     import sys
 
-    from sentcl.index.faiss_index import open_index
+    from sentcl.index import open_index
 
     index = open_index(check_input_dir(args.folder, "index folder"))
     summary = index.summary()
     if "tuning" in index.meta:
         print(tuning_line(index.meta["tuning"]), file=sys.stderr)
-    elif summary["type"] != "flat":
+    elif summary["type"] not in ("flat", "exact"):
         setting = ", ".join(f"{k} {v}" for k, v in summary["setting"].items())
         print(f"search setting {setting} (not tuned: no recall measured)", file=sys.stderr)
     print(json.dumps({**index.meta, "search": summary}, indent=2))

@@ -6,7 +6,9 @@ Backends: "exact" (numpy matmul over corpus chunks + argpartition; memory O(Q ·
 (``faiss.IndexFlatIP``, also exact, faster on large corpora; ``pip install faiss-cpu``), "auto"
 (faiss when it is importable and the corpus has more than ``AUTO_FAISS_MIN`` rows, else exact).
 An index saves to a folder as ``embeddings.npy`` (the stored, possibly normalised, rows),
-``texts.jsonl`` (one JSON string a line, when texts were given) and ``index.json`` (settings).
+``texts.jsonl`` (one JSON string a line, when texts were given) and ``index.json`` (``sentcl.index.format``'s
+family, type ``exact``, with ``normalize``, ``backend`` and ``size``; an older cache's ``index.json`` of only
+those settings still loads).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.extras import extra_hint
+from sentcl.index.format import EXACT, META_FILE, header, read_meta
 from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
 
@@ -110,8 +113,8 @@ class SearchIndex:
         if self.texts is not None:
             text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in self.texts).encode("utf-8")
             atomic_write(folder / "texts.jsonl", lambda f: f.write(text))
-        meta = {"normalize": self.normalize, "backend": self.backend, "size": len(self), "dim": self.dim}
-        atomic_write_json(folder / "index.json", meta)
+        meta = {**header(EXACT, self.dim, len(self)), "normalize": self.normalize, "backend": self.backend}
+        atomic_write_json(folder / META_FILE, {**meta, "size": len(self)})  # size: read by older sentcl too
         return folder
 
 
@@ -195,24 +198,21 @@ def build_index(
 
 def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
     """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
-    from sentcl.files.read import iter_jsonl, load_npy, read_json
+    from sentcl.files.read import iter_jsonl, load_npy
 
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"index {folder} is a file, not a folder (SearchIndex.save writes a folder)")
-    meta_path = folder / "index.json"
-    if not meta_path.is_file():
-        raise FileNotFoundError(
-            f"{meta_path} not found: {folder} is not a saved index (SearchIndex.save writes it)"
+    meta_path, meta = read_meta(folder)
+    if meta["type"] != EXACT:
+        raise ValueError(
+            f"{meta_path}: a {meta['type']} index of sentcl index build, not a saved search index"
         )
-    meta = read_json(meta_path, what="index settings")
     if not isinstance(meta.get("normalize"), bool):
         raise ValueError(f"{meta_path}: 'normalize' must be true or false, got {meta.get('normalize')!r}")
     emb_path = folder / "embeddings.npy"
     emb = load_npy(emb_path, mmap=False)
     if emb.ndim != 2:
         raise ValueError(f"{emb_path}: expected a (N, D) array, got shape {emb.shape}")
-    for key, value in (("size", len(emb)), ("dim", emb.shape[1] if emb.ndim == 2 else None)):
+    for key, value in (("count", len(emb)), ("size", len(emb)), ("dim", emb.shape[1])):
         if key in meta and meta[key] != value:
             raise ValueError(
                 f"{emb_path} has {key} {value} but {meta_path} says {meta[key]}; rebuild the index"

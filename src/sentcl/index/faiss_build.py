@@ -1,6 +1,6 @@
 """Building a faiss index over sharded embeddings (``sentcl index build``): an empty index of a type, trained on a
 uniform sample, filled shard by shard, tuned to the recall target (``sentcl.index.tuning``) and saved as a
-folder (``index.faiss`` + ``faiss.json``) written into a temporary folder renamed into place. The compressed
+folder (``index.faiss`` + ``index.json``, ``sentcl.index.format``) written into a temporary folder renamed into place. The compressed
 types (``binary``, ``int8``) are made, filled and written by ``sentcl.index.quantized``."""
 
 from __future__ import annotations
@@ -15,17 +15,15 @@ import numpy as np
 
 from sentcl.index import quantized
 from sentcl.index.faiss_index import (
-    FORMAT,
     INDEX_FILE,
-    META_FILE,
     ROW_MAP_FILE,
     AnnIndex,
     import_faiss,
 )
 from sentcl.index.faiss_params import TYPES, IndexParams
+from sentcl.index.format import META_FILE, header
 from sentcl.index.shards import ShardSet
 from sentcl.similarity import unit_rows
-from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
 
@@ -109,11 +107,7 @@ def build_from_shards(
     index = train_and_fill(kind, shards.dim, shards.rows, lambda n: shards.sample(n, seed), chunks, resolved)
     m = shards.manifest
     meta = {
-        "format": FORMAT,
-        "sentcl_version": __version__,
-        "type": kind,
-        "dim": shards.dim,
-        "count": shards.rows,
+        **header(kind, shards.dim, shards.rows),
         "metric": "inner_product",
         "normalized": True,
         **{k: m.get(k) for k in IDENTITY_KEYS if k in m or k in ("model", "pooler", "max_length")},
@@ -146,7 +140,7 @@ def build_from_shards(
 def _save_folder(
     faiss: ModuleType, index: Any, meta: dict[str, Any], output: Path, row_map: np.ndarray | None = None
 ) -> None:
-    """index.faiss + faiss.json into a temporary folder (fsynced), then renamed onto ``output``.
+    """index.faiss + index.json into a temporary folder (fsynced), then renamed onto ``output``.
 
     A folder that cannot be written (read-only, full disk) raises the OS's error naming the file, or
     ``sentcl.files.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""

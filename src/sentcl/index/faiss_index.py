@@ -15,8 +15,8 @@ whatever the encode did). Types:
 
 Training (ivf, ivfpq, hnsw with sq8) uses a uniform sample of ``train_size`` rows (default 40·nlist, or 65,536 for sq8; at most N); vectors
 are then added shard by shard, so memory is the index itself plus one shard. The folder holds
-``index.faiss`` and ``faiss.json`` (type, dim, count, metric, model, pooler, parameters, the shards'
-folder), written into a temporary folder renamed into place. ``open_index`` reads flat/ivf/ivfpq
+``index.faiss`` and ``index.json`` (``sentcl.index.format``'s family: type, dim, count; and metric, model,
+pooler, parameters, the shards' folder; an older build's ``faiss.json`` still opens), written into a temporary folder renamed into place. ``open_index`` reads flat/ivf/ivfpq
 memory-mapped (``faiss.IO_FLAG_MMAP``); hnsw is read into memory. The settings are ``faiss_params``, the build
 ``faiss_build``; this module opens and searches a built folder.
 """
@@ -32,10 +32,11 @@ from typing import Any
 import numpy as np
 
 from sentcl.extras import extra_hint
-from sentcl.files.fields import Int, Maybe, Record, Text
-from sentcl.files.read import load_npy, read_typed_json
+from sentcl.files.fields import Int, Maybe, Record, Text, check
+from sentcl.files.read import load_npy
 from sentcl.index import quantized
 from sentcl.index.faiss_params import REFINED, TYPES
+from sentcl.index.format import FORMAT, kind_of, read_meta
 from sentcl.index.shards import ShardSet
 from sentcl.similarity import unit_rows
 
@@ -43,14 +44,12 @@ logger = logging.getLogger(__name__)
 # how faiss maps each type from disk: flat through IO_FLAG_MMAP_IFC (its codes), IVF lists through IO_FLAG_MMAP
 MMAP_FLAGS = {"flat": "IO_FLAG_MMAP_IFC", "ivf": "IO_FLAG_MMAP", "ivfpq": "IO_FLAG_MMAP"}
 INDEX_FILE = "index.faiss"
-META_FILE = "faiss.json"
 # the corpus row of each index id, when tuning held rows out and added them last (int64, memory-mapped)
 ROW_MAP_FILE = "rows.npy"
-FORMAT = "sentcl-faiss-index"
 RESCORE_ROWS = 65_536  # candidate vectors re-scored at once (65,536 x 384 float32: 100 MB)
 #: a search setting faiss takes (a C int; nprobe is also capped by nlist when set)
 _SETTING = Maybe(Int(1, 2**31 - 1))
-#: the fields of faiss.json that opening and searching read (the others are shown, never computed with)
+#: the fields of index.json that opening and searching read (the others are shown, never computed with)
 META_SPEC = Record(
     {
         "format": Text((FORMAT,)),
@@ -73,8 +72,9 @@ def import_faiss() -> ModuleType:
 
 
 def is_ann_index(folder: str | Path) -> bool:
-    """Whether ``folder`` holds an index built by ``sentcl index build``."""
-    return (Path(folder) / META_FILE).is_file()
+    """Whether ``folder`` holds an index built by ``sentcl index build`` (a faiss index over shards): its
+    header says so, or it holds ``index.faiss`` (then a damaged header is named by ``open_index``)."""
+    return kind_of(folder) in TYPES or (Path(folder) / INDEX_FILE).is_file()
 
 
 class AnnIndex:
@@ -258,13 +258,12 @@ def open_index(
     refine: int | None = None,
     mmap: bool = True,
 ) -> AnnIndex:
-    """Open a folder written by ``sentcl index build`` (flat/ivf/ivfpq memory-mapped), at its tuned search
-    setting (``faiss.json`` params); ``nprobe``/``ef_search``/``refine`` override it."""
+    """Open a folder written by ``sentcl index build`` (flat/ivf/ivfpq/binary/int8 memory-mapped), at its
+    tuned search setting (``index.json`` params); ``nprobe``/``ef_search``/``refine`` override it."""
     faiss = import_faiss()
     folder = Path(folder)
-    if folder.exists() and not folder.is_dir():
-        raise ValueError(f"index {folder} is a file, not a folder built by sentcl index build")
-    meta = read_typed_json(folder / META_FILE, META_SPEC, "index metadata", advice="rebuild the index")
+    meta_file, meta = read_meta(folder)  # the family's reader: index.json, or an older build's faiss.json
+    meta = check(meta, META_SPEC, f"{meta_file} (index metadata)", ValueError, "rebuild the index")
     path = folder / INDEX_FILE
     if not path.is_file() or path.stat().st_size == 0:
         raise FileNotFoundError(f"{path} is missing or empty; rebuild the index with sentcl index build")
@@ -279,7 +278,7 @@ def open_index(
         raise ValueError(f"{path}: not a readable faiss index ({first}); rebuild it") from None
     if index.d != quantized.code_dim(kind, meta["dim"]) or index.ntotal != meta["count"]:
         raise ValueError(
-            f"{path} holds {index.ntotal} x {index.d} vectors but {folder / META_FILE} says "
+            f"{path} holds {index.ntotal} x {index.d} vectors but {meta_file} says "
             f"{meta['count']} x {meta['dim']}; rebuild the index"
         )
     row_map = None

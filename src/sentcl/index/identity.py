@@ -6,7 +6,7 @@
 * ``model_identity(model, encoder, max_length)``: the model as given, its resolved folder, a content
   fingerprint of the folder (every file's relative path and size, and a hash of its first and last 64 KiB:
   equal for a copy, different for other weights), the pooler, the max length and the Matryoshka truncation.
-  The shard manifest and ``faiss.json`` record it; ``check_encoder`` compares a search's encoder with it.
+  The shard manifest and an index's ``index.json`` record it; ``check_encoder`` compares a search's encoder with it.
 """
 
 from __future__ import annotations
@@ -103,6 +103,6 @@ def check_encoder(where: Path, saved: dict[str, Any], now: dict[str, Any], allow
     if found and not allow:
         raise ValueError(
             f"{where} was built with another encoder: {'; '.join(found)}. Search with the index's model "
-            f"and settings (they are in {where / 'faiss.json'}), or {ALLOW_HINT}"
+            f"and settings (they are in {where / 'index.json'}), or {ALLOW_HINT}"
         )
     return found

@@ -5,7 +5,7 @@ counted in a warning). ``--index DIR`` keeps the corpus embeddings (``sentcl.ind
 with ``fingerprint.json``: sha256 of the corpus text, and of the model (its files' relative paths,
 sizes and mtimes, pooler, max length). A saved index whose fingerprint differs, or whose files are
 unreadable or no longer match the corpus rows or the model's dim, is rebuilt (with a warning naming it).
-An ``--index DIR`` built by ``sentcl index build`` (``faiss.json``) is searched as is: ``run_ann_search``.
+An ``--index DIR`` built by ``sentcl index build`` (``index.json`` of a faiss type) is searched as is: ``run_ann_search``.
 """
 
 from __future__ import annotations

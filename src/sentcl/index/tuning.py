@@ -35,7 +35,7 @@ Settings are tried cheapest first, and the first that reaches the target is kept
 A setting given explicitly (``--nprobe``, ``--ef-search``, ``--refine``) is not tuned, only measured. When
 no setting reaches the target, the one with the highest recall is kept and ``reached`` is false (the
 build logs a warning). The measured recall, the queries per second (the queries in one batch, and one at
-a time for up to 200 of them) and the sweep go into ``faiss.json`` under ``tuning``.
+a time for up to 200 of them) and the sweep go into ``index.json`` under ``tuning``.
 """
 
 from __future__ import annotations
@@ -223,7 +223,7 @@ def _rescored(params: dict[str, Any], explicit: dict[str, int]) -> list[Run]:
 
 
 def tune(ann: Any, kind: str, params: dict[str, Any], probe: Probe, wanted: float, explicit: dict) -> dict:
-    """The ``tuning`` record of faiss.json (module doc); leaves ``ann`` configured at the chosen setting."""
+    """The ``tuning`` record of index.json (module doc); leaves ``ann`` configured at the chosen setting."""
     target = wanted if probe.outside else 1 - (1 - wanted) / HELD_OUT_MARGIN[kind]
     sweep: list[dict[str, Any]] = []
     finals: list[dict[str, Any]] = []

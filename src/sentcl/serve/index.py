@@ -1,10 +1,10 @@
 """The one place where the service touches the search index formats.
 
-``--index DIR`` is either a folder built by ``sentcl index build`` (``faiss.json``: a faiss index over
-sharded embeddings, searched at its tuned setting, hits' texts read back from the encoded input through
-the shards' line offsets) or a cache saved by ``sentcl search --index`` (``index.json``: exact search over
-the embeddings it holds, texts in ``texts.jsonl``). Both answer ``.search(queries (Q, D), k) -> (scores,
-ids)``, ``.texts[i]``, ``len`` and ``.summary()`` (for /info).
+``--index DIR`` is any folder of the index format family, opened by its one reader (``sentcl.index.open_index``):
+a folder built by ``sentcl index build`` (a faiss index over sharded embeddings, searched at its tuned setting,
+hits' texts read back from the encoded input through the shards' line offsets) or a cache saved by ``sentcl
+search --index`` (exact search over the embeddings it holds, texts in ``texts.jsonl``), new or old. Both answer
+``.search(queries (Q, D), k) -> (scores, ids)``, ``.texts[i]``, ``len`` and ``.summary()`` (for /info).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import numpy as np
 
 
 class _LineTexts(Sequence[str]):
-    """Row id -> the corpus line, read through the shards' offsets when asked (nothing held in memory)."""
+    """Row id -> the corpus line, read through the index when asked (nothing held in memory)."""
 
     def __init__(self, ann: Any) -> None:
         self.ann = ann
@@ -30,12 +30,12 @@ class _LineTexts(Sequence[str]):
 
 
 class AnnSearchIndex:
-    """A ``sentcl index build`` folder behind the service's index interface."""
+    """An opened index folder behind the service's index interface."""
 
     def __init__(self, ann: Any) -> None:
         self.ann = ann
         self.texts = _LineTexts(ann)
-        self.backend = f"faiss-{ann.kind}"
+        self.backend = ann.index.backend if ann.kind == "exact" else f"faiss-{ann.kind}"
 
     def __len__(self) -> int:
         return len(self.ann)
@@ -56,10 +56,9 @@ def load_search_index(
     allow_model_mismatch: bool = False,
 ) -> Any:
     """The index for /search; FileNotFoundError or ValueError (printed as one line by the command) when the
-    folder is neither kind, has no texts, or was built by another encoder (model, pooler, max length,
+    folder is no index folder, has no texts, or was built by another encoder (model, pooler, max length,
     truncation: refused unless ``allow_model_mismatch``; the dimension always)."""
-    from sentcl.index import is_ann_index, open_index
-    from sentcl.index.exact import load_index
+    from sentcl.index import open_index
 
     folder = Path(folder)
     if not folder.is_dir():
@@ -67,25 +66,15 @@ def load_search_index(
             f"index folder {folder} does not exist (build one with sentcl index build, or sentcl search --index)"
         )
     embedding_dim = int(encoder) if isinstance(encoder, int) else int(encoder.embedding_dim)
-    if is_ann_index(folder):
-        ann = open_index(folder)
-        if isinstance(encoder, int):  # only the dimension is known
-            ann.check_dim(embedding_dim)
-        else:
-            ann.check_encoder(model, encoder, max_length, allow_model_mismatch)
-        ann.shards.check_input()  # the texts of the hits are read from it
-        return AnnSearchIndex(ann)
-    if not (folder / "index.json").is_file():
-        raise ValueError(
-            f"{folder} is not a saved index: neither a folder built by `sentcl index build` (faiss.json) nor a "
-            "cache saved by `sentcl search --index` (index.json)"
-        )
-    index = load_index(folder)
-    if index.texts is None:
-        raise ValueError(f"index {folder} has no texts.jsonl: the service returns texts with its hits")
-    if index.dim != embedding_dim:
-        raise ValueError(
-            f"index {folder} holds {index.dim}-dimensional embeddings but the model gives {embedding_dim}:"
-            " build the index with the same model"
-        )
-    return index
+    index = open_index(folder)
+    if index.kind == "exact":
+        if index.index.texts is None:
+            raise ValueError(f"index {folder} has no texts.jsonl: the service returns texts with its hits")
+        index.check_dim(embedding_dim)
+        return AnnSearchIndex(index)
+    if isinstance(encoder, int):  # only the dimension is known
+        index.check_dim(embedding_dim)
+    else:
+        index.check_encoder(model, encoder, max_length, allow_model_mismatch)
+    index.shards.check_input()  # the texts of the hits are read from it
+    return AnnSearchIndex(index)

@@ -1,0 +1,76 @@
+"""The one reader of sentcl's index folders: ``open_index(folder)`` opens every type of the format family
+(``sentcl.index.format``), new or old, and answers with one interface.
+
+* a ``sentcl index build`` folder (``flat``, ``ivf``, ``hnsw``, ``ivfpq``, ``binary``, ``int8``; ``index.json``
+  or an older ``faiss.json``): ``sentcl.index.faiss_index.AnnIndex``, at its tuned search setting;
+* a ``sentcl search --index`` cache (``exact``; its ``index.json`` new or old): ``ExactFolder``.
+
+Both answer ``search(queries (Q, D), k) -> (scores (Q, k), ids (Q, k))``, ``texts(ids)``, ``lines(ids)``,
+``len``, ``dim``, ``kind``, ``meta``, ``folder``, ``check_dim``, ``summary()`` and ``memory_bytes()``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from sentcl.index.format import EXACT, read_meta
+
+
+class ExactFolder:
+    """A saved exact index (``sentcl.index.exact.load_index``) behind the reader's interface; row r is the
+    r-th line of its ``texts.jsonl`` (``lines`` answers r + 1)."""
+
+    kind = EXACT
+
+    def __init__(self, folder: Path, meta: dict[str, Any], backend: str = "auto") -> None:
+        from sentcl.index.exact import load_index
+
+        self.folder = folder
+        self.meta = meta
+        self.index = load_index(folder, backend)
+
+    def __len__(self) -> int:
+        return len(self.index)
+
+    @property
+    def dim(self) -> int:
+        return self.index.dim
+
+    def check_dim(self, dim: int, model: str = "the model") -> None:
+        if dim != self.dim:
+            raise ValueError(
+                f"index {self.folder} holds {self.dim}-dimensional embeddings but {model} gives {dim}: "
+                "build the index with the same model"
+            )
+
+    def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+        return self.index.search(queries, k)
+
+    def texts(self, ids: np.ndarray | list[int]) -> list[str]:
+        if self.index.texts is None:
+            raise ValueError(f"index {self.folder} has no texts.jsonl: it holds no texts to return")
+        return [self.index.texts[int(i)] for i in ids]
+
+    def lines(self, ids: np.ndarray | list[int]) -> list[int]:
+        return [int(i) + 1 for i in ids]
+
+    def memory_bytes(self) -> int:
+        return int(self.index.embeddings.nbytes)
+
+    def summary(self) -> dict[str, Any]:
+        return {"type": EXACT, "size": len(self), "dim": self.dim, "recall_at_10": 1.0}
+
+
+def open_index(folder: str | Path, **settings: Any) -> Any:  # noqa: ANN401 - AnnIndex or ExactFolder
+    """Open any index folder sentcl wrote (module doc). ``settings``: an ANN index's search setting
+    (``nprobe``, ``ef_search``, ``refine``, ``mmap``), or an exact one's ``backend``."""
+    folder = Path(folder)
+    _, meta = read_meta(folder)
+    if meta["type"] == EXACT:
+        return ExactFolder(folder, meta, settings.get("backend", "auto"))
+    from sentcl.index.faiss_index import open_index as open_ann
+
+    return open_ann(folder, **{k: v for k, v in settings.items() if k != "backend"})
