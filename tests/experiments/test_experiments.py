@@ -207,3 +207,20 @@ def test_config_guard_reads_keys_added_after_the_run_as_their_defaults(tmp_path:
     assert config_differences(tmp_path, TrainConfig()) == []
     changed = load_config(TrainConfig, None, ["training.gradient_cache_chunk=16"])
     assert config_differences(tmp_path, changed) == ["training.gradient_cache_chunk: 0 in the run, 16 now"]
+
+
+def test_paper_numbers_of_another_metric_stay_in_the_table_and_off_the_plot(tmp_path: Path) -> None:
+    """followups and cutoff_triplet quote the papers' 7-task averages beside STS-B dev: one axis cannot hold
+    both, so their plots show STS-B dev only and the page says so; a grid on the paper's own metric keeps
+    the paper's bars."""
+    assert load_grid(ROOT / "configs" / "experiments" / "followups.yaml").paper_metric == "sts_avg"
+    assert load_grid(ROOT / "configs" / "experiments" / "dropout.yaml").paper_metric is None
+    followups = (ROOT / "docs" / "results" / "followups-cpu.md").read_text(encoding="utf-8")
+    assert "The plot shows STS-B dev only: the paper's numbers are STS avg. (7 tasks)." in followups
+    for page in (ROOT / "docs" / "results").glob("*-cpu.md"):
+        assert "(Plot:" not in page.read_text(encoding="utf-8"), page.name
+    grid = tmp_path / "grid.yaml"
+    text = (ROOT / "configs" / "experiments" / "dropout.yaml").read_text(encoding="utf-8")
+    grid.write_text(text.replace("\npaper:\n", "\npaper:\n  metric: nope\n", 1), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"grid\.yaml: paper\.metric 'nope' is not valid"):
+        load_grid(grid)

@@ -58,6 +58,15 @@ from sentcl.training.validation import validate
 logger = logging.getLogger(__name__)
 
 
+def _paper_metric(value: object, metric: str, path: Path) -> str | None:
+    """``paper.metric``: None when absent or the grid's own; else one of METRICS (an error names the file)."""
+    if value is None or value == metric:
+        return None
+    if value not in METRICS:
+        raise ConfigError(f"{path}: paper.metric {value!r} is not valid; choose one of: {', '.join(METRICS)}")
+    return str(value)
+
+
 def _metric(task: str) -> tuple[str, Callable[[Mapping[str, Any]], float], str]:
     """(the final task, its headline score read from results.json's "results", column title): the task's record
     in sentcl.evaluation.runner.TASKS says how."""
@@ -111,6 +120,7 @@ class GridSpec:
     variants: dict[str, tuple[str, ...]]
     paper: dict[str, float] = field(default_factory=dict)
     paper_source: str = ""
+    paper_metric: str | None = None  # None: the grid's own metric
     description: str = ""
     seeds: tuple[int, ...] | None = None  # None: each point once, with the recipe's training.seed
     also: tuple[str, ...] = ()  # more metrics shown beside ``metric``
@@ -215,6 +225,7 @@ def load_grid(path: str | Path) -> GridSpec:
         variants={str(v): _overrides(o, f"{path}: variants.{v}") for v, o in variants.items()},
         paper=_paper_values(paper, path),
         paper_source=str(paper.get("source", "")),
+        paper_metric=_paper_metric(paper.get("metric"), metric, path),
         description=str(data.get("description", "")).strip(),
         seeds=tuple(seeds) if seeds is not None else None,
         also=also,

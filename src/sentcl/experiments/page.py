@@ -11,7 +11,7 @@ from pathlib import Path
 from sentcl.experiments.grid import METRICS, GridSpec
 from sentcl.experiments.runs import GridRow
 from sentcl.experiments.targets import read_table, table_markdown, targets_markdown
-from sentcl.report.plots import PIXELS, plot_grid_metric
+from sentcl.report.plots import plot_grid_metric
 
 
 def _fmt(value: float | None) -> str:
@@ -121,7 +121,7 @@ def write_grid_report(
         means,
         output_dir / f"{stem}.png",
         metric,
-        paper=[r.paper for r in shown] if spec.paper else None,
+        paper=[r.paper for r in shown] if spec.paper and spec.paper_metric is None else None,  # one axis
         title=f"{spec.title} ({variant})",
     )
     parts = [f"# {spec.title} ({variant} variant)", ""]
@@ -153,7 +153,12 @@ def write_grid_report(
         ]
     if spec.paper:
         parts += [f"Paper: {spec.paper_source or 'the published numbers'}.", ""]
-    parts += [f"![{spec.title}]({png.name})", "", f"(Plot: {PIXELS[0]}x{PIXELS[1]} px.)", ""]
+    if spec.paper and spec.paper_metric is not None:
+        parts += [
+            f"The plot shows {metric} only: the paper's numbers are {METRICS[spec.paper_metric][2]}.",
+            "",
+        ]
+    parts += [f"![{spec.title}]({png.name})", ""]
     md = output_dir / f"{stem}.md"
     md.write_text("\n".join(parts), encoding="utf-8")
     return md, png

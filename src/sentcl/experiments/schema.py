@@ -16,6 +16,11 @@ from sentcl.config.typed import opt
 class GridPaper:
     values: dict[str, Any] = opt({}, "The paper's number for each point name (the page's Paper column).")
     source: str = opt("", "Where the paper's numbers come from (table, section).")
+    metric: str | None = opt(
+        None,
+        "The paper's metric when it is not the grid's (sts_avg: a 7-task average): the numbers stay in the "
+        "table and are left out of the plot, whose one axis is the grid's metric.",
+    )
 
 
 @dataclass

@@ -16,6 +16,7 @@ Figures are saved without ``bbox_inches="tight"``, which would change the pixel 
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -154,7 +155,12 @@ def plot_grid_metric(
         pad = max(2.0, 0.1 * (max(shown) - min(shown)))
         ax.set_ylim(min(shown) - pad, max(shown) + pad)
     ax.set_xticks(x, list(labels), rotation=30, ha="right", fontsize=8)
-    return _finish(fig, ax, path, "", metric_name, title, title_size=10, grid_axis="y")
+    if has_paper:  # the legend in headroom above the tallest bar, never over one
+        low, high = ax.get_ylim()
+        ax.set_ylim(low, high + 0.3 * (high - low))
+        ax.legend(loc="upper left", ncol=2, fontsize=8, frameon=False)
+    title = "\n".join(textwrap.wrap(title, 70))  # a long grid title on two lines, not cut at the edge
+    return _finish(fig, ax, path, "", metric_name, title, title_size=10, grid_axis="y", legend=False)
 
 
 def plot_metric_by_dimension(
