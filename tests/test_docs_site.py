@@ -262,3 +262,43 @@ def test_site_search_keeps_config_keys_whole_and_formulas_render(site: Path) -> 
     from sentcl.version import __version__
 
     assert f"sentcl {__version__}" in home  # the version in the header
+
+
+def _api_tables() -> dict[str, list[str]]:
+    """The API page's parameter tables: heading name -> the parameter names of its first table."""
+    page = (ROOT / "docs" / "reference" / "api.md").read_text(encoding="utf-8")
+    tables = {}
+    for section in re.split(r"^#{2,3} ", page, flags=re.M)[1:]:
+        name = re.match(r"`([\w.]+)`", section)
+        rows = re.findall(r"^\| `([^`]+)`(?:, `([^`]+)`)? \|", section, re.M)
+        if name and rows:
+            tables[name.group(1)] = [p for row in rows for p in row if p]
+    return tables
+
+
+def test_api_page_documents_every_parameter_of_each_public_name() -> None:
+    """Against the code's own signatures (inspect), and nothing that is not a parameter."""
+    import inspect
+
+    import sentcl
+    from sentcl.modeling.encoder import SentenceEncoder
+    from sentcl.training.run import TrainResult
+
+    tables = _api_tables()
+    public = {
+        "open_model": sentcl.open_model,
+        "SentenceEncoder.from_pretrained": SentenceEncoder.from_pretrained,
+        "SentenceEncoder.encode": SentenceEncoder.encode,
+        "SentenceEncoder.similarity": SentenceEncoder.similarity,
+        "SentenceEncoder.save_pretrained": SentenceEncoder.save_pretrained,
+        "evaluate": sentcl.evaluate,
+        "train": sentcl.train,
+    }
+    for name, function in public.items():
+        params = [p for p in inspect.signature(function).parameters if p not in ("self", "cls")]
+        assert tables[name][: len(params)] == params, name
+    assert tables["load_config"] == ["cls", "path", "overrides"]
+    assert list(inspect.signature(sentcl.load_config).parameters) == ["cls", "path", "overrides"]
+    fields = [f.name for f in __import__("dataclasses").fields(TrainResult)]
+    assert tables["train"][2:] == fields  # train's parameters, then its result's fields
+    assert set(sentcl.__all__) >= {"SentenceEncoder", "open_model", "evaluate", "train", "load_config"}
