@@ -38,9 +38,11 @@ class DataFormatError(ValueError):
 
 
 def decode_line(raw: bytes, path: Path, lineno: int) -> str:
-    """UTF-8 text of one raw line; invalid bytes are a DataFormatError naming file, line and byte."""
+    """UTF-8 text of one raw line; invalid bytes are a DataFormatError naming file, line and byte. A byte-order
+    mark opening line 1 is dropped (it marks the encoding; it is no character of the first sentence)."""
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
+        return text.removeprefix("\ufeff") if lineno == 1 else text
     except UnicodeDecodeError as err:
         raise DataFormatError(
             f"{path}:{lineno}: line is not valid UTF-8 (byte {err.start}: {raw[err.start : err.start + 4]!r})"
