@@ -27,7 +27,7 @@ import logging
 import sys
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -285,6 +285,9 @@ class ShardSet:
 
     folder: Path
     manifest: dict[str, Any]
+    # the shards ``gather`` has mapped, kept open for the next call: a fresh mapping page-faults on every row it
+    # reads, and a re-scoring search gathers k·r rows for every query
+    _gathered: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, folder: str | Path) -> ShardSet:
@@ -359,7 +362,8 @@ class ShardSet:
             )
 
     def gather(self, rows: np.ndarray | list[int]) -> np.ndarray:
-        """The stored vectors of the given row ids, in the given order: (len(rows), dim) float32."""
+        """The stored vectors of the given row ids, in the given order: (len(rows), dim) float32 (the shards
+        read stay mapped; ``array`` and ``iter_arrays`` map a shard afresh on each call)."""
         ids = np.asarray(rows, dtype=np.int64).reshape(-1)  # (n,)
         if len(ids) and (ids.min() < 0 or ids.max() >= self.rows):
             raise IndexError(f"row ids must lie in 0..{self.rows - 1}")
@@ -368,7 +372,9 @@ class ShardSet:
         which = np.searchsorted(starts, ids, side="right") - 1  # (n,) shard of each id
         for i in np.unique(which):
             sel = np.nonzero(which == i)[0]
-            out[sel] = self.array(int(i))[ids[sel] - starts[i]]
+            if int(i) not in self._gathered:
+                self._gathered[int(i)] = self.array(int(i))
+            out[sel] = self._gathered[int(i)][ids[sel] - starts[i]]
         return out
 
     def texts(self, rows: np.ndarray | list[int]) -> list[str]:
