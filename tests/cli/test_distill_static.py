@@ -90,3 +90,28 @@ def test_the_contrastive_term_is_infonce_by_hand() -> None:
     logits = sn @ tn.T / 0.1
     nce = np.mean(np.log(np.exp(logits).sum(1)) - np.diag(logits))
     assert got == pytest.approx(np.mean(1 - np.sum(sn * tn, 1)) + 2.0 * nce, rel=1e-6)
+
+
+def test_index_and_serve_run_on_the_folder(static_student: Path, tmp_path: Path) -> None:
+    """sentcl encode --shard-size then sentcl index build; the service through real uvicorn and the openai
+    client gives the folder's own vectors."""
+    import sys
+
+    import openai
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "serve"))
+    from serve_helpers import running_server
+
+    from sentcl.serve.app import create_app
+
+    lines = [f"the {w} runs in the garden" for w in "dog cat man woman child horse bird".split()]
+    (tmp_path / "corpus.txt").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    argv = ["encode", "--model", str(static_student), "--input", str(tmp_path / "corpus.txt")]
+    assert main([*argv, "--output", str(tmp_path / "shards"), "--shard-size", "4"]) == 0
+    assert main(["index", "build", "--embeddings", str(tmp_path / "shards"), "--type", "flat"]) == 0
+    model = open_model(str(static_student))
+    with running_server(create_app(model, model_name="static")) as url:
+        client = openai.OpenAI(base_url=f"{url}/v1", api_key="none", max_retries=0, timeout=20)
+        got = [d.embedding for d in client.embeddings.create(input=lines[:3], model="static").data]
+    want = model.encode(lines[:3])
+    np.testing.assert_allclose(got, want / np.linalg.norm(want, axis=1, keepdims=True), atol=1e-5)

@@ -36,13 +36,14 @@ LOSSES = ("cosine", "mse")
 class FitSettings:
     """What a fit does (the distill_static recipe's defaults)."""
 
-    steps: int = 2000
+    steps: int = 600
     batch_size: int = 256
     learning_rate: float = 1e-2
     warmup_steps: int = 100
     loss: str = "cosine"
     contrastive_weight: float = 0.0
     temperature: float = 0.05
+    center: bool = True
     seed: int = 42
     log_every: int = 200
 
@@ -86,6 +87,39 @@ def fit_loss(student: torch.Tensor, target: torch.Tensor, settings: FitSettings)
     return loss
 
 
+def _trainables(
+    table: np.ndarray, settings: FitSettings
+) -> tuple[nn.EmbeddingBag, nn.Linear, list[tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]]]:
+    """The table as a sparse EmbeddingBag (only the rows a batch touches move: SparseAdam), the k x k map
+    starting at the identity (Adam), and each optimizer with its linear warm-up."""
+    bag = nn.EmbeddingBag.from_pretrained(
+        torch.from_numpy(table.copy()), freeze=False, mode="mean", sparse=True
+    )
+    dim = table.shape[1]
+    linear = nn.Linear(dim, dim, bias=False)
+    with torch.no_grad():
+        linear.weight.copy_(torch.eye(dim))
+    optimizers: list[torch.optim.Optimizer] = [
+        torch.optim.SparseAdam(list(bag.parameters()), lr=settings.learning_rate),
+        torch.optim.Adam(list(linear.parameters()), lr=settings.learning_rate),
+    ]
+    warmup = max(1, settings.warmup_steps)
+    return (
+        bag,
+        linear,
+        [(o, torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / warmup))) for o in optimizers],
+    )
+
+
+def fit_targets(pca: PCA, teacher: np.ndarray, center: bool) -> np.ndarray:
+    """The teacher's vectors (N, D) on the table's PCA axes (N, k): centred on their own mean (``center``),
+    else on the token vectors' mean (the PCA's own centring)."""
+    y = np.asarray(teacher, dtype=np.float64)
+    if not center:
+        return pca.apply(y)
+    return (y - y.mean(axis=0)) @ pca.components.T  # (N, D) @ (D, k)
+
+
 def fit_static(
     table: np.ndarray,
     pca: PCA,
@@ -105,17 +139,8 @@ def fit_static(
         raise ValueError("fitting a static model needs at least two sentences with tokens")
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
-    targets = torch.from_numpy(pca.apply(teacher).astype(np.float32))  # (N, k)
-    bag = nn.EmbeddingBag.from_pretrained(torch.from_numpy(table.copy()), freeze=False, mode="mean")
-    dim = table.shape[1]
-    linear = nn.Linear(dim, dim, bias=False)
-    with torch.no_grad():
-        linear.weight.copy_(torch.eye(dim))
-    params = [*bag.parameters(), *linear.parameters()]
-    opt = torch.optim.Adam(params, lr=settings.learning_rate)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min(1.0, (s + 1) / max(1, settings.warmup_steps))
-    )
+    targets = torch.from_numpy(fit_targets(pca, teacher, settings.center).astype(np.float32))  # (N, k)
+    bag, linear, optimizers = _trainables(table, settings)
     order, cursor, losses, running = rng.permutation(usable), 0, [], 0.0
     start, cpu_start = time.perf_counter(), time.process_time()
     for step in range(1, settings.steps + 1):
@@ -125,10 +150,12 @@ def fit_static(
         cursor += settings.batch_size
         flat, offsets = _bags(token_lists, rows)
         loss = fit_loss(linear(bag(flat, offsets)), targets[torch.from_numpy(rows)], settings)
-        opt.zero_grad(set_to_none=True)
+        for opt, _ in optimizers:
+            opt.zero_grad(set_to_none=True)
         loss.backward()
-        opt.step()
-        sched.step()
+        for opt, sched in optimizers:
+            opt.step()
+            sched.step()
         running += float(loss.detach())
         if step % settings.log_every == 0 or step == settings.steps:
             seen = step % settings.log_every or settings.log_every

@@ -90,7 +90,8 @@ def _weights(recipe: StaticRecipe, vocab_size: int, tokens: list[list[int]] | No
     return sif_weights(corpus_probabilities(tokens, vocab_size), recipe.sif_a)
 
 
-def _teacher_matrix(teacher: str, sentences: list[str], cache: str | None) -> np.ndarray:
+def teacher_matrix(teacher: str, sentences: list[str], cache: str | None) -> np.ndarray:
+    """The teacher's vectors of ``sentences`` (N, D): from the teacher cache, encoded into it when missing."""
     vectors = teacher_vectors(TeacherConfig(path=teacher), sentences, teacher_cache_dir(cache))
     return vectors.sample(vectors.rows)  # (N, D), every row in order
 
@@ -121,7 +122,7 @@ def build_static_student(
     table, losses = distilled.table, []
     if recipe.fit is not None and tokens is not None:
         wall, cpu = time.perf_counter(), time.process_time()
-        targets = _teacher_matrix(teacher, sentences, teacher_cache)
+        targets = teacher_matrix(teacher, sentences, teacher_cache)
         times.update(
             teacher_seconds=time.perf_counter() - wall, teacher_cpu_seconds=time.process_time() - cpu
         )
