@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 import torch
 from helpers.data import write_corpus
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from modeling.modeling_folders import st_encode, st_folder
 from sklearn.decomposition import PCA as SkPCA
 
@@ -128,3 +130,35 @@ def test_output_dim_starts_from_pca(st_tiny: Path, tmp_path: Path) -> None:
     assert random_start.dense[-1].linear.weight.shape == (6, 32)  # type: ignore[union-attr]
     with pytest.raises(ValueError, match="needs sentences to fit on"):
         build_encoder(cfg)
+
+
+def test_pca_of_one_repeated_sentence_is_refused_pp_pca_const() -> None:
+    """Sweep 3, PP_pca_const: 50 copies of one vector gave the identity's first rows, 'keeps 0.00%'."""
+    with pytest.raises(
+        ValueError, match="fit.txt: the sentence vectors \\(50 sentences\\) vary in no direction"
+    ):
+        fit_pca(np.tile(np.arange(8.0), (50, 1)), 4, "fit.txt")
+
+
+def test_pca_beyond_the_rank_is_refused_naming_it_pp_pca_rankdef() -> None:
+    """Sweep 3, PP_pca_rankdef: --dim 8 on 3 distinct sentences (rank 2) kept 6 directions of noise."""
+    rng = np.random.default_rng(1)
+    three = rng.normal(size=(3, 16))
+    x = three[np.arange(21) % 3]  # (21, 16): rank 2 once centred
+    assert np.linalg.matrix_rank(x - x.mean(axis=0)) == 2
+    with pytest.raises(ValueError, match="vary in only 2 of 16 directions, so 6 of the 8 .* --dim 2 or less"):
+        fit_pca(x, 8)
+    assert fit_pca(x, 2).components.shape == (2, 16)
+
+
+@settings(max_examples=60, deadline=None)
+@given(rank=st.integers(0, 6), dim=st.integers(1, 8), seed=st.integers(0, 2**16))
+def test_pca_fits_exactly_up_to_numpys_rank(rank: int, dim: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(40, rank)) @ rng.normal(size=(rank, 8)) + rng.normal(size=8)  # (40, 8), rank `rank`
+    true_rank = np.linalg.matrix_rank(x - x.mean(axis=0))  # numpy's own tolerance: the independent reference
+    if dim <= true_rank:
+        assert fit_pca(x, dim).components.shape == (dim, 8)
+    else:
+        with pytest.raises(ValueError, match="numerical noise"):
+            fit_pca(x, dim)

@@ -30,6 +30,7 @@ import torch
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.modeling.heads import DenseLayer
+from sentcl.postprocess.whitening import RANK_TOL
 
 
 @dataclass(frozen=True)
@@ -79,6 +80,18 @@ def fit_pca(vectors: np.ndarray, dim: int, where: str = "the fit data", center: 
     signs = np.sign(components[np.arange(dim), np.abs(components).argmax(axis=1)])  # (k,)
     components = components * np.where(signs == 0, 1.0, signs)[:, None]  # (k, D)
     variance = s**2 / (n - 1)  # (min(N, D),) variance along each direction, divisor N − 1
+    rank = int((variance > RANK_TOL * variance[0]).sum()) if variance[0] > 0 else 0  # whitening's rule
+    if rank < dim:
+        spread = (
+            "no direction: every sentence gives the same vector"
+            if rank == 0
+            else f"only {rank} of {d} directions"
+        )
+        raise ValueError(
+            f"{where}: the sentence vectors ({n} sentences) vary in {spread}, so {dim - rank} of the {dim} "
+            f"directions PCA would keep are numerical noise; fit on more varied sentences"
+            + (f" or pass --dim {rank} or less" if rank else "")
+        )
     total = float(variance.sum())
     ratio = variance[:dim] / total if total > 0 else np.zeros(dim)
     return PCA(components, mean, variance[:dim], ratio, center)
