@@ -203,6 +203,13 @@ def fit_flow(
         raise ValueError(f"a flow needs at least 2 sentence vectors (N, D), got shape {tuple(x.shape)}")
     if not bool(torch.isfinite(x).all()):
         raise ValueError("the sentence vectors hold NaN or inf; no flow can be fitted")
+    if bool(
+        (x == x[0]).all()
+    ):  # the likelihood of N copies of one point has no maximum: the NLL runs to -inf
+        raise ValueError(
+            f"the {x.size(0)} sentence vectors are all the same vector (every fit sentence encodes alike): a flow "
+            "fits a density, which needs sentences that differ; fit on varied sentences"
+        )
     config = config or FlowConfig(dim=x.size(1))
     flow = Glow(config, seed=seed)
     optimizer = torch.optim.Adam(flow.parameters(), lr=learning_rate)
@@ -219,7 +226,10 @@ def fit_flow(
         nll = -flow.log_likelihood(batch).mean() / x.size(1)  # nats per dimension
         value = float(nll.detach())
         if not math.isfinite(value):
-            raise ValueError(f"the flow diverged at step {step + 1} (NLL {value}); lower --learning-rate")
+            raise ValueError(
+                f"the flow diverged at step {step + 1} (NLL {value}); lower --learning-rate, or fit on more "
+                "varied sentences (near-identical vectors have no finite maximum likelihood)"
+            )
         optimizer.zero_grad()
         nll.backward()
         optimizer.step()
