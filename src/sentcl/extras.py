@@ -13,6 +13,7 @@ from importlib import metadata
 EXTRA_OF_MODULE: dict[str, str] = {
     "fastapi": "serve",
     "uvicorn": "serve",
+    "orjson": "serve",
     "onnx": "onnx",
     "onnxruntime": "onnx",
     "mteb": "mteb",
