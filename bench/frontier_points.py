@@ -26,7 +26,16 @@ from bench.harness import ROOT
 from bench.st_peer import PeerEncoder
 from sentcl.files.paths import resolve_model_path
 
-SENTCL_POINTS = ("teacher", "teacher-onnx", "teacher-onnx-int8", "l3", "l3-onnx-int8", "l2", "l2-onnx-int8")
+SENTCL_POINTS = (
+    "teacher",
+    "teacher-onnx",
+    "teacher-onnx-int8",
+    "teacher-openvino",
+    "l3",
+    "l3-onnx-int8",
+    "l2",
+    "l2-onnx-int8",
+)
 PEER_BACKENDS = {"st": "torch", "st-onnx": "onnx", "st-openvino": "openvino", "model2vec": "model2vec"}
 POINTS = (*SENTCL_POINTS, "l3-pca128", *PEER_BACKENDS)
 CUTS = {"l3": [0, 2, 4], "l2": [0, 5], "l3-pca128": [0, 2, 4]}
@@ -121,7 +130,8 @@ def peer_point(name: str, peer: PeerEncoder, folder: Path, max_length: int) -> P
         out = peer(sentences)
         return peer.last_seconds, peer.last_cpu_seconds, out
 
-    same = name != "model2vec"  # the teacher's own weights: its committed average, the cosines recorded
+    # the teacher's weights in fp32: its committed average, the cosines recorded (OpenVINO's bf16: scored)
+    same = name in ("st", "st-onnx")
     return Point(
         name,
         "peer",
@@ -189,10 +199,10 @@ def build_points(
         for name in [n for n in names if n in CUTS]:
             models[name], folder = cut_student(teacher_dir, name, work, sentences)
             points[name] = sentcl_point(name, models[name], folder, "pytorch", args.batch_size, ml)
-        for name in [n for n in names if "-onnx" in n and n in SENTCL_POINTS]:
-            base, int8 = name.split("-onnx")[0], name.endswith("int8")
-            folder = export_onnx(models[base], work / name, int8=int8)
-            runtime = "onnx-int8" if int8 else "onnx"
+        for name in [n for n in names if ("-onnx" in n or "-openvino" in n) and n in SENTCL_POINTS]:
+            base, int8, ov = name.split("-")[0], name.endswith("int8"), name.endswith("openvino")
+            folder = export_onnx(models[base], work / name, int8=int8, openvino=ov)
+            runtime = "openvino" if ov else "onnx-int8" if int8 else "onnx"
             onnx = OnnxEncoder(folder, threads=args.threads)
             points[name] = sentcl_point(name, onnx, folder, runtime, args.batch_size, ml)
         for spec in args.static:

@@ -16,6 +16,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "orjson": "serve",
     "onnx": "onnx",
     "onnxruntime": "onnx",
+    "openvino": "openvino",
     "mteb": "mteb",
     "tensorboard": "tensorboard",
     "faiss": "faiss",

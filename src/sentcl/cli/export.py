@@ -1,4 +1,5 @@
-"""``sentcl export --format onnx MODEL OUT``: the whole encoder (backbone, pooler, head) as an ONNX folder."""
+"""``sentcl export --format onnx MODEL OUT``: the whole encoder (backbone, pooler, head) as an ONNX folder;
+``--format openvino``: the same folder with OpenVINO's IR of the graph, which OpenVINO runs."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ from pathlib import Path
 from sentcl.cli.options import add_pooler
 from sentcl.files.pathcheck import check_output_dir
 
-FORMATS = ("onnx",)
+FORMATS = ("onnx", "openvino")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -17,7 +18,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "export",
         help="Export a model for deployment (ONNX: input_ids + attention_mask -> sentence embedding).",
     )
-    p.add_argument("--format", choices=FORMATS, default="onnx", help="Export format (default onnx).")
+    p.add_argument(
+        "--format",
+        choices=FORMATS,
+        default="onnx",
+        help="Export format (default onnx; openvino: the same folder with OpenVINO's IR, run by OpenVINO).",
+    )
     p.add_argument("model", metavar="MODEL", help="Local folder, hub id or offline short name.")
     p.add_argument("out", metavar="OUT", type=Path, help="Output folder (new or a previous export).")
     add_pooler(p)
@@ -30,11 +36,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, export_onnx
+    from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, OPENVINO_MODEL, export_onnx
 
+    openvino = args.format == "openvino"
     check_output_dir(args.out, "OUT")  # before the export's work (it writes inside OUT)
     out = export_onnx(
-        args.model, args.out, int8=args.int8, pooler=args.pooler, verbose=getattr(args, "verbose", False)
+        args.model,
+        args.out,
+        int8=args.int8,
+        pooler=args.pooler,
+        verbose=getattr(args, "verbose", False),
+        openvino=openvino,
     )
     meta = json.loads((out / ONNX_CONFIG).read_text(encoding="utf-8"))
     size_mb = (out / ONNX_MODEL).stat().st_size / 2**20
@@ -43,4 +55,6 @@ def run(args: argparse.Namespace) -> int:
         f"max_length {meta['max_length']}, head {str(meta['head']).lower()}, normalize "
         f"{str(meta['normalize']).lower()}, {'int8' if args.int8 else 'fp32'}; -v shows onnxruntime's log)"
     )
+    if openvino:
+        print(f"wrote {out / OPENVINO_MODEL} and its .bin: the folder runs with OpenVINO")
     return 0

@@ -33,6 +33,7 @@ from sentcl.modeling.onnx_encoder import (  # noqa: F401 - the reading side, re-
     INPUTS,
     ONNX_CONFIG,
     ONNX_MODEL,
+    OPENVINO_MODEL,
     OUTPUT,
     OnnxEncoder,
     is_onnx_folder,
@@ -200,7 +201,9 @@ def _quantize(src: Path, dst: Path) -> None:
         logging.getLogger().removeFilter(hint)
 
 
-def _write_export(encoder: nn.Module, folder: Path, int8: bool, source: str | None, work: Path) -> None:
+def _write_export(
+    encoder: nn.Module, folder: Path, int8: bool, source: str | None, work: Path, openvino: bool = False
+) -> None:
     """The whole export into ``folder`` (a fresh temporary folder); ``work`` holds the intermediate graphs."""
     config = encoder.backbone.config
     raw, fused = work / "raw.onnx", work / "fused.onnx"
@@ -211,9 +214,12 @@ def _write_export(encoder: nn.Module, folder: Path, int8: bool, source: str | No
         _quantize(fused, folder / ONNX_MODEL)
     else:
         shutil.copyfile(fused, folder / ONNX_MODEL)
+    if openvino:
+        _to_openvino(folder / ONNX_MODEL, folder / OPENVINO_MODEL)
     encoder.tokenizer.save_pretrained(folder)
     meta = {
         "format": "sentcl-onnx",
+        "runtime": "openvino" if openvino else "onnxruntime",
         "source": source,
         "pooler": encoder.pooler,
         "head": facts["head"],
@@ -227,6 +233,13 @@ def _write_export(encoder: nn.Module, folder: Path, int8: bool, source: str | No
         "ort_fusions": did_fuse,
     }
     atomic_write_text(folder / ONNX_CONFIG, json.dumps(meta, indent=2) + "\n")
+
+
+def _to_openvino(onnx_file: Path, xml: Path) -> None:
+    """OpenVINO's IR (``xml`` + its ``.bin``) of the fp32 graph, weights kept in fp32 (not compressed to fp16)."""
+    import openvino as ov
+
+    ov.save_model(ov.convert_model(str(onnx_file)), str(xml), compress_to_fp16=False)
 
 
 _OLD_LEFTOVER = re.compile(r"tmp[a-z0-9_]{8}")  # tempfile's names: an older export wrote inside OUT
@@ -267,8 +280,12 @@ def export_onnx(
     int8: bool = False,
     pooler: str | None = None,
     verbose: bool = False,
+    openvino: bool = False,
 ) -> Path:
     """Write ``out/model.onnx`` (+ tokenizer + sentcl_onnx.json) for a model name/folder or a SentenceEncoder.
+
+    ``openvino``: also OpenVINO's IR of the graph (``openvino_model.xml`` + ``.bin``, fp32 weights), which the
+    folder's encoder then runs with OpenVINO (``runtime`` in sentcl_onnx.json); fp32 only.
 
     The folder is written whole into a temporary sibling and swapped in (a killed export leaves no partial
     OUT, and its temporary is removed by the next export). ``verbose``: onnxruntime's own log lines too.
@@ -278,6 +295,10 @@ def export_onnx(
     from sentcl.modeling.open import open_model
 
     out = Path(out)
+    if openvino and int8:
+        raise ValueError("--int8 is onnxruntime's quantisation: export for OpenVINO in fp32 (without --int8)")
+    if openvino:
+        import openvino  # noqa: F401 - the extra's check (the openvino extra), before the export's work
     _check_out(out)
     encoder = open_model(model, pooler=pooler, backend="torch") if isinstance(model, str) else model
     if isinstance(encoder, DualEncoder):
@@ -296,7 +317,7 @@ def export_onnx(
             _quiet(verbose),
             tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".tmp-{out.name}-work") as work,
         ):
-            _write_export(encoder, folder, int8, source, Path(work))
+            _write_export(encoder, folder, int8, source, Path(work), openvino)
 
     atomic_dir_write(out, write)
     return out

@@ -2,7 +2,10 @@
 
 The folder holds ``model.onnx`` (``input_ids`` + ``attention_mask`` -> ``sentence_embedding`` (batch, dim)), the
 tokenizer files and ``sentcl_onnx.json``: pooler, ``max_length`` (the inference truncation), ``dim``,
-``normalize`` (whether the graph's rows have unit length), ``head`` and the quantisation. A damaged graph, or
+``normalize`` (whether the graph's rows have unit length), ``head``, the quantisation and the ``runtime``:
+``onnxruntime`` (the default), or ``openvino`` for ``sentcl export --format openvino``, whose folder also holds
+OpenVINO's IR of the graph (``openvino_model.xml`` + ``.bin``), compiled by OpenVINO with its CPU defaults
+(its inference precision is bf16 on a CPU with bf16 instructions). A damaged graph, or
 metadata that disagrees with it, is an error naming the file. Writing one is interop/onnx.py.
 """
 
@@ -26,6 +29,8 @@ from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
 
 ONNX_CONFIG = "sentcl_onnx.json"
 ONNX_MODEL = "model.onnx"
+OPENVINO_MODEL = "openvino_model.xml"
+RUNTIMES = ("onnxruntime", "openvino")
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "sentence_embedding"
 
@@ -47,6 +52,7 @@ def read_onnx_meta(folder: Path) -> dict[str, Any]:
         "max_length": (_positive_int(meta.get("max_length")), "a positive whole number"),
         "dim": (_positive_int(meta.get("dim")), "a positive whole number"),
         "normalize": (isinstance(meta.get("normalize", False), bool), "true or false"),
+        "runtime": (meta.get("runtime", "onnxruntime") in RUNTIMES, f"one of {', '.join(RUNTIMES)}"),
     }
     for key, (ok, expected) in checks.items():
         if not ok:
@@ -75,7 +81,12 @@ class OnnxEncoder:
         self.meta: dict[str, Any] = read_onnx_meta(folder)
         check_tokenizer_files(folder)
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
-        self.session = _session(folder / ONNX_MODEL, threads)
+        self.runtime: str = self.meta.get("runtime", "onnxruntime")
+        if self.runtime == "openvino":
+            self.backend = "openvino"
+            self.session: Any = OpenVinoSession(folder / OPENVINO_MODEL, threads)
+        else:
+            self.session = _session(folder / ONNX_MODEL, threads)
         self.pooler: str = self.meta["pooler"]
         self.max_length: int = int(self.meta["max_length"])
         self.embedding_dim: int = int(self.meta["dim"])
@@ -127,6 +138,34 @@ class OnnxEncoder:
     def similarity(self, a: Any, b: Any) -> np.ndarray:
         """Cosine similarity of every a against every b: (len(a), len(b)); strings are encoded first."""
         return cosine_matrix(embedding_matrix(self, a), embedding_matrix(self, b)).numpy()
+
+
+class OpenVinoSession:
+    """OpenVINO's compiled graph behind the two onnxruntime calls the encoder makes (``run``, ``get_outputs``)."""
+
+    def __init__(self, file: Path, threads: int | None) -> None:
+        import openvino as ov
+
+        if not file.is_file():
+            raise ModelFolderError(f"{file}: missing (OpenVINO's graph); export again with --format openvino")
+        config = {"INFERENCE_NUM_THREADS": threads or torch.get_num_threads(), "NUM_STREAMS": 1}
+        try:
+            self.compiled = ov.Core().compile_model(str(file), "CPU", config)
+        except Exception as err:  # noqa: BLE001 - OpenVINO raises RuntimeError for every damaged file
+            first = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise ModelFolderError(
+                f"{file}: OpenVINO cannot load it ({first}); export again (sentcl export --format openvino MODEL OUT)"
+            ) from None
+        self.request = self.compiled.create_infer_request()
+
+    def get_outputs(self) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(shape=[None])]  # the width is read from one probe (OnnxEncoder._check_dim)
+
+    def run(self, names: list[str], feed: dict[str, np.ndarray]) -> list[np.ndarray]:
+        result = self.request.infer(feed)
+        return [np.array(result[self.compiled.output(name)], dtype=np.float32) for name in names]  # (B, D)
 
 
 def _session(file: Path, threads: int | None) -> Any:
