@@ -20,6 +20,9 @@ from typing import Any
 from bench.harness import ROOT
 
 RUNS = Path("bench/results/frontier")
+BUILDS = Path(
+    "bench/results/frontier_static_builds.json"
+)  # how the --static students were made, and their time
 PAGE = Path("docs/results/frontier-cpu.md")
 PLOT_NAME = "frontier-cpu.png"
 
@@ -138,7 +141,24 @@ def plot(run: dict[str, Any], out: Path) -> None:
     plt.close(fig)
 
 
-def page(path: Path, run: dict[str, Any]) -> str:
+def builds(root: Path, run: dict[str, Any]) -> str:
+    """A line per static student of the run: the command that built it and its time (from BUILDS)."""
+    file = root / BUILDS
+    known = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
+    lines = [
+        f"- `{name}`: `{known[name]['command']}` ({known[name]['wall_s']:.0f} s wall, "
+        f"{known[name]['cpu_s']:.0f} CPU-s, one thread, load average {known[name]['load']})"
+        for name, row in run["points"].items()
+        if row["runtime"] == "static" and name in known
+    ]
+    return (
+        ("\n\nThe static students (from `" + BUILDS.as_posix() + "`):\n\n" + "\n".join(lines))
+        if lines
+        else ""
+    )
+
+
+def page(path: Path, run: dict[str, Any], built: str = "") -> str:
     machine = run["machine"]
     load = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_start", []))
     ours = pareto(scored(run, "sentcl"))
@@ -162,7 +182,7 @@ the share of one core it got (never above one: one thread each).
 
 {table(run)}
 
-sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}
+sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{built}
 
 ![STS average against sentences/s]({PLOT_NAME})
 
@@ -179,7 +199,7 @@ def build(root: Path = ROOT, plot_to: Path | None = None) -> str:
     path, run = newest_run(root)
     if plot_to is not None:
         plot(run, plot_to)
-    return page(path, run)
+    return page(path, run, builds(root, run))
 
 
 def main(argv: list[str] | None = None) -> None:
