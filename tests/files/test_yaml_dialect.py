@@ -131,3 +131,21 @@ def test_any_plain_scalar_is_read_as_yaml_12_or_refused_as_ambiguous(text: str) 
     # ruamel extends YAML 1.2 with YAML 1.1's digit underscores and base 60 ("0_E0" is its 0.0); the core
     # schema reads those as text, so only they may differ from ruamel's value
     assert isinstance(got, str) and ("_" in text or ":" in text), (text, got, reference["k"])
+
+
+def test_an_error_in_a_set_value_names_the_set_not_the_recipe_ts_weight0() -> None:
+    """Sweep 3, TS_weight0: a bad value given with --set was reported '(in <sentcl>/recipes/distill_mse.yaml)',
+    a file that holds no such value."""
+    recipe = resolve_recipe("distill_mse")
+    with pytest.raises(ConfigError) as err:
+        load_config(TrainConfig, recipe, ["model.teacher=[{path: all-MiniLM-L6-v2, weight: 0}]"])
+    assert "model.teacher" in str(err.value) and str(err.value).endswith("(from --set model.teacher)")
+    assert str(recipe) not in str(err.value)
+
+
+def test_an_error_in_the_recipe_still_names_the_recipe(tmp_path: Path) -> None:
+    recipe = tmp_path / "r.yaml"
+    recipe.write_text("training:\n  learning_rate: .nan\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(TrainConfig, recipe, ["training.seed=3"])
+    assert str(err.value).endswith(f"(in {recipe})")

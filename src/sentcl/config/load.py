@@ -113,8 +113,17 @@ def load_config(cls: type[T], path: str | Path | None = None, overrides: typing.
     try:
         return from_dict(cls, data)
     except ConfigError as err:
-        where = f" (in {path})" if path is not None else ""
-        raise ConfigError(f"{err}{where}") from None
+        raise ConfigError(f"{err}{_source_of(str(err), path, [keys for keys, _ in parsed])}") from None
+
+
+def _source_of(message: str, path: Path | None, given: list[list[str]]) -> str:
+    """Where the value an error names came from: the last ``--set`` of its key (or of a section above it),
+    else the recipe file; '' when neither."""
+    for keys in reversed(given):
+        key = ".".join(keys)
+        if message.startswith(key) and message[len(key) : len(key) + 1] in (".", "=", " ", "[", ":"):
+            return f" (from --set {key})"
+    return f" (in {path})" if path is not None else ""
 
 
 def describe(cls: type[Any], prefix: str = "") -> list[tuple[str, str, str]]:
