@@ -28,6 +28,7 @@ from sentcl.config.prompt_templates import (  # noqa: F401 - the templates as te
     SNCSE_BERT_TEMPLATES,
     check_template,
 )
+from sentcl.files.budget import bounded_texts
 
 # model types whose position ids start after the padding index (RoBERTa's offset of pad_token_id + 1)
 _PADDING_OFFSET_TYPES = frozenset({"roberta", "xlm-roberta", "camembert", "longformer", "data2vec-text"})
@@ -96,6 +97,7 @@ class Prompt:
         return [t.prefix_text + self._cut(s, budget) + t.suffix_text for s in sentences]
 
     def _cut(self, sentence: str, budget: int) -> str:
+        sentence = bounded_texts([sentence], budget)[0]  # the input budget: never tokenise a whole huge line
         enc = self.tokenizer(sentence, add_special_tokens=False, return_offsets_mapping=True)
         if len(enc["input_ids"]) <= budget:
             return sentence

@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.budget import bounded_texts
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
@@ -153,8 +154,9 @@ class StaticEncoder:
     def token_ids(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
         """Each text's token ids, no special tokens, cut at ``max_length`` (default ``self.max_length``)."""
         limit = min(max_length or self.max_length, self.max_length)
+        bounded = bounded_texts(texts, limit)  # the input budget (sentcl.files.budget)
         return [
-            enc.ids[:limit] for enc in self.rust_tokenizer.encode_batch(list(texts), add_special_tokens=False)
+            enc.ids[:limit] for enc in self.rust_tokenizer.encode_batch(bounded, add_special_tokens=False)
         ]
 
     def encode(
