@@ -83,7 +83,15 @@ def why_above(run: dict[str, Any], name: str) -> str:
         )
     if row["runtime"] == "model2vec" and not any(r["runtime"] == "static" for r in rows.values()):
         return f"{name} is a static model (one vector per token); this run has no sentcl static student"
-    return f"no sentcl point of this run is as fast as {name} with at least its average"
+    faster = [(n, v, q) for n, v, q in scored(run, "sentcl") if v >= row["sentences_per_s"]]
+    if faster:  # the best sentcl point at least as fast: how far below it lies
+        best, speed, quality = max(faster, key=lambda p: p[2])
+        return (
+            f"{name} ({row['sts']['avg']:.2f}) scores {row['sts']['avg'] - quality:.2f} points above the best "
+            f"sentcl point at least as fast, {best} ({quality:.2f}, at {speed / row['sentences_per_s']:.1f}x "
+            f"{name}'s speed)"
+        )
+    return f"no sentcl point of this run is as fast as {name}"
 
 
 def sts_source(row: dict[str, Any]) -> str:
