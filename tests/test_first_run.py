@@ -66,6 +66,7 @@ def _make_demo_data(data: Path, mirror_url: str) -> subprocess.CompletedProcess[
     return subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("make") is None, reason="make is not installed")
 def test_make_demo_data_step_fetches_what_the_demo_reads(
     tmp_path: Path, mirror: Mirror, data_dir: Path

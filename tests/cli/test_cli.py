@@ -54,6 +54,7 @@ def test_readme_opens_with_the_two_setup_commands() -> None:
     assert dry.returncode == 0 and "pytest" in dry.stdout
 
 
+@pytest.mark.slow
 def test_readme_demo_command_runs(tmp_path: Path, tiny_bert: Path, corpus_file: Path) -> None:
     """`make demo` itself, shrunk to the tiny model and two steps through DEMO_ARGS."""
     args = " ".join(

@@ -64,6 +64,7 @@ def test_page_figures_are_read() -> None:
     assert figures["transfer"]["TREC"] == 90.00 and figures["transfer"]["SST2"] == 81.27
 
 
+@pytest.mark.slow
 def test_real_command_equals_the_page_on_trec_both_modes(tmp_path: Path) -> None:
     figures = page_figures()
     results, stderr = run_eval(tmp_path, ["transfer_fast", "transfer"], ["TREC"])

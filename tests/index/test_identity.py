@@ -82,7 +82,7 @@ print(rss() - before)
 """
 
 
-@pytest.mark.parametrize("kind", ["flat", "ivf", "ivfpq"])
+@pytest.mark.parametrize("kind", ["flat", "ivf", pytest.param("ivfpq", marks=pytest.mark.slow)])
 def test_open_is_memory_mapped(tmp_path: Path, kind: str) -> None:
     """RSS growth of opening the index, in a fresh process, stays below a tenth of index.faiss's size."""
     from sentcl.index.shards import encode_shards

@@ -109,6 +109,7 @@ def test_memory_is_one_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     np.testing.assert_array_equal(rows[:, 0], np.arange(95))
 
 
+@pytest.mark.slow
 def test_torchrun_ranks_encode_disjoint_shards(tmp_path: Path, tiny_bert: Path) -> None:
     """Two processes under torchrun: rank r writes shards r, r + 2, ...; the result equals one process."""
     corpus = write_corpus(tmp_path / "corpus.txt", LINES)

@@ -86,6 +86,7 @@ def _export_lines(tiny_bert: Path, out: Path, *flags: str) -> list[str]:
     return (done.stdout + done.stderr).splitlines()
 
 
+@pytest.mark.slow
 def test_export_prints_one_line_unless_verbose(tiny_bert: Path, tmp_path: Path) -> None:
     quiet = _export_lines(tiny_bert, tmp_path / "quiet")
     quiet = [

@@ -129,6 +129,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_torchrun_two_processes_equal_one_process(
     tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path
 ) -> None:

@@ -309,6 +309,7 @@ def test_help_example_template_works(tmp_path: Path, capsys: pytest.CaptureFixtu
         assert cfg.model.prompt_templates == [PROMPT]
 
 
+@pytest.mark.slow
 def test_two_trainings_into_one_folder(tmp_path: Path) -> None:
     """D05: a second ``sentcl train`` into a folder that a running one holds is refused with the holder's PID,
     and the first run's files are untouched by it. Two real processes."""
