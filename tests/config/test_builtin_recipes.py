@@ -132,3 +132,17 @@ def test_a_missing_extra_deeper_in_a_command_is_caught_by_the_cli(monkeypatch, c
     monkeypatch.setattr(recipes_cli, "run", needs_onnxruntime)
     assert main(["recipes"]) == 2
     assert extra_hint("onnx") in capsys.readouterr().err
+
+
+def test_shipped_recipes_carry_no_tracker_words_or_paths_outside_the_package() -> None:
+    """`sentcl recipes show NAME` prints the file as it is: no issue numbers, source-paper seed numbers or paths
+    to files that neither the package nor the site has (../shared/..., design notes)."""
+    words = re.compile(r"\bissues?\b|\bseeds? ?0\d\d\b|\.\./shared|EXPERIMENTS\.md|ARCHITECTURE\.md", re.I)
+    found = [
+        f"{path.relative_to(ROOT)}:{n}: {line.strip()}"
+        for path in [*CHECKOUT_RECIPES, *CHECKOUT_GRIDS]
+        for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if words.search(line)
+    ]
+    assert not found, found
+    assert words.search("see ../shared/design/EXPERIMENTS.md") and words.search("(issue 15)")
