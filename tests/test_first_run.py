@@ -223,3 +223,24 @@ def test_sentcl_experiment_writes_docs_results_only_in_a_checkout(tmp_path: Path
     assert default_output(tmp_path) == Path("results")  # an empty folder: never ./docs
     (tmp_path / "docs" / "results").mkdir(parents=True)
     assert default_output(tmp_path) == Path("results")  # a docs/ of the user's own is not sentcl's checkout
+
+
+def test_a_missing_data_folder_names_the_one_download_command_for_what_the_run_reads(tmp_path: Path) -> None:
+    from sentcl.training.validation import check_files
+
+    missing = tmp_path / "no-data"
+    cfg = load_config(TrainConfig, resolve_recipe("demo"), [f"data.data_dir={missing}"])
+    with pytest.raises(DataNotFoundError) as err:
+        check_files(cfg)
+    assert f"sentcl download wiki1m_prefix senteval --data-dir {missing};" in str(err.value)
+    (tmp_path / "mine.txt").write_text("a sentence.\n", encoding="utf-8")
+    old = Path.cwd()
+    os.chdir(tmp_path)
+    try:  # the corpus is in the working folder: only the evaluation files are named
+        cfg = load_config(
+            TrainConfig, resolve_recipe("demo"), [f"data.data_dir={missing}", "data.train_file=mine.txt"]
+        )
+        with pytest.raises(DataNotFoundError, match=r"sentcl download senteval --data-dir"):
+            check_files(cfg)
+    finally:
+        os.chdir(old)

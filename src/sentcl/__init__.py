@@ -38,7 +38,7 @@ def evaluate(
 
     return _evaluate(
         evaluation_encode_fn(model, batch_size),  # the one evaluation path, as sentcl eval
-        resolve_data_dir(data_dir),
+        resolve_data_dir(data_dir, ["senteval"]),
         tasks or ["sts"],
         transfer_protocol=transfer_protocol,
     )

@@ -26,7 +26,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     from sentcl.data.nli import build_nli_from_senteval
 
-    folder = args.senteval_snli or resolve_data_dir(args.data_dir) / "senteval" / "SNLI"
+    folder = args.senteval_snli or resolve_data_dir(args.data_dir, ["senteval"]) / "senteval" / "SNLI"
     stats = build_nli_from_senteval(folder, args.splits, args.output, with_neutral=args.with_neutral)
     skipped = ", ".join(f"{k.removeprefix('skipped_')}: {v}" for k, v in stats.skipped().items() if v)
     print(

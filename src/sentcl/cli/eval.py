@@ -84,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     user_data = read_user_data(args)
     if args.tasks is None:
         args.tasks = [] if user_data else ["sts"]
-    data_dir = resolve_data_dir(args.data_dir) if args.tasks else None
+    data_dir = resolve_data_dir(args.data_dir, ["senteval"]) if args.tasks else None
     if args.transfer_tasks and not {"transfer", "transfer_fast"} & set(expand(args.tasks)):
         raise ValueError(
             "--transfer-tasks chooses among the transfer tasks: add transfer or transfer_fast to --tasks"

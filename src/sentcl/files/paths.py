@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Sequence
 from pathlib import Path
 
 from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
@@ -76,8 +77,12 @@ def default_data_dir() -> Path:
     return Path(os.path.normpath(Path.cwd().joinpath(*DATA_DIR_DEFAULT)))
 
 
-def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Return the data directory, or raise DataNotFoundError naming where we looked."""
+def resolve_data_dir(
+    data_dir: str | os.PathLike[str] | None = None, needs: Sequence[str | os.PathLike[str]] = ()
+) -> Path:
+    """Return the data directory, or raise DataNotFoundError naming where we looked; ``needs``: what the caller
+    will read below it, so that a missing folder's error gives the one ``sentcl download`` command that fills
+    it with those."""
     if data_dir is not None:
         path = Path(data_dir)
         source = "--data-dir"
@@ -93,6 +98,13 @@ def resolve_data_dir(data_dir: str | os.PathLike[str] | None = None) -> Path:
             f"{DATA_HELP}"
         )
     if not path.is_dir():
+        names = [c.split()[2] for c in map(download_command, needs) if c is not None]
+        if names:
+            raise DataNotFoundError(
+                f"data directory {path} (from {source}) does not exist; fetch what this reads with: sentcl "
+                f"download {' '.join(dict.fromkeys(names))} --data-dir {path}; or point --data-dir or "
+                f"${DATA_ENV} at a folder that has them"
+            )
         raise DataNotFoundError(
             f"data directory {path} (from {source}) does not exist; sentcl download NAME --data-dir {path} "
             f"creates and fills it. {DATA_HELP}"

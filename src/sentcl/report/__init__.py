@@ -65,7 +65,7 @@ def make_report(
     if not specs:
         raise ValueError("sentcl report needs at least one run folder, model folder or model name")
     output = Path(output)
-    data = resolve_data_dir(data_dir)
+    data = resolve_data_dir(data_dir, ["senteval"])
     sources = [open_source(spec, output / "cache", pooler) for spec in specs]
     _unique_names(sources)
     for source in sources:

@@ -155,8 +155,10 @@ def check_files(cfg: TrainConfig) -> tuple[Path, Path]:
     from sentcl.evaluation.runner import check_dev_task
     from sentcl.files.paths import data_file, resolve_data_dir, user_file
 
-    data_dir = resolve_data_dir(cfg.data.data_dir)
     given = Path(cfg.data.train_file)
+    evaluates = bool(cfg.eval.final_tasks) or (bool(cfg.eval.dev_task) and ":" not in cfg.eval.dev_task)
+    needs = ([] if given.is_absolute() or given.exists() else [given]) + (["senteval"] if evaluates else [])
+    data_dir = resolve_data_dir(cfg.data.data_dir, needs)
     train_path = user_file(given, data_dir)  # the working folder first, then the data folder
     problem = describe_not_a_file(train_path)
     if problem == "does not exist":
