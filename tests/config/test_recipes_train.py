@@ -75,6 +75,8 @@ def test_recipe_runs_and_saves(
     ]
     if "name: sup_simcse" in text:
         overrides.append("data.reader=nli_csv")
+    if "reader: offline_english" in text:  # the recipe reads the data folder; here the small corpus file
+        overrides.append("data.reader=lines")
     if "name: cosent" in text:  # scored pairs (sentence1, sentence2, score) written by hand
         rows = [(r[0], r[1], float(i % 5)) for i, r in enumerate(write_nli_rows())]
         scored = tmp_path / "scored.tsv"
