@@ -148,3 +148,15 @@ def test_generated_corpus_lines_are_distinct(tmp_path: Path) -> None:
 
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(pytest.main([__file__, "-q"]))
+
+
+def test_fingerprint(tmp_path: Path) -> None:
+    """The fingerprint cost benchmark on a 2 MiB folder: one digest throughout, the warm call the cheapest."""
+    from bench import fingerprint
+
+    out = tmp_path / "fp.json"
+    fingerprint.main(["--mb", "2", "--repeats", "1", "--work-dir", str(tmp_path), "--output", str(out)])
+    data = _load(out)
+    assert data["same_digest_every_time"] and data["folder_bytes"] == 2 * 2**20
+    seconds = data["seconds"]
+    assert seconds["warm"]["median"] < seconds["cold"]["median"]

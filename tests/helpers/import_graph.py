@@ -35,7 +35,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.evaluation.sts_table",
     ),
     # the sharded encode and its fingerprints only import floor 0/1 code: methods (teachers) use them
-    ("sentcl.data", "sentcl.index.shards", "sentcl.index.identity"),
+    ("sentcl.data", "sentcl.index.shards", "sentcl.index.shard_resume", "sentcl.index.identity"),
     # a whitening or flow layer, and its files in a model folder, are part of the model
     (
         "sentcl.modeling",

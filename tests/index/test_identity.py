@@ -49,7 +49,7 @@ def test_input_edited_in_place_to_the_same_size_is_re_encoded(
     assert os.stat(corpus).st_size == before.st_size
     with caplog.at_level(logging.WARNING):
         assert main(encode_argv(tiny_bert, corpus, tmp_path / "s")) == 0
-    assert "changed since the shards" in caplog.text and "sampled hash" in caplog.text
+    assert "changed since the shards" in caplog.text and "SHA-256" in caplog.text
     encode_one_npy(tiny_bert, corpus, tmp_path / "one.npy")  # the reference: one plain encode of the new file
     shards = ShardSet.open(tmp_path / "s")
     stacked = np.concatenate([a for _, a in shards.iter_arrays()])

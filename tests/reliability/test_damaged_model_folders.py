@@ -11,8 +11,12 @@ output written. The rows go beyond the reported instances: every JSON file of a 
 from __future__ import annotations
 
 import json
+import logging
 import pickle
 import shutil
+import socket
+import subprocess
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -22,6 +26,7 @@ from harness import Case, parametrize, run_case
 from safetensors.torch import save_file
 from torch import nn
 
+from sentcl.files.output import TEMP_MARKER
 from sentcl.files.paths import resolve_model_path
 from sentcl.interop.onnx import export_onnx
 from sentcl.modeling.encoder import SentenceEncoder
@@ -104,6 +109,18 @@ def cut_file(name: str, keep: float) -> Callable[[Path], None]:
         data = (model / name).read_bytes()
         (model / name).unlink()
         (model / name).write_bytes(data[: int(len(data) * keep)])
+
+    return change
+
+
+def swap_middle_byte(name: str) -> Callable[[Path], None]:
+    """One byte in the middle of ``name`` changed, same size: another graph, as a swapped or rotted file is."""
+
+    def change(model: Path) -> None:
+        data = bytearray((model / name).read_bytes())
+        data[len(data) // 2] ^= 0x01
+        (model / name).unlink()
+        (model / name).write_bytes(bytes(data))
 
     return change
 
@@ -259,6 +276,9 @@ CASES = [
     # X08 / X09: a truncated graph; metadata whose dim is not the graph's
     Case("X08_truncated_onnx", copy_of("onnx", cut_file("model.onnx", 0.5)),
          r"model/model\.onnx: onnxruntime cannot load it .*truncated or damaged", check=no_output),
+    Case("X_swap_model", copy_of("onnx", swap_middle_byte("model.onnx")),
+         r"model/model\.onnx changed since it was written: .*sentcl_onnx\.json records .*export the model again",
+         check=no_output),
     Case("X08_empty_onnx", copy_of("onnx", cut_file("model.onnx", 0.0)),
          r"model/model\.onnx: onnxruntime cannot load it", check=no_output),
     Case("X08_onnx_without_tokenizer", copy_of("onnx", lambda m: [(m / n).unlink() for n in
@@ -280,18 +300,31 @@ def export_into(prepare: Callable[[Path], None]) -> Callable[[Path], list[str]]:
     return setup
 
 
+def dead_pid() -> int:
+    """The id of a process that has ended (a killed export's)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True
+    )
+    return int(done.stdout)
+
+
 def killed_export_leftovers(folder: Path) -> None:
-    """What a kill -9 left: this version's temporary sibling, and an older version's OUT/tmpXXXXXXXX/raw.onnx."""
+    """What a kill -9 left: this version's temporary sibling (marked with its owner, whose process is gone),
+    beside a folder of the user's that only looks like one (no owner record)."""
+    tmp = folder / f".tmp-out-p{dead_pid()}-0123abcd"
+    tmp.mkdir(parents=True)
+    (tmp / "raw.onnx").write_bytes(b"\x08\x07partial")
+    (tmp / TEMP_MARKER).write_text(
+        json.dumps({"pid": dead_pid(), "host": socket.gethostname(), "target": "out"}), encoding="utf-8"
+    )
     (folder / ".tmp-out-0123abcd").mkdir(parents=True)
-    (folder / ".tmp-out-0123abcd" / "raw.onnx").write_bytes(b"\x08\x07partial")
-    (folder / "out" / "tmp663lzpt8").mkdir(parents=True)
-    (folder / "out" / "tmp663lzpt8" / "raw.onnx").write_bytes(b"\x08\x07partial")
+    (folder / ".tmp-out-0123abcd" / "notes.txt").write_text("mine\n", encoding="utf-8")
 
 
 def exported_and_clean(folder: Path, printed: str) -> None:
-    """The rerun succeeds: both leftovers removed (each named in a warning), OUT a complete export."""
-    assert sorted(p.name for p in folder.iterdir()) == ["out"]  # no temporary sibling left
-    assert not (folder / "out" / "tmp663lzpt8").exists()
+    """The rerun succeeds: the killed export's temporary removed, the user's look-alike kept, OUT complete."""
+    assert sorted(p.name for p in folder.iterdir()) == [".tmp-out-0123abcd", "out"]
+    assert (folder / ".tmp-out-0123abcd" / "notes.txt").read_text(encoding="utf-8") == "mine\n"
     meta = json.loads((folder / "out" / "sentcl_onnx.json").read_text(encoding="utf-8"))
     assert meta["dim"] == 32 and (folder / "out" / "model.onnx").stat().st_size > 1000
 
@@ -305,7 +338,7 @@ EXPORT_CASES = [
          r"OUT \S+/out is a file", check=file_intact),
     Case("X12_rerun_after_kill", export_into(killed_export_leftovers), None, check=exported_and_clean),
     Case("X12_out_holds_user_files", export_into(lambda f: ((f / "out").mkdir(), (f / "out" / "notes.txt").write_text("x"))),
-         r"\S+/out exists and is not an exported ONNX folder \(it holds notes\.txt\)"),
+         r"\S+/out holds files sentcl did not write \(notes\.txt\), not a sentcl ONNX export"),
 ]  # fmt: skip
 
 
@@ -335,15 +368,13 @@ def test_good_folders_encode(tmp_path: Path, capsys: pytest.CaptureFixture[str])
 
 
 def test_x12_leftovers_are_named(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    """The removal of each leftover is logged with its path (X12: the rerun named nothing)."""
-    from sentcl.interop.onnx import _check_out
+    """The removal of a killed export's temporary is logged with its path (X12: the rerun named nothing);
+    a look-alike without an owner record is the user's and stays (X_tmp_glob)."""
+    from sentcl.files.output import remove_stale_temps
 
     killed_export_leftovers(tmp_path)
     with caplog.at_level("WARNING", logger="sentcl"):
-        _check_out(tmp_path / "out")
-    for name in (".tmp-out-0123abcd", "out/tmp663lzpt8"):
-        assert any(
-            str(tmp_path / name) in r.getMessage() and "interrupted export" in r.getMessage()
-            for r in caplog.records
-        )
-    assert not (tmp_path / ".tmp-out-0123abcd").exists() and not (tmp_path / "out" / "tmp663lzpt8").exists()
+        removed = remove_stale_temps(tmp_path / "out", logging.getLogger("sentcl").warning)
+    assert not list(tmp_path.glob(".tmp-out-p*"))
+    assert len(removed) == 1 and str(removed[0]) in caplog.text and "interrupted write" in caplog.text
+    assert (tmp_path / ".tmp-out-0123abcd" / "notes.txt").is_file()

@@ -328,7 +328,7 @@ CASES = [
     Case(
         "search-index-truncated-faiss",
         built_index_search(rewrite("index.faiss", lambda b: b[: len(b) // 2])),
-        r"index\.faiss: not a readable faiss index",
+        r"index\.faiss is truncated: it holds \d+ bytes, .*index\.json records \d+; rebuild the index",
     ),
     Case(
         "search-index-count-mismatch",

@@ -109,10 +109,16 @@ def test_second_report_reads_the_cache_and_a_changed_model_is_evaluated_again(
     assert main([*base, "--output", str(tmp_path / "b")]) == 0
     assert calls == []  # answered from report_cache.json
     weights = next((run / "best").glob("*.safetensors"))
+    data = bytearray(weights.read_bytes())
+    data[-4] ^= 1  # the lowest mantissa bit of the last weight: same size, other contents
+    weights.write_bytes(bytes(data))
+    assert main([*base, "--output", str(tmp_path / "b2")]) == 0
+    assert calls == [["align_uniform"]]  # the model's content fingerprint changed: evaluated again
+    calls.clear()
     stat = weights.stat()
-    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a new mtime: the model changed
+    os.utime(weights, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))  # a new mtime alone: same contents
     assert main([*base, "--output", str(tmp_path / "c")]) == 0
-    assert calls == [["align_uniform"]]
+    assert calls == []  # answered from the cache: the contents did not change
     assert "| run1 | 0.1250 | -2.5000 |" in (tmp_path / "c" / "report.md").read_text(encoding="utf-8")
 
 

@@ -5,15 +5,24 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pytest
 
 from sentcl.cli import main
-from sentcl.experiments.grid import load_grid
+from sentcl.config import to_dict
+from sentcl.experiments.grid import load_grid, point_configs
 from sentcl.experiments.page import write_grid_report
 from sentcl.experiments.runs import GridRow
-from sentcl.experiments.summaries import SUMMARY_FILES, rows_from_summaries, summaries_dir, write_summaries
+from sentcl.experiments.summaries import (
+    SUMMARY_FILES,
+    SUMMARY_RECORD,
+    rows_from_summaries,
+    summaries_dir,
+    write_summaries,
+)
+from sentcl.files.output import MARKER
 
 ROOT = Path(__file__).resolve().parents[2]
 RESULTS = ROOT / "docs" / "results"
@@ -24,11 +33,11 @@ def fake_runs(tmp: Path) -> list[GridRow]:
     """A run folder per point of the pooling grid (cpu): summary files, a weights file that must stay behind."""
     spec = load_grid(ROOT / GRID)
     rows = []
-    for i, point in enumerate(spec.points_for("cpu")):
+    for i, (point, cfg) in enumerate(point_configs(spec, "cpu", tmp / "runs")):
         run = tmp / "runs" / "pooling" / "cpu" / point.slug
         (run / "best").mkdir(parents=True)
         (run / "best" / "model.safetensors").write_bytes(b"weights")
-        (run / "config.json").write_text(json.dumps({"training": {"output_dir": str(run)}}), encoding="utf-8")
+        (run / "config.json").write_text(json.dumps(to_dict(cfg)), encoding="utf-8")  # the point's config
         results = {"best_step": 40, "results": {"stsb_dev": {"STSBenchmark": {"spearman": 80.0 + i / 3}}}}
         (run / "results.json").write_text(json.dumps(results), encoding="utf-8")
         (run / "metrics.jsonl").write_text('{"step": 40, "loss": 0.1}\n', encoding="utf-8")
@@ -48,7 +57,8 @@ def test_page_rebuilt_from_summaries_equals_the_page_of_the_runs(
     assert summaries == out / "pooling-cpu" / "runs"
     for row in rows:
         copied = sorted(p.name for p in (summaries / row.point.slug).iterdir())
-        assert copied == sorted(SUMMARY_FILES[:4])  # no weights, no start_results.json (the run had none)
+        # no weights, no start_results.json (the run had none); the SHA-256 record and the folder's marker
+        assert copied == sorted([*SUMMARY_FILES[:4], SUMMARY_RECORD, MARKER])
         assert (summaries / row.point.slug / "metrics.jsonl").read_bytes() == (
             row.run_dir / "metrics.jsonl"
         ).read_bytes()
@@ -115,3 +125,55 @@ def test_committed_page_equals_its_rebuild(
 
 def test_some_page_has_committed_summaries() -> None:
     assert committed_summaries(), "no grid page has its run summaries committed"
+
+
+def test_summaries_of_other_settings_are_refused_s_editedgrid_s_swapped(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """S_editedgrid: the grid file edited after the runs; S_swapped: two points' summary folders swapped. The
+    page would state one config over the numbers of another: refused, naming the summary and the keys."""
+    import shutil
+
+    import yaml
+
+    from sentcl.config import ConfigError
+
+    monkeypatch.chdir(ROOT)
+    spec = load_grid(GRID)
+    rows = fake_runs(tmp_path)
+    summaries = write_summaries(rows, tmp_path / "s")
+    assert len(rows_from_summaries(spec, "cpu", summaries)) == len(rows)  # as written: accepted
+    edited = yaml.safe_load(GRID.read_text(encoding="utf-8"))
+    edited["variants"]["cpu"]["training.max_steps"] = 500
+    (tmp_path / "pooling.yaml").write_text(yaml.safe_dump(edited), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "configs").symlink_to(ROOT / "configs")  # the grid's base, relative to the checkout
+    with pytest.raises(
+        ConfigError,
+        match=r"config\.json: the run summary of point .*training\.max_steps: 40 in the run, 500 now",
+    ):
+        rows_from_summaries(load_grid(tmp_path / "pooling.yaml"), "cpu", summaries)
+    monkeypatch.chdir(ROOT)
+    a, b = (summaries / rows[0].point.slug, summaries / rows[1].point.slug)
+    shutil.move(a, tmp_path / "t")
+    shutil.move(b, a)
+    shutil.move(tmp_path / "t", b)
+    with pytest.raises(
+        ConfigError, match=re.escape(f"{a.name}/config.json: the run summary of point {rows[0].point.name!r}")
+    ):
+        rows_from_summaries(spec, "cpu", summaries)
+
+
+def test_a_changed_byte_of_a_summary_is_refused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sentcl.files.fingerprint import IntegrityError
+
+    monkeypatch.chdir(ROOT)
+    spec = load_grid(GRID)
+    rows = fake_runs(tmp_path)
+    summaries = write_summaries(rows, tmp_path / "s")
+    results = summaries / rows[0].point.slug / "results.json"  # spearman 80.0
+    results.write_text(results.read_text(encoding="utf-8").replace("80.0", "90.0"), encoding="utf-8")
+    with pytest.raises(
+        IntegrityError, match=r"results\.json changed since it was written: .*summary\.json records"
+    ):
+        rows_from_summaries(spec, "cpu", summaries)

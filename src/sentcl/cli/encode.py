@@ -11,6 +11,7 @@ import numpy as np
 from sentcl.cli.options import add_model_options, load_model, positive_int
 from sentcl.data.readers import iter_text_lines, require_file
 from sentcl.files.atomic import atomic_save_npy
+from sentcl.files.output import Input, claim_file, claim_folder, model_input
 from sentcl.files.pathcheck import check_output_dir, check_output_file
 
 logger = logging.getLogger("sentcl")
@@ -54,6 +55,7 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output.is_dir():
         raise ValueError(f"--output {args.output} is a directory; give a .npy file path")
+    claim_file(args.output, "--output", [Input(args.input, "--input"), *model_input(args.model)])
     check_output_file(args.output, "--output")
     # row i of the output is line i, empty or not
     sentences = [text for _, text in iter_text_lines(args.input, "input")]
@@ -86,6 +88,7 @@ def run_sharded(args: argparse.Namespace) -> int:
 
     if args.output.exists() and not args.output.is_dir():
         raise ValueError(f"--output {args.output} is a file; with --shard-size it must be a folder")
+    claim_folder(args.output, "shards", "--output", [Input(args.input, "--input"), *model_input(args.model)])
     check_output_dir(args.output, "--output")
     joined = distributed.init_from_env()
     main_process = distributed.is_main_process()  # asked before shutdown: afterwards every rank reads as 0

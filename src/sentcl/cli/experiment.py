@@ -68,6 +68,7 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.experiments.page import write_grid_report
     from sentcl.experiments.runs import run_grid
     from sentcl.experiments.summaries import rows_from_summaries, summaries_dir, write_summaries
+    from sentcl.files.output import Input, prepare_folder
 
     overrides = list(args.overrides) + ([f"data.data_dir={args.data_dir}"] if args.data_dir else [])
     spec = load_grid(resolve_recipe(args.grid, grids=True))
@@ -84,12 +85,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.output is None:
         args.output = default_output(Path.cwd())
+    # the pages' folder: new, empty or earlier pages (never a file, a model or a run), before any point trains
+    page = f"{spec.name}-{args.variant}"  # this grid's page, and its folder (summaries, side tables)
+    prepare_folder(
+        args.output, "experiment", "--output", [Input(Path(args.grid), "GRID")], [page, f"{page}.md"]
+    )
     summaries = summaries_dir(args.output, spec, args.variant)
     if not args.from_summaries:
         ran = run_grid(spec, args.variant, args.runs_dir, overrides)
         write_summaries(ran, summaries)
     try:  # the page is built from the summaries alone, so that --from-summaries rebuilds it exactly
-        rows = rows_from_summaries(whole, args.variant, summaries)
+        rows = rows_from_summaries(whole, args.variant, summaries, overrides)
         spec = whole
     except FileNotFoundError:
         if args.from_summaries:

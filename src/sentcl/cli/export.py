@@ -32,14 +32,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="Quantise with onnxruntime's dynamic int8 quantisation (int8 weights per output channel).",
     )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="Replace an earlier export at OUT (a folder of anything else is never replaced).",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, OPENVINO_MODEL, export_onnx
+    from sentcl.files.output import claim_folder
+    from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, OPENVINO_MODEL, export_inputs, export_onnx
 
     openvino = args.format == "openvino"
-    check_output_dir(args.out, "OUT")  # before the export's work (it writes inside OUT)
+    claim_folder(args.out, "export", "OUT", export_inputs(args.model), replace=True, overwrite=args.overwrite)
+    check_output_dir(args.out, "OUT", whole=True)  # before the export's work
     out = export_onnx(
         args.model,
         args.out,
@@ -47,6 +54,7 @@ def run(args: argparse.Namespace) -> int:
         pooler=args.pooler,
         verbose=getattr(args, "verbose", False),
         openvino=openvino,
+        overwrite=args.overwrite,
     )
     meta = json.loads((out / ONNX_CONFIG).read_text(encoding="utf-8"))
     size_mb = (out / ONNX_MODEL).stat().st_size / 2**20

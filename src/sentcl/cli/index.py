@@ -95,6 +95,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="ivf/ivfpq, hnsw sq8, int8: rows sampled to train (default 40·nlist; sq8 and int8 65,536).",
     )
     b.add_argument("--seed", type=int, default=0, help="Seed of the training sample.")
+    b.add_argument("--overwrite", action="store_true", help="Replace an earlier index at --output.")
     b.set_defaults(func=run_build)
     i = isub.add_parser(
         "info", help="Print an index folder's search setting, measured recall and QPS, then index.json."
@@ -115,14 +116,27 @@ def recall_target(text: str) -> float | None:
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from sentcl.index.faiss_build import build_from_shards
+    from sentcl.files.output import claim_folder
+    from sentcl.index.faiss_build import build_from_shards, index_inputs
     from sentcl.index.faiss_params import IndexParams
 
     params = settings_from_args(IndexParams, args)  # --nlist, --nprobe, --hnsw-m, ..., --target-recall
     check_input_dir(args.embeddings, "--embeddings")
     output = args.output or args.embeddings / f"index-{args.type}"
-    check_output_dir(output, "--output", whole=True)  # before the build, not after it
-    build_from_shards(args.embeddings, output, args.type, params, seed=args.seed, queries=args.queries)
+    inputs = index_inputs(args.embeddings, args.queries)
+    claim_folder(
+        output, "index", "--output", inputs, replace=True, overwrite=args.overwrite
+    )  # before the build
+    check_output_dir(output, "--output", whole=True)
+    build_from_shards(
+        args.embeddings,
+        output,
+        args.type,
+        params,
+        seed=args.seed,
+        queries=args.queries,
+        overwrite=args.overwrite,
+    )
     from sentcl.index.format import read_meta
 
     meta = read_meta(output)[1]

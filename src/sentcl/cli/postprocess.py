@@ -79,7 +79,7 @@ def fit_file_path(path: Path, data_dir: str | None) -> Path:
 
 
 def run(args: argparse.Namespace) -> int:
-    from sentcl.files.atomic import atomic_dir_write
+    from sentcl.files.output import Input, claim_folder, model_input, write_folder
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.open import open_model
     from sentcl.postprocess.fit import PostprocessSettings, postprocess_model
@@ -88,6 +88,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(
             f"--output {args.output} already exists; give a new folder (a model is never overwritten)"
         )
+    files = [fit_file_path(f, args.data_dir) for f in args.fit_files]
+    inputs = [Input(f, "--fit-file") for f in files] + model_input(args.model)
+    claim_folder(args.output, "model", "--output", inputs, replace=True)  # never onto or inside an input
     check_output_dir(args.output, "--output", whole=True)  # before the fit
     if args.method == "whitening" and args.steps is not None:
         raise ValueError("--steps applies to flow, not whitening")
@@ -111,14 +114,13 @@ def run(args: argparse.Namespace) -> int:
         max_sentences=args.max_sentences,
         center=args.center,
     )
-    files = [fit_file_path(f, args.data_dir) for f in args.fit_files]
     encoder = open_model(args.model, pooler=args.pooler)
     if not isinstance(encoder, SentenceEncoder):
         raise ValueError(
             f"--model {args.model}: post-processing fits one PyTorch encoder, not a {type(encoder).__name__}"
         )
     postprocess_model(encoder, settings, files, args.batch_size)
-    atomic_dir_write(args.output, encoder.save_pretrained)
+    write_folder(args.output, "model", encoder.save_pretrained, "--output", inputs)
     info = encoder.postprocess
     kept = (
         f"; {info['dim']} dimensions keep {100 * info['explained_variance_ratio']:.2f}% of the variance"

@@ -31,24 +31,12 @@ from transformers import PreTrainedTokenizerBase
 
 from sentcl.data.readers import Corpus, decode_line, require_file
 from sentcl.files.budget import bounded_lines, bounded_texts
+from sentcl.files.fingerprint import json_digest
+from sentcl.files.paths import CACHE_ENV, cache_root  # noqa: F401 - the cache folder, one home
 
 logger = logging.getLogger(__name__)
-CACHE_ENV = "SENTCL_CACHE"
 FORMAT_VERSION = 1
 TOKENIZE_CHUNK = 4096  # lines tokenised per tokenizer call while building the cache
-
-
-def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """The cache folder: the argument, else $SENTCL_CACHE, else ~/.cache/sentcl."""
-    if cache_dir is not None:
-        return Path(cache_dir)
-    if os.environ.get(CACHE_ENV):
-        return Path(os.environ[CACHE_ENV])
-    return Path.home() / ".cache" / "sentcl"
-
-
-def _digest(payload: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:24]
 
 
 def file_key(path: Path) -> dict[str, Any]:
@@ -209,7 +197,7 @@ class LineFile(Sequence[str]):
         require_file(self.path)
         self.root = cache_root(cache_dir) / "streaming"
         self.key = file_key(self.path)
-        folder = self.root / f"lines-{_digest(self.key)}"
+        folder = self.root / f"lines-{json_digest(self.key)}"
         self.built_index = _build_atomically(folder, _build_index(self.path, self.key))
         meta = json.loads((folder / "meta.json").read_text(encoding="utf-8"))
         self.empty_lines = int(meta["empty_lines"])
@@ -244,7 +232,7 @@ class LineFile(Sequence[str]):
     def tokenize(self, tokenizer: PreTrainedTokenizerBase, max_length: int) -> None:
         """Attach the token cache for (tokenizer, max_length), building it on first use (every line)."""
         key = {"file": self.key, "tokenizer": tokenizer_key(tokenizer), "max_length": max_length}
-        folder = self.root / f"tokens-{_digest(key)}"
+        folder = self.root / f"tokens-{json_digest(key)}"
         self.built_tokens = _build_atomically(folder, _build_tokens(self, tokenizer, max_length, key))
         self.tokens = TokenCache(folder)
         if len(self.tokens) != len(self.bounds):

@@ -143,21 +143,22 @@ def _io_failure(err: BaseException) -> str | None:
     return None
 
 
-def atomic_dir_write(target: Path, write: Callable[[Path], None]) -> None:
+def atomic_dir_write(target: Path, write: Callable[[Path], None], temp: Path | None = None) -> None:
     """Call ``write(tmp)`` on a fresh folder, fsync it, then put it in place of ``target``.
 
     A failed write (a full disk, a read-only filesystem) removes the temporary folder and raises
     ``AtomicWriteError`` naming the target and the OS's reason; any other error is raised as it is.
     Replacing an existing folder swaps the two atomically where the OS can (Linux
     ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two renames, and a kill between them leaves
-    ``.old-<name>-*`` (``STALE_RE``) for the owner's recovery to put back.
+    ``.old-<name>-*`` (``STALE_RE``) for the owner's recovery to put back. ``temp``: the temporary folder's
+    path (``sentcl.files.output.temp_name``, which marks its owner), else ``.tmp-<name>-<8 hex>``.
     """
     target = Path(target)
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:
         raise AtomicWriteError(target, err.strerror or str(err)) from err
-    tmp = target.parent / f".tmp-{target.name}-{uuid.uuid4().hex[:8]}"
+    tmp = temp or target.parent / f".tmp-{target.name}-{uuid.uuid4().hex[:8]}"
     try:
         write(tmp)
         fsync_tree(tmp)

@@ -28,7 +28,8 @@ _KINDS = (
     (stat.S_ISCHR, "is a character device, not a regular file"),
     (stat.S_ISBLK, "is a block device, not a regular file"),
 )
-_TEMP_NAME = re.compile(r"^\.(?:tmp|unpack|old)-(.+)-[0-9a-f]{8}$")  # sentcl.files.atomic's temporary names
+# the temporary names of sentcl.files.atomic (.tmp-NAME-1234abcd) and sentcl.files.output (.tmp-NAME-p42-1234abcd)
+_TEMP_NAME = re.compile(r"^\.(?:tmp|unpack|old)-(.+?)(?:-p\d+)?-[0-9a-f]{8}$")
 
 
 class InputPathError(ValueError):

@@ -66,6 +66,19 @@ OFFLINE_MODELS: dict[str, tuple[str, str]] = {
 }
 
 
+#: the environment variable naming sentcl's cache folder (streaming corpora, teacher vectors, fingerprints)
+CACHE_ENV = "SENTCL_CACHE"
+
+
+def cache_root(cache_dir: str | os.PathLike[str] | None = None) -> Path:
+    """The cache folder: the argument, else $SENTCL_CACHE, else ~/.cache/sentcl."""
+    if cache_dir is not None:
+        return Path(cache_dir)
+    if os.environ.get(CACHE_ENV):
+        return Path(os.environ[CACHE_ENV])
+    return Path.home() / ".cache" / "sentcl"
+
+
 class DataNotFoundError(FileNotFoundError):
     """A data directory or file is missing; the message says how to get it."""
 

@@ -102,18 +102,24 @@ class SearchIndex:
         raise NotImplementedError
 
     def save(self, folder: str | Path) -> Path:
-        """Write embeddings.npy, texts.jsonl (if texts) and index.json to ``folder``; returns it."""
+        """Write embeddings.npy, texts.jsonl (if texts) and index.json (with their SHA-256) to ``folder``, a
+        new, empty or earlier search index (``sentcl.files.output``); returns it."""
         from sentcl.files.atomic import atomic_save_npy, atomic_write, atomic_write_json
+        from sentcl.files.fingerprint import file_records
+        from sentcl.files.output import prepare_folder
 
         folder = Path(folder)
         if folder.exists() and not folder.is_dir():
             raise ValueError(f"index {folder} is a file, not a folder")
-        folder.mkdir(parents=True, exist_ok=True)
+        prepare_folder(folder, "search-index", "--index")
         atomic_save_npy(folder / "embeddings.npy", self.embeddings)  # each file: tmp + fsync + rename
         if self.texts is not None:
             text = "".join(json.dumps(t, ensure_ascii=False) + "\n" for t in self.texts).encode("utf-8")
             atomic_write(folder / "texts.jsonl", lambda f: f.write(text))
         meta = {**header(EXACT, self.dim, len(self)), "normalize": self.normalize, "backend": self.backend}
+        meta["files"] = file_records(
+            folder, ["embeddings.npy"] + (["texts.jsonl"] if self.texts is not None else [])
+        )
         atomic_write_json(folder / META_FILE, {**meta, "size": len(self)})  # size: read by older sentcl too
         return folder
 
@@ -198,6 +204,7 @@ def build_index(
 
 def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
     """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
+    from sentcl.files.fingerprint import verify_records
     from sentcl.files.read import iter_jsonl, load_npy
 
     folder = Path(folder)
@@ -224,6 +231,8 @@ def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
         raise ValueError(
             f"{folder / 'texts.jsonl'} has {len(texts)} texts for the {len(emb)} rows of {emb_path}; rebuild the index"
         )
+    if "files" in meta:  # after the readers' own checks; an index of an older sentcl records no digests
+        verify_records(folder, meta["files"], str(meta_path), "rebuild the index")
     return build_index(emb, backend, normalize=meta["normalize"], texts=texts)
 
 

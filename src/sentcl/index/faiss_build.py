@@ -13,6 +13,8 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.files.fingerprint import file_records
+from sentcl.files.output import Input, claim_folder, write_folder
 from sentcl.index import quantized
 from sentcl.index.faiss_index import (
     INDEX_FILE,
@@ -22,6 +24,7 @@ from sentcl.index.faiss_index import (
 )
 from sentcl.index.faiss_params import TYPES, IndexParams
 from sentcl.index.format import META_FILE, header
+from sentcl.index.identity import shards_fingerprint
 from sentcl.index.shards import ShardSet
 from sentcl.similarity import unit_rows
 
@@ -70,7 +73,7 @@ def train_and_fill(kind: str, dim: int, count: int, sample: Any, chunks: Any, pa
     return index
 
 
-IDENTITY_KEYS = ("model", "model_path", "model_fingerprint", "pooler", "max_length", "truncate_dim")
+IDENTITY_KEYS = ("model", "model_path", "model_sha256", "pooler", "max_length", "truncate_dim")
 
 
 def build_from_shards(
@@ -80,20 +83,22 @@ def build_from_shards(
     params: IndexParams | None = None,
     seed: int = 0,
     queries: str | Path | None = None,
+    overwrite: bool = False,
 ) -> Path:
     """Build a ``kind`` index over the shards in ``embeddings``, tune its search setting to the recall
     target (``sentcl.index.tuning``; ``queries``: a .npy of query embeddings instead of a corpus sample)
-    and save it to the folder ``output``."""
+    and save it to the folder ``output`` (``sentcl.files.output``: a new or empty folder, or with
+    ``overwrite`` an earlier index; never a folder of other files, nor the shards themselves)."""
     from sentcl.index import tuning
 
     faiss = import_faiss()
     if kind not in TYPES:
         raise ValueError(f"unknown index type {kind!r}; valid: {', '.join(TYPES)}")
     output = Path(output)
-    if output.exists() and not output.is_dir():
-        raise ValueError(f"--output {output} is a file, not a folder")
     params = params or IndexParams()
     shards = embeddings if isinstance(embeddings, ShardSet) else ShardSet.open(embeddings)
+    inputs = index_inputs(shards.folder, queries)
+    claim_folder(output, "index", "--output", inputs, replace=True, overwrite=overwrite)
     resolved = params.resolved(kind, shards.dim, shards.rows)
     tune = kind != "flat" and params.target_recall is not None
     held = tuning.held_out_rows(shards.rows, params.tune_queries, seed) if tune and not queries else None
@@ -112,6 +117,7 @@ def build_from_shards(
         "normalized": True,
         **{k: m.get(k) for k in IDENTITY_KEYS if k in m or k in ("model", "pooler", "max_length")},
         "embeddings": str(Path(shards.folder).resolve()),
+        "shards_sha256": shards_fingerprint(m),  # what the ids point at (identity.check_shards)
         "params": resolved,
         "seed": seed,
         "build_seconds": round(time.perf_counter() - start, 3),
@@ -133,12 +139,24 @@ def build_from_shards(
             meta["row_map"] = ROW_MAP_FILE
     if int(index.ntotal) != shards.rows:
         raise RuntimeError(f"the index holds {index.ntotal} vectors, the shards {shards.rows}")
-    _save_folder(faiss, index, meta, output, row_map)
+    _save_folder(faiss, index, meta, output, row_map, inputs, overwrite)
     return output
 
 
+def index_inputs(embeddings: str | Path, queries: str | Path | None) -> list[Input]:
+    """What an index build reads (its output may live inside the shard folder, as the default does)."""
+    found = [Input(Path(embeddings), "--embeddings", rooms=True)]
+    return found + ([Input(Path(queries), "--queries")] if queries else [])
+
+
 def _save_folder(
-    faiss: ModuleType, index: Any, meta: dict[str, Any], output: Path, row_map: np.ndarray | None = None
+    faiss: ModuleType,
+    index: Any,
+    meta: dict[str, Any],
+    output: Path,
+    row_map: np.ndarray | None,
+    inputs: list[Input],
+    overwrite: bool,
 ) -> None:
     """index.faiss + index.json into a temporary folder (fsynced), then renamed onto ``output``.
 
@@ -146,10 +164,7 @@ def _save_folder(
     ``sentcl.files.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""
     import json
 
-    from sentcl.files.atomic import atomic_dir_write
-
     def write(tmp: Path) -> None:
-        tmp.mkdir(parents=True)
         try:  # through Python's writes: a refused one is an OSError with its errno, naming the file
             with open(tmp / INDEX_FILE, "wb") as handle:
                 quantized.write(faiss, index, handle.write)
@@ -158,6 +173,7 @@ def _save_folder(
             raise
         if row_map is not None:
             np.save(tmp / ROW_MAP_FILE, np.asarray(row_map, dtype=np.int64))
+        meta["files"] = file_records(tmp, [INDEX_FILE] + ([ROW_MAP_FILE] if row_map is not None else []))
         (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
 
-    atomic_dir_write(output, write)  # fsyncs every file and folder of tmp, renames, fsyncs output.parent
+    write_folder(output, "index", write, "--output", inputs, overwrite=overwrite)  # atomic, marked

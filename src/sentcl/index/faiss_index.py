@@ -37,7 +37,8 @@ from sentcl.files.read import load_npy
 from sentcl.index import quantized
 from sentcl.index.faiss_params import REFINED, TYPES
 from sentcl.index.format import FORMAT, kind_of, read_meta
-from sentcl.index.shards import ShardSet
+from sentcl.index.identity import check_shards, verify_index_files
+from sentcl.index.shards import ShardSet, read_manifest
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
@@ -267,6 +268,7 @@ def open_index(
     path = folder / INDEX_FILE
     if not path.is_file() or path.stat().st_size == 0:
         raise FileNotFoundError(f"{path} is missing or empty; rebuild the index with sentcl index build")
+    verify_index_files(folder, meta, meta_file.name, only=INDEX_FILE)  # before faiss parses a byte of it
     kind, flags = meta["type"], MMAP_FLAGS.get(meta["type"], 0) if mmap else 0
     try:
         if kind in quantized.KINDS:
@@ -284,6 +286,11 @@ def open_index(
     row_map = None
     if meta.get("row_map"):
         row_map = check_row_map(load_npy(folder / ROW_MAP_FILE), meta["count"], folder / ROW_MAP_FILE)
+    # after the row map's own checks (they name the precise fault): the SHA-256 of rows.npy (index.faiss's is
+    # cached now), then the shards the ids point at
+    verify_index_files(folder, meta, meta_file.name)
+    if isinstance(meta["embeddings"], str) and (Path(meta["embeddings"]) / "manifest.json").is_file():
+        check_shards(folder, meta, read_manifest(meta["embeddings"]))
     ann = AnnIndex(folder, index, meta, row_map)
     saved = meta["params"]
     ann.configure(saved.get("nprobe"), saved.get("ef_search"), saved.get("refine"))

@@ -1,61 +1,29 @@
 """What an index's vectors are: the input they came from and the encoder that made them.
 
-* ``input_fingerprint(path)``: size, mtime and sha256 of the first, middle and last MiB of the encoded
-  file; ``offsets_digest(offsets)`` hashes one shard's line-offset table. A sharded encode compares both on
-  resume (``sentcl.index.shards``): an input edited in place, even to the same byte size, is re-encoded.
-* ``model_identity(model, encoder, max_length)``: the model as given, its resolved folder, a content
-  fingerprint of the folder (every file's relative path and size, and a hash of its first and last 64 KiB:
-  equal for a copy, different for other weights), the pooler, the max length and the Matryoshka truncation.
-  The shard manifest and an index's ``index.json`` record it; ``check_encoder`` compares a search's encoder with it.
+``model_identity(model, encoder, max_length)``: the model as given, its resolved folder, ``model_sha256``
+(``sentcl.files.fingerprint.model_fingerprint``: every byte of every file of the folder; equal for a copy,
+different for any changed weight), the pooler, the max length and the Matryoshka truncation. The shard
+manifest and an index's ``index.json`` record it; ``check_encoder`` compares a search's encoder with it. An index or
+shard folder written before ``model_sha256`` existed holds ``model_fingerprint`` (a sampled hash): it is
+compared by the model's resolved path instead.
+
+``shards_fingerprint(manifest)`` is what a shard folder holds; an index's ``index.json`` records it as
+``shards_sha256`` and ``check_shards`` refuses shards that changed since (re-encoded after an edit).
+``verify_index_files`` checks the SHA-256 of ``index.faiss`` and ``rows.npy`` that ``index.json`` records: bit
+rot is refused, not served as a cosine of 1e37.
 """
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
+from sentcl.files.fingerprint import IntegrityError, json_digest, model_fingerprint, verify_records
 from sentcl.files.paths import resolve_model_path
 
-MIB = 1 << 20
-EDGE = 64 << 10
 # the encoder settings a search must share with the index (field -> how it is named in a message)
 SETTINGS = {"pooler": "pooler", "max_length": "max length", "truncate_dim": "truncation (truncate_dim)"}
 ALLOW_HINT = "pass --allow-model-mismatch to search anyway"
-
-
-def input_fingerprint(path: Path) -> dict[str, Any]:
-    """Size, mtime_ns and sha256 of the first, middle and last MiB of ``path`` (reads at most 3 MiB)."""
-    stat = path.stat()
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for at in sorted({0, max(0, stat.st_size // 2 - MIB // 2), max(0, stat.st_size - MIB)}):
-            handle.seek(at)
-            digest.update(handle.read(MIB))
-    return {"bytes": stat.st_size, "mtime_ns": stat.st_mtime_ns, "sample_sha256": digest.hexdigest()}
-
-
-def offsets_digest(offsets: np.ndarray) -> str:
-    """sha256 of a shard's int64 line-offset table."""
-    return hashlib.sha256(np.ascontiguousarray(offsets, dtype=np.int64).tobytes()).hexdigest()
-
-
-def model_fingerprint(model: str) -> str | None:
-    """A content fingerprint of the model folder (see the module doc); None when ``model`` is no folder."""
-    folder = Path(resolve_model_path(model))
-    if not folder.is_dir():
-        return None
-    digest = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        size = path.stat().st_size
-        digest.update(f"{path.relative_to(folder).as_posix()}\0{size}\n".encode())
-        with open(path, "rb") as handle:
-            digest.update(handle.read(EDGE))
-            handle.seek(max(0, size - EDGE))
-            digest.update(handle.read(EDGE))
-    return digest.hexdigest()
 
 
 def model_identity(model: str, encoder: Any, max_length: int | None) -> dict[str, Any]:
@@ -64,7 +32,7 @@ def model_identity(model: str, encoder: Any, max_length: int | None) -> dict[str
     return {
         "model": model,
         "model_path": str(path.resolve()) if path.exists() else model,
-        "model_fingerprint": model_fingerprint(model),
+        "model_sha256": model_fingerprint(model),
         "pooler": getattr(encoder, "pooler", None),
         "max_length": max_length,
         "truncate_dim": getattr(encoder, "truncate_dim", None),
@@ -72,8 +40,8 @@ def model_identity(model: str, encoder: Any, max_length: int | None) -> dict[str
 
 
 def _model_differs(saved: dict[str, Any], now: dict[str, Any]) -> bool:
-    if saved.get("model_fingerprint") and now.get("model_fingerprint"):
-        return saved["model_fingerprint"] != now["model_fingerprint"]
+    if saved.get("model_sha256") and now.get("model_sha256"):
+        return saved["model_sha256"] != now["model_sha256"]
     if saved.get("model_path") and now.get("model_path"):
         return saved["model_path"] != now["model_path"]
     return saved.get("model") != now.get("model")
@@ -106,3 +74,42 @@ def check_encoder(where: Path, saved: dict[str, Any], now: dict[str, Any], allow
             f"and settings (they are in {where / 'index.json'}), or {ALLOW_HINT}"
         )
     return found
+
+
+SHARD_KEYS = ("file", "start_line", "end_line", "rows", "offsets_sha256", "input_sha256", "files")
+
+
+def shards_fingerprint(manifest: dict[str, Any]) -> str:
+    """What a shard folder holds now: a digest of the width and of each shard's line range, input and files'
+    SHA-256 (``SHARD_KEYS``; not paths or mtimes, so a moved or touched corpus is the same). Shards of an
+    older sentcl record no SHA-256: their digest covers the line ranges and offset tables only."""
+    shards = [
+        {k: rec.get(k) for k in SHARD_KEYS if k in rec} if isinstance(rec, dict) else rec
+        for rec in manifest.get("shards", [])
+    ]
+    return json_digest({"dim": manifest.get("dim"), "shards": shards}, length=64)
+
+
+def check_shards(index: Path, meta: dict[str, Any], manifest: dict[str, Any]) -> None:
+    """Refuse shards that changed since the index at ``index`` was built from them (re-encoded, edited):
+    its ids would name other sentences. An index of an older sentcl records no fingerprint: not checked."""
+    saved = meta.get("shards_sha256")
+    if saved is not None and saved != shards_fingerprint(manifest):
+        raise IntegrityError(
+            f"{index}: the embeddings in {meta.get('embeddings')} changed since this index was built from them "
+            "(re-encoded or edited), so its ids would name other sentences; rebuild it: sentcl index build "
+            f"--embeddings {meta.get('embeddings')} --type {meta.get('type')} --output NEW_FOLDER"
+        )
+
+
+def verify_index_files(index: Path, meta: dict[str, Any], meta_file: str, only: str | None = None) -> None:
+    """Check the SHA-256 of the index's files against ``index.json``'s record (none in an older index);
+    ``only``: that file alone (``index.faiss``, before faiss parses it: a damaged header can make faiss
+    allocate without bound)."""
+    files = meta.get("files")
+    if only is not None:
+        if not isinstance(files, dict) or only not in files:
+            return  # a damaged or older record: the whole check names it
+        files = {only: files[only]}
+    if "files" in meta:
+        verify_records(index, files, str(index / meta_file), "rebuild the index with sentcl index build")

@@ -2,8 +2,8 @@
 
 The corpus is a text file, one sentence a line (line numbers are reported; blank lines are skipped and
 counted in a warning). ``--index DIR`` keeps the corpus embeddings (``sentcl.index.exact``'s saved index)
-with ``fingerprint.json``: sha256 of the corpus text, and of the model (its files' relative paths,
-sizes and mtimes, pooler, max length). A saved index whose fingerprint differs, or whose files are
+with ``fingerprint.json``: sha256 of the corpus text, and of the model (``sentcl.files.fingerprint``: every
+byte of its files; pooler, max length). A saved index whose fingerprint differs, or whose files are
 unreadable or no longer match the corpus rows or the model's dim, is rebuilt (with a warning naming it).
 An ``--index DIR`` built by ``sentcl index build`` (``index.json`` of a faiss type) is searched as is: ``run_ann_search``.
 """
@@ -22,7 +22,7 @@ import numpy as np
 
 from sentcl.data.readers import read_sentences as read_text_sentences
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.files.paths import resolve_model_path
+from sentcl.files.fingerprint import model_fingerprint
 from sentcl.index.exact import SearchIndex, build_index, load_index
 
 logger = logging.getLogger(__name__)
@@ -45,25 +45,12 @@ def read_sentences(path: Path, what: str) -> tuple[list[int], list[str]]:
     return found.linenos, found.texts
 
 
-def model_fingerprint(model: str) -> str:
-    """sha256 over (relative path, size, mtime_ns) of every file of the model folder; the name if not a folder."""
-    folder = Path(resolve_model_path(model))
-    digest = hashlib.sha256()
-    if not folder.is_dir():
-        digest.update(model.encode("utf-8"))
-        return digest.hexdigest()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        stat = path.stat()
-        digest.update(f"{path.relative_to(folder)}\0{stat.st_size}\0{stat.st_mtime_ns}\n".encode())
-    return digest.hexdigest()
-
-
 def fingerprint(
     model: str, pooler: str | None, max_length: int | None, texts: Sequence[str]
 ) -> dict[str, str]:
     corpus = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
     settings = json.dumps({"pooler": pooler, "max_length": max_length})
-    model_fp = hashlib.sha256(f"{model_fingerprint(model)}\0{settings}".encode()).hexdigest()
+    model_fp = hashlib.sha256(f"{model_fingerprint(model) or model}\0{settings}".encode()).hexdigest()
     return {"corpus": corpus, "model": model_fp}
 
 

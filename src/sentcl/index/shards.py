@@ -6,13 +6,13 @@ holds lines i·N + 1 .. (i + 1)·N as ``shard-<i>.npy`` (float32, (rows, D)) wit
 range), each written atomically (temporary file, fsync, rename); the sidecar JSON is written last, so a
 shard counts as finished only when it is complete, and a resumed encode skips finished shards.
 ``manifest.json`` (the encoder's identity: model, its folder and content fingerprint, pooler, max length,
-truncation (``sentcl.index.identity``); dim; the input's fingerprint: size, mtime and a hash of its first,
-middle and last MiB; the shard list with line ranges and a hash of each line-offset table; sentcl's
-version; ``complete``) is rewritten atomically after each shard.
+truncation (``sentcl.index.identity``); dim; the input's fingerprint: size, mtime and SHA-256; the shard
+list with line ranges, each shard's SHA-256 and its line-offset table's; sentcl's version; ``complete``) is
+rewritten atomically after each shard. ``ShardSet`` verifies a shard's SHA-256 when it first opens it (the
+fingerprint cache makes that a stat() for an unchanged file; a shard of an older sentcl has none to check).
 
-On resume the encoder settings must match (else an error names them), and the input is compared by its
-fingerprint and every finished shard's offset-table hash: an input changed since (even edited in place to
-the same byte size) is re-encoded from the first shard, with a log line saying what changed.
+On resume the settings must match every finished shard's own record, manifest or not (else an error names
+them), and an input changed since is re-encoded from the first shard (``sentcl.index.shard_resume``).
 
 The input is streamed line by line: only one shard's sentences and embeddings are in memory at a time,
 and the model sees ``ENCODE_CHUNK`` sentences per call (the tokenizer's output is the large part).
@@ -36,21 +36,25 @@ import numpy as np
 from sentcl.data.readers import decode_line
 from sentcl.files.atomic import atomic_save_npy, atomic_write_json
 from sentcl.files.budget import bounded_lines, read_bounded_line
+from sentcl.files.fingerprint import (
+    IntegrityError,
+    array_sha256,
+    file_records,
+    input_fingerprint,
+    verify_records,
+)
+from sentcl.files.output import Input, model_input, prepare_folder
 from sentcl.files.read import load_npy, read_json
-from sentcl.index.identity import input_fingerprint, model_identity, offsets_digest
+from sentcl.index.identity import model_identity
+from sentcl.index.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, settings_sha256, shard_stem
+from sentcl.index.shard_resume import finished as _finished
 from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)
-MANIFEST = "manifest.json"
 FORMAT = "sentcl-embedding-shards"
-# header fields a resumed encode must share with the manifest on disk
 # sentences per encode call: the tokenizer's output for a call (with overflow, ~20 KB a long line) stays small
 ENCODE_CHUNK = 4096
-RESUME_KEYS = ("model", "pooler", "max_length", "truncate_dim", "normalize", "shard_size", "input")
-
-
-def shard_stem(i: int) -> str:
-    return f"shard-{i:05d}"
+RESUME_KEYS = SETTINGS_KEYS  # what a resumed encode must share with the finished shards (shard_resume)
 
 
 def count_lines(path: Path, block: int = 1 << 20) -> int:
@@ -90,77 +94,6 @@ def _progress(message: str) -> None:
     logger.info(message)
 
 
-def _finished(out_dir: Path, i: int) -> dict[str, Any] | None:
-    sidecar = out_dir / f"{shard_stem(i)}.json"
-    if not sidecar.is_file() or not (out_dir / f"{shard_stem(i)}.npy").is_file():
-        return None
-    return read_json(sidecar, what="shard record")
-
-
-def shard_offset_digests(path: Path, shard_size: int) -> list[str]:
-    """The hash of every shard's line-offset table as the input is now (one streamed pass)."""
-    out: list[str] = []
-    offsets: list[int] = []
-    at = 0
-    with open(path, "rb") as handle:
-        for raw in handle:
-            offsets.append(at)
-            at += len(raw)
-            if len(offsets) == shard_size:
-                out.append(offsets_digest(np.asarray(offsets, dtype=np.int64)))
-                offsets = []
-    if offsets:
-        out.append(offsets_digest(np.asarray(offsets, dtype=np.int64)))
-    return out
-
-
-def _input_changes(out_dir: Path, saved: dict[str, Any], header: dict[str, Any], total: int) -> list[str]:
-    """What differs between the input now and the one the finished shards were encoded from."""
-    was, now = saved.get("input_fingerprint") or {}, header["input_fingerprint"]
-    if not was:
-        return ["the manifest records no input fingerprint (written by an older sentcl)"]
-    reasons = [
-        f"{name} {was.get(key)} -> {now[key]}"
-        for key, name in (("bytes", "size"), ("mtime_ns", "mtime_ns"), ("sample_sha256", "sampled hash"))
-        if was.get(key) != now[key]
-    ]
-    finished = {i: rec for i in range(total) if (rec := _finished(out_dir, i)) is not None}
-    if finished:
-        digests = shard_offset_digests(Path(header["input"]), header["shard_size"])
-        moved = [
-            i for i, rec in finished.items() if i >= len(digests) or rec.get("offsets_sha256") != digests[i]
-        ]
-        if moved:
-            reasons.append(f"line offsets of {len(moved)} finished shard(s) differ (first: shard {moved[0]})")
-    return reasons
-
-
-def _check_resume(out_dir: Path, header: dict[str, Any], total: int) -> None:
-    """Refuse other encoder settings; re-encode every shard (log line) when the input changed."""
-    path = out_dir / MANIFEST
-    if not path.exists():
-        return
-    saved = read_json(path, what="shard manifest")
-    if saved.get("format") != FORMAT:
-        raise ValueError(f"{path}: not a sentcl shard manifest (format {saved.get('format')!r})")
-    changed = [k for k in RESUME_KEYS if saved.get(k) != header[k]]
-    if changed:
-        detail = ", ".join(f"{k}: {saved.get(k)!r} -> {header[k]!r}" for k in changed)
-        raise ValueError(
-            f"{out_dir} holds shards of another encode ({detail}); use a new --output folder or delete it"
-        )
-    reasons = _input_changes(out_dir, saved, header, total)
-    if reasons and any(_finished(out_dir, i) is not None for i in range(total)):
-        logger.warning(
-            "%s changed since the shards in %s were encoded (%s): re-encoding every shard",
-            header["input"],
-            out_dir,
-            "; ".join(reasons),
-        )
-        for sidecar in out_dir.glob("shard-*.json"):
-            sidecar.unlink()  # a shard counts as finished only with its sidecar (module doc)
-
-
 def write_manifest(out_dir: Path, header: dict[str, Any], total_shards: int) -> dict[str, Any]:
     """Rewrite manifest.json from the finished shards' records (atomically)."""
     shards = [rec for i in range(total_shards) if (rec := _finished(out_dir, i)) is not None]
@@ -172,6 +105,39 @@ def write_manifest(out_dir: Path, header: dict[str, Any], total_shards: int) -> 
     }
     atomic_write_json(out_dir / MANIFEST, manifest)
     return manifest
+
+
+def _header(
+    model: Any,
+    input_path: Path,
+    out_dir: Path,
+    shard_size: int,
+    model_name: str,
+    max_length: int | None,
+    normalize: bool,
+) -> dict[str, Any]:
+    """The manifest's header: what every shard of this encode holds (after the arguments are checked)."""
+    if shard_size < 1:
+        raise ValueError(f"--shard-size must be >= 1, got {shard_size}")
+    if not input_path.is_file():
+        raise FileNotFoundError(f"input file {input_path} does not exist or is not a file")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise ValueError(f"--output {out_dir} is a file; with --shard-size it must be a folder")
+    total_lines = count_lines(input_path)
+    if total_lines == 0:
+        raise ValueError(f"input file {input_path} is empty: nothing to encode")
+    return {
+        "format": FORMAT,
+        "sentcl_version": __version__,
+        **model_identity(model_name, model, max_length),
+        "normalize": normalize,
+        "dim": int(model.embedding_dim),
+        "shard_size": shard_size,
+        "input": str(input_path.resolve()),
+        "input_bytes": input_path.stat().st_size,
+        "input_fingerprint": input_fingerprint(input_path),
+        "total_lines": total_lines,
+    }
 
 
 def encode_shards(
@@ -188,30 +154,14 @@ def encode_shards(
     """Encode ``input_path`` into shards under ``out_dir`` (see the module doc); returns the manifest."""
     from sentcl import distributed
 
-    if shard_size < 1:
-        raise ValueError(f"--shard-size must be >= 1, got {shard_size}")
-    if not input_path.is_file():
-        raise FileNotFoundError(f"input file {input_path} does not exist or is not a file")
-    if out_dir.exists() and not out_dir.is_dir():
-        raise ValueError(f"--output {out_dir} is a file; with --shard-size it must be a folder")
-    total_lines = count_lines(input_path)
-    if total_lines == 0:
-        raise ValueError(f"input file {input_path} is empty: nothing to encode")
-    total_shards = -(-total_lines // shard_size)
-    header = {
-        "format": FORMAT,
-        "sentcl_version": __version__,
-        **model_identity(model_name, model, max_length),
-        "normalize": normalize,
-        "dim": int(model.embedding_dim),
-        "shard_size": shard_size,
-        "input": str(input_path.resolve()),
-        "input_bytes": input_path.stat().st_size,
-        "input_fingerprint": input_fingerprint(input_path),
-        "total_lines": total_lines,
-    }
-    out_dir.mkdir(parents=True, exist_ok=True)
-    _check_resume(out_dir, header, total_shards)
+    header = _header(model, input_path, out_dir, shard_size, model_name, max_length, normalize)
+    total_shards = -(-header["total_lines"] // shard_size)
+    if distributed.rank() == 0:  # a new, empty or earlier shard folder, never onto the input or the model
+        prepare_folder(
+            out_dir, "shards", "--output", [Input(input_path, "--input"), *model_input(model_name)]
+        )
+    distributed.barrier()
+    check_resume(out_dir, header, total_shards)
     rank, world = distributed.rank(), distributed.world_size()
     mine = {i for i in range(total_shards) if i % world == rank and _finished(out_dir, i) is None}
     skipped = len(range(rank, total_shards, world)) - len(mine)
@@ -247,7 +197,11 @@ def encode_shards(
             "start_line": first,
             "end_line": first + len(texts) - 1,
             "rows": len(texts),
-            "offsets_sha256": offsets_digest(offsets),
+            "offsets_sha256": array_sha256(offsets),
+            "input_sha256": header["input_fingerprint"]["sha256"],
+            "settings_sha256": settings_sha256(header),
+            "settings": {k: header[k] for k in SETTINGS_KEYS},
+            "files": file_records(out_dir, (f"{stem}.npy", f"{stem}.offsets.npy")),
             "rank": rank,
         }
         atomic_write_json(out_dir / f"{stem}.json", record)
@@ -288,6 +242,7 @@ class ShardSet:
     # the shards ``gather`` has mapped, kept open for the next call: a fresh mapping page-faults on every row it
     # reads, and a re-scoring search gathers k·r rows for every query
     _gathered: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
+    _verified: set[int] = field(default_factory=set, init=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, folder: str | Path) -> ShardSet:
@@ -326,7 +281,26 @@ class ShardSet:
                 f"{path}: holds a {arr.dtype} array of shape {arr.shape}, the manifest says "
                 f"({rec['rows']}, {self.dim}) float32; re-run the encode into a new folder"
             )
+        if i not in self._verified and "files" in rec:  # a shard of an older sentcl records no digests
+            verify_records(
+                self.folder,
+                rec["files"],
+                f"{self.folder / MANIFEST} (shard {i})",
+                "the shard was damaged or replaced: run the encode again into a new folder",
+            )
+            self._verified.add(i)
         return arr
+
+    def damaged(self) -> dict[int, str]:
+        """Shard -> why, for every shard whose files no longer hold what its record says: another SHA-256, a
+        cut or unreadable .npy, another shape (every shard is checked)."""
+        found = {}
+        for i in range(len(self.manifest["shards"])):
+            try:
+                self.array(i)
+            except (IntegrityError, ValueError) as err:
+                found[i] = str(err)
+        return found
 
     def iter_arrays(self) -> Iterator[tuple[int, np.ndarray]]:
         """(first row, shard array) in order."""
@@ -347,14 +321,20 @@ class ShardSet:
         return np.concatenate(parts)  # (n, D)
 
     def check_input(self) -> None:
-        """Raise ValueError when the encoded input is missing or changed: another size, or (when the manifest
-        records a fingerprint) another mtime whose sampled hash differs too; a stat() when unchanged."""
+        """Raise ValueError when the encoded input is missing or changed: another size, or another mtime whose
+        SHA-256 differs too (a manifest of an older sentcl, with a sampled hash only: another mtime); a stat()
+        when unchanged."""
         src = Path(self.manifest["input"])
         saved = self.manifest.get("input_fingerprint")
         stat = src.stat() if src.is_file() else None
         changed = stat is None or stat.st_size != self.manifest.get("input_bytes")
-        if not changed and saved and stat is not None and stat.st_mtime_ns != saved.get("mtime_ns"):
-            changed = input_fingerprint(src)["sample_sha256"] != saved.get("sample_sha256")
+        if (
+            not changed
+            and isinstance(saved, dict)
+            and stat is not None
+            and stat.st_mtime_ns != saved.get("mtime_ns")
+        ):
+            changed = input_fingerprint(src)["sha256"] != saved.get("sha256")
         if changed:
             raise ValueError(
                 f"the input {src} of {self.folder} is missing or changed since it was encoded; "

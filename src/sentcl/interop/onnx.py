@@ -17,7 +17,6 @@ import contextlib
 import io
 import json
 import logging
-import re
 import shutil
 import tempfile
 import warnings
@@ -29,6 +28,8 @@ import torch
 from torch import Tensor, nn
 
 from sentcl.files.atomic import atomic_write_text
+from sentcl.files.fingerprint import file_records
+from sentcl.files.output import Input, claim_folder, model_input, remove_stale_temps, write_folder
 from sentcl.modeling.onnx_encoder import (  # noqa: F401 - the reading side, re-exported for old imports
     INPUTS,
     ONNX_CONFIG,
@@ -231,6 +232,10 @@ def _write_export(
         "output": OUTPUT,
         "opset": OPSET,
         "ort_fusions": did_fuse,
+        # every file of the export, so a swapped or damaged model.onnx is refused when it is opened
+        "files": file_records(
+            folder, [p.name for p in sorted(folder.iterdir()) if p.is_file() and p.name[0] != "."]
+        ),
     }
     atomic_write_text(folder / ONNX_CONFIG, json.dumps(meta, indent=2) + "\n")
 
@@ -242,38 +247,6 @@ def _to_openvino(onnx_file: Path, xml: Path) -> None:
     ov.save_model(ov.convert_model(str(onnx_file)), str(xml), compress_to_fp16=False)
 
 
-_OLD_LEFTOVER = re.compile(r"tmp[a-z0-9_]{8}")  # tempfile's names: an older export wrote inside OUT
-
-
-def _check_out(out: Path) -> None:
-    """OUT must be new, empty or a previous export; leftovers of a killed export are removed, and named."""
-    if out.exists() and not out.is_dir():
-        raise ValueError(
-            f"OUT {out} is a file; give a folder (new, empty, or a previous export) to write into"
-        )
-    for stale in sorted(out.parent.glob(f".tmp-{out.name}-*")):  # a killed export's temporary sibling
-        logger.warning("removing %s, the leftover of an interrupted export", stale)
-        shutil.rmtree(stale, ignore_errors=True)
-    if not out.is_dir() or is_onnx_folder(out):
-        return
-    entries = sorted(out.iterdir())
-    leftovers = [e for e in entries if e.is_dir() and _OLD_LEFTOVER.fullmatch(e.name)]
-    if (
-        leftovers
-        and len(leftovers) == len(entries)
-        and all(f.suffix == ".onnx" for d in leftovers for f in d.iterdir())
-    ):
-        for stale in leftovers:
-            logger.warning("removing %s, the leftover of an interrupted export", stale)
-            shutil.rmtree(stale)
-        entries = []
-    if entries:
-        shown = ", ".join(e.name for e in entries[:5]) + (", ..." if len(entries) > 5 else "")
-        raise ValueError(
-            f"{out} exists and is not an exported ONNX folder (it holds {shown}); choose an empty or new folder"
-        )
-
-
 def export_onnx(
     model: str | nn.Module,
     out: str | Path,
@@ -281,6 +254,7 @@ def export_onnx(
     pooler: str | None = None,
     verbose: bool = False,
     openvino: bool = False,
+    overwrite: bool = False,
 ) -> Path:
     """Write ``out/model.onnx`` (+ tokenizer + sentcl_onnx.json) for a model name/folder or a SentenceEncoder.
 
@@ -288,9 +262,10 @@ def export_onnx(
     folder's encoder then runs with OpenVINO (``runtime`` in sentcl_onnx.json); fp32 only.
 
     The folder is written whole into a temporary sibling and swapped in (a killed export leaves no partial
-    OUT, and its temporary is removed by the next export). ``verbose``: onnxruntime's own log lines too.
+    OUT, and its marked temporary is removed by the next export: ``sentcl.files.output``). OUT is new, empty,
+    or with ``overwrite`` an earlier export; never another folder, nor the model's own.
+    ``verbose``: onnxruntime's own log lines too.
     """
-    from sentcl.files.atomic import atomic_dir_write
     from sentcl.modeling.dual import DualEncoder
     from sentcl.modeling.open import open_model
 
@@ -299,7 +274,8 @@ def export_onnx(
         raise ValueError("--int8 is onnxruntime's quantisation: export for OpenVINO in fp32 (without --int8)")
     if openvino:
         import openvino  # noqa: F401 - the extra's check (the openvino extra), before the export's work
-    _check_out(out)
+    inputs = export_inputs(model)
+    claim_folder(out, "export", "OUT", inputs, replace=True, overwrite=overwrite)
     encoder = open_model(model, pooler=pooler, backend="torch") if isinstance(model, str) else model
     if isinstance(encoder, DualEncoder):
         raise ValueError("ONNX export of a two-encoder (Quick-Thoughts) model is not supported")
@@ -312,12 +288,14 @@ def export_onnx(
     source = model if isinstance(model, str) else None
 
     def write(folder: Path) -> None:
-        folder.mkdir(parents=True)
-        with (
-            _quiet(verbose),
-            tempfile.TemporaryDirectory(dir=folder.parent, prefix=f".tmp-{out.name}-work") as work,
-        ):
+        with _quiet(verbose), tempfile.TemporaryDirectory(dir=folder, prefix=".work-") as work:
             _write_export(encoder, folder, int8, source, Path(work), openvino)
 
-    atomic_dir_write(out, write)
+    remove_stale_temps(out, logger.warning)  # only temporaries provably of a killed export of OUT
+    write_folder(out, "export", write, "OUT", inputs, overwrite=overwrite)
     return out
+
+
+def export_inputs(model: str | nn.Module) -> list[Input]:
+    """The model folder an export reads (a model object or a hub id reads no folder here)."""
+    return model_input(model, "MODEL") if isinstance(model, str) else []

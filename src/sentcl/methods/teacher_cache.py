@@ -19,7 +19,6 @@ Every epoch and every run on the same corpus with the same teacher finds the fin
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -29,16 +28,18 @@ from typing import IO, Any
 from sentcl import distributed
 from sentcl.config.teacher import TeacherConfig
 from sentcl.config.typed import ConfigError
-from sentcl.data.streaming import cache_root
 from sentcl.defaults import ENCODE_BATCH_SIZE, TEACHER_CACHE_SUBDIR
 from sentcl.files.atomic import atomic_write, atomic_write_json
-from sentcl.files.paths import resolve_model_path
-from sentcl.index.identity import model_fingerprint
+from sentcl.files.fingerprint import json_digest, model_fingerprint
+from sentcl.files.output import model_input, prepare_folder
+from sentcl.files.paths import cache_root, resolve_model_path
+from sentcl.index.shard_resume import shard_stem
 from sentcl.index.shards import MANIFEST, ShardSet, encode_shards, read_manifest
 
 logger = logging.getLogger(__name__)
-#: the cache entry's layout version (a new layout gets new entries, never misreads old ones)
-FORMAT = 1
+#: the cache entry's layout version (a new layout gets new entries, never misreads old ones); 2: the teacher's
+#: fingerprint hashes every byte of its folder (entries of format 1 are not reused: the teacher encodes again)
+FORMAT = 2
 TEXTS_FILE = "texts.txt"
 VECTORS_DIR = "vectors"
 #: rows per shard of a teacher encode: the unit that a resumed encode skips
@@ -105,7 +106,7 @@ class CacheKey:
         )
 
     def digest(self) -> str:
-        return hashlib.sha256(json.dumps(asdict(self), sort_keys=True).encode("utf-8")).hexdigest()[:24]
+        return json_digest(asdict(self))
 
 
 def _finished(vectors: Path, rows: int) -> bool:
@@ -141,10 +142,21 @@ def teacher_vectors(
     entry = cache_dir / key.digest()
     vectors = entry / VECTORS_DIR
     if _finished(vectors, len(texts)):
-        logger.info("teacher vectors: reused %s (%d sentences, teacher %s)", entry, len(texts), teacher.path)
-        return ShardSet.open(vectors)
+        damaged = ShardSet.open(vectors).damaged()
+        if not damaged:
+            logger.info(
+                "teacher vectors: reused %s (%d sentences, teacher %s)", entry, len(texts), teacher.path
+            )
+            return ShardSet.open(vectors)
+        for i, why in damaged.items():  # the entry is sentcl's own: its damaged shards are encoded again
+            logger.warning("teacher cache: %s; encoding that shard again", why)
+            if distributed.rank() == 0:
+                (vectors / f"{shard_stem(i)}.json").unlink(missing_ok=True)
+        distributed.barrier()
     if distributed.rank() == 0:
-        entry.mkdir(parents=True, exist_ok=True)
+        prepare_folder(
+            entry, "teacher-cache", "model.teacher_cache", model_input(teacher.path, "model.teacher")
+        )
         atomic_write_json(entry / "teacher.json", asdict(key))
         if not (entry / TEXTS_FILE).is_file():
             atomic_write(entry / TEXTS_FILE, lambda f: _write_lines(f, texts))

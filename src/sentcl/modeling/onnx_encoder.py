@@ -21,6 +21,7 @@ from torch import Tensor
 
 from sentcl.config.poolers import POOLERS
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.fingerprint import verify_records
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.batching import length_sorted_batches
@@ -91,6 +92,8 @@ class OnnxEncoder:
         self.max_length: int = int(self.meta["max_length"])
         self.embedding_dim: int = int(self.meta["dim"])
         self._check_dim()
+        if "files" in self.meta:  # after the readers' own checks; an export of an older sentcl records none
+            verify_records(folder, self.meta["files"], str(folder / ONNX_CONFIG), "export the model again")
 
     def _check_dim(self) -> None:
         """The graph's output width equals sentcl_onnx.json's dim (read from the graph, else from one probe)."""

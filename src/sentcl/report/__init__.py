@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.output import Input, claim_folder, prepare_folder
 from sentcl.files.paths import resolve_data_dir
 from sentcl.report.collect import ReportSource, ensure_results, open_source, read_trajectory
 from sentcl.report.markdown import render
@@ -65,9 +66,12 @@ def make_report(
     if not specs:
         raise ValueError("sentcl report needs at least one run folder, model folder or model name")
     output = Path(output)
+    inputs = [Input(Path(spec), "run") for spec in specs if Path(spec).is_dir()]
+    claim_folder(output, "report", "--output", inputs)  # new, empty or an earlier report; never a run's
     data = resolve_data_dir(data_dir, ["senteval"])
     sources = [open_source(spec, output / "cache", pooler) for spec in specs]
     _unique_names(sources)
+    prepare_folder(output, "report", "--output", inputs)
     for source in sources:
         ensure_results(source, eval_tasks, data, batch_size)
     figures: dict[str, str] = {}

@@ -23,10 +23,10 @@ from sentcl.evaluation.sts import write_json
 from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
 from sentcl.files.artefacts import ALIGNMENT_RECORD, REPORT_CACHE, RESUME_RECORD, RUN_RESULTS
 from sentcl.files.fields import check
+from sentcl.files.fingerprint import model_fingerprint
 from sentcl.files.pathcheck import check_input_dir
 from sentcl.files.paths import OFFLINE_MODELS
 from sentcl.files.read import iter_jsonl, read_typed_json
-from sentcl.index.search import model_fingerprint
 
 logger = logging.getLogger(__name__)
 CACHE_FILE = "report_cache.json"
@@ -156,7 +156,7 @@ def ensure_results(
     needed = [t for t in expand(tasks) if not _has(source.results, t)]
     if not needed:
         return
-    fingerprint = model_fingerprint(source.model)
+    fingerprint = model_fingerprint(source.model) or source.model
     cached: dict[str, Any] = {}
     payload = _read_cache(source.cache_path)
     if payload:

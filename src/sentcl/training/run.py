@@ -18,6 +18,7 @@ from sentcl.data.readers import Corpus
 from sentcl.data.sources import read_training_data
 from sentcl.data.streaming import StreamingCorpus
 from sentcl.files.atomic import atomic_write_text
+from sentcl.files.fingerprint import file_sha256
 from sentcl.rng import rng_state, set_rng_state
 from sentcl.training.allocator import fix_mmap_threshold
 from sentcl.training.checkpoint import (
@@ -32,7 +33,7 @@ from sentcl.training.companion import Companion
 from sentcl.training.optim import build_optimizer, linear_schedule
 from sentcl.training.precision import grad_scaler
 from sentcl.training.provenance import write_provenance
-from sentcl.training.run_folder import RunLock, file_fingerprint, prepare_output_dir
+from sentcl.training.run_folder import RunLock, prepare_output_dir
 from sentcl.training.step import LossWatch, check_finite_grad_norm, check_finite_loss, check_finite_weights
 from sentcl.training.tracking import Tracker
 from sentcl.training.validation import Resolved
@@ -154,9 +155,15 @@ def open_run_folder(run: Run, corpus: Corpus) -> Tracker:
     run.tracker = Tracker(run.cfg.training.report_to, run.out, cfg, enabled=run.main)
     logger.info("read %d examples from %s (skipped: %s)", len(corpus), run.train_path, corpus.skipped)
     path = run.train_path
-    fingerprint = file_fingerprint(path) if run.main and path.is_file() else None
+    digest = file_sha256(path) if run.main and path.is_file() else None
     run.metrics.write(
-        event="data", path=str(path), examples=len(corpus), skipped=corpus.skipped, fingerprint=fingerprint
+        event="data",
+        path=str(path),
+        examples=len(corpus),
+        skipped=corpus.skipped,
+        sha256=digest,
+        world_size=run.world,
+        global_batch=run.global_batch,
     )
     return run.tracker
 

@@ -10,13 +10,15 @@ these checks to its end, so a second ``sentcl train`` into the same folder is re
 from __future__ import annotations
 
 import fcntl
-import hashlib
 import logging
 import os
 import tempfile
 from pathlib import Path
 
+from sentcl import distributed
 from sentcl.config import ConfigError, TrainConfig, changed_settings, resume_safe_keys
+from sentcl.files.fingerprint import file_sha256
+from sentcl.files.output import Input, OutputRefused, claim_folder, model_input, read_marker, write_marker
 from sentcl.files.read import iter_jsonl, mend_jsonl_tail, read_json
 from sentcl.training.checkpoint import STATE_FILE, list_checkpoints, recover_run_folder
 
@@ -131,6 +133,17 @@ def prepare_output_dir(
     no_checkpoint = f"--resume: no checkpoint-<step> folder with {STATE_FILE} in {out}"
     if resume and not out.is_dir():
         raise FileNotFoundError(no_checkpoint)
+    inputs = [
+        Input(train_path, "data.train_file"),
+        *model_input(cfg.model.name_or_path, "model.name_or_path"),
+    ]
+    # a new, empty or run folder (sentcl.files.output): never the user's files, never an input; a resume
+    # needs the run's checkpoints, and is refused below, naming them, when they are not there
+    try:
+        if not resume:
+            claim_folder(out, "run", "training.output_dir", inputs)
+    except OutputRefused as err:
+        raise ConfigError(str(err)) from None
     _check_writable(out)
     lock = RunLock(out)  # before the checks that a concurrent run would change: one writer at a time
     try:
@@ -146,6 +159,8 @@ def prepare_output_dir(
             _mend_metrics(out)
         changes = resume_changes(out, cfg, train_path) if resume else []
         recover_run_folder(out)
+        if read_marker(out) is None:
+            write_marker(out, "run")
         if not resume and (out / METRICS_FILE).is_file():
             logger.warning(
                 "%s: a run that stopped before its first checkpoint; its metrics.jsonl is replaced", out
@@ -157,32 +172,35 @@ def prepare_output_dir(
     return changes, lock
 
 
-def file_fingerprint(path: Path) -> str:
-    """sha256 of a file's size, first and last MiB: tells a moved training file from another one, cheaply."""
-    size = path.stat().st_size
-    digest = hashlib.sha256(str(size).encode())
-    with open(path, "rb") as handle:
-        digest.update(handle.read(1 << 20))
-        handle.seek(max(0, size - (1 << 20)))
-        digest.update(handle.read(1 << 20))
-    return digest.hexdigest()[:16]
-
-
-def _recorded_fingerprint(out: Path) -> str | None:
-    """The training file's fingerprint that the run recorded (metrics.jsonl's last ``data`` event)."""
-    recorded = None
+def _recorded_data(out: Path) -> dict:
+    """The run's last ``data`` event of metrics.jsonl: the training file's SHA-256 and the world size."""
+    recorded: dict = {}
     metrics = out / METRICS_FILE
     if metrics.is_file():
         for _, record in iter_jsonl(metrics, error=ConfigError):
-            if record.get("event") == "data" and record.get("fingerprint"):
-                recorded = record["fingerprint"]
+            if record.get("event") == "data":
+                recorded = record
     return recorded
+
+
+def _world_change(recorded: dict, batch_size: int) -> str | None:
+    """A change of processes (so of the global batch: the in-batch negatives) since the run began, else None.
+    A run recorded before the world size was is not judged."""
+    was, now = recorded.get("world_size"), distributed.world_size()
+    if not isinstance(was, int) or was == now:
+        return None
+    return (
+        f"processes: the run was trained with {was} (global batch {was * batch_size}), this resume has "
+        f"{now} (global batch {now * batch_size}), which changes the in-batch negatives; resume with "
+        f"torchrun --nproc-per-node {was}"
+    )
 
 
 def resume_changes(out: Path, cfg: TrainConfig, train_path: Path) -> list[str]:
     """Compare ``cfg`` with the run's saved ``config.json``: refuse changes that break the resume (listed in a
     ConfigError), return the safe ones (for the log). A key the saved config lacks counts as its default. The
-    training file is judged by the fingerprint the run recorded: moved is fine, other contents are not."""
+    training file is judged by the SHA-256 the run recorded: moved is fine, other contents are not. The number
+    of processes must be the run's (it sets the global batch)."""
     saved_file = Path(out) / "config.json"
     if not saved_file.is_file():
         logger.warning("%s is missing: the resumed config cannot be compared with the run's", saved_file)
@@ -192,9 +210,10 @@ def resume_changes(out: Path, cfg: TrainConfig, train_path: Path) -> list[str]:
     changed = list(differences)
     described = {k: f"{k}: {old!r} -> {new!r}" for k, (old, new) in differences.items()}
     safe = tuple(resume_safe_keys())
-    recorded = _recorded_fingerprint(Path(out))
-    if recorded is not None and train_path.is_file():  # judge the training file by its contents
-        if file_fingerprint(train_path) == recorded:
+    data = _recorded_data(Path(out))
+    recorded = data.get("sha256")  # a run of an older sentcl recorded a sampled hash: not judged by contents
+    if isinstance(recorded, str) and train_path.is_file():  # judge the training file by its contents
+        if file_sha256(train_path) == recorded:
             safe = (*safe, "data.train_file")
             if "data.train_file" in described:
                 described["data.train_file"] += " (same contents)"
@@ -202,6 +221,8 @@ def resume_changes(out: Path, cfg: TrainConfig, train_path: Path) -> list[str]:
             described["data.train_file"] = f"data.train_file: {train_path} has other contents than the run's"
             changed = [*dict.fromkeys([*changed, "data.train_file"])]
     unsafe = [described[k] for k in changed if k not in safe]
+    world = _world_change(data, cfg.training.batch_size)
+    unsafe += [world] if world else []
     if unsafe:
         raise ConfigError(
             f"--resume: the config differs from the run's ({saved_file}) in ways that break the resume: "

@@ -1,0 +1,277 @@
+"""The output policy, one home: what a command may write, replace or remove. Every command that writes a
+folder declares it here (``claim_folder`` / ``write_folder``), and every file output passes ``claim_file``.
+
+The rules:
+
+* **A folder sentcl makes carries a marker**, ``.sentcl`` (JSON: ``kind``, ``format``, ``sentcl_version``).
+  An existing folder is written into or replaced only when it is sentcl's own folder of the same kind: its
+  marker says so, or (a folder written before markers existed) ``LEGACY`` recognises its files. A folder
+  of the user's files, a model folder, or sentcl's folder of another kind is refused, naming what it holds.
+  An empty folder is taken (and marked).
+* **Replacing is asked for.** A command that replaces its own earlier output whole (an index, an export, a
+  post-processed model) does so only with ``--overwrite``; a command that continues its own folder (a
+  run's ``--resume``, a sharded encode, a report) writes into it.
+* **Never onto an input.** Outputs and inputs are compared as resolved paths: an output equal to an input,
+  holding an input (replacing it would delete the input), or inside an input folder (it would change that
+  folder's fingerprint: a model's, a run's) is refused, unless the input names the output as a room of its
+  own (``Input(..., rooms=True)``: an index inside its shard folder).
+* **Temporaries are provably sentcl's.** A temporary folder is ``.tmp-<name>-p<pid>-<8 hex>`` and holds
+  ``.sentcl-temp`` (JSON: ``pid``, ``host``, ``target``). ``remove_stale_temps`` removes a sibling only when
+  it holds that file, names the same target and its process is gone; anything else with a ``.tmp-`` name
+  is the user's and stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sentcl.files.atomic import atomic_dir_write, atomic_write_json
+
+MARKER = ".sentcl"
+TEMP_MARKER = ".sentcl-temp"
+MARKER_FORMAT = 1
+#: folder kinds -> the files that show a folder of that kind written before markers existed
+LEGACY: dict[str, tuple[str, ...]] = {
+    "index": ("faiss.json", "index.faiss"),
+    "shards": ("manifest.json", "shard-00000.json"),
+    "export": ("sentcl_onnx.json",),
+    "run": ("metrics.jsonl", "provenance.json", "checkpoint-*", "best", "results.json"),
+    "report": ("report.md", "report_cache.json"),
+    "search-index": ("fingerprint.json", "embeddings.npy"),
+    "experiment": ("*.md", "*/runs"),
+    "teacher-cache": ("teacher.json",),
+    "model": (),
+    "summary": ("results.json",),
+}
+#: what each kind is called in a message
+NAMES = {
+    "index": "a sentcl index",
+    "shards": "sentcl embedding shards",
+    "export": "a sentcl ONNX export",
+    "run": "a sentcl training run",
+    "report": "a sentcl report",
+    "search-index": "a sentcl search index",
+    "experiment": "a sentcl experiment's pages",
+    "teacher-cache": "a sentcl teacher cache entry",
+    "model": "a model written by sentcl",
+    "summary": "a sentcl run summary",
+}
+#: names that show a model folder (never replaced, never written into by another kind)
+MODEL_FILES = ("config.json", "model.safetensors", "pytorch_model.bin", "modules.json", "model.onnx")
+
+
+class OutputRefused(ValueError):
+    """An output would replace, delete or write into what the command did not make (a user error, exit 2)."""
+
+
+@dataclass(frozen=True)
+class Input:
+    """A path a command reads: ``flag`` names it in messages; ``rooms``: outputs may live inside it."""
+
+    path: Path
+    flag: str
+    rooms: bool = False
+
+
+def model_input(model: str, flag: str = "--model") -> list[Input]:
+    """The model folder a command reads, as an input (a hub id or other name that is no folder: none)."""
+    from sentcl.files.paths import resolve_model_path
+
+    folder = Path(resolve_model_path(str(model)))
+    return [Input(folder, flag)] if folder.is_dir() else []
+
+
+def read_marker(folder: Path) -> dict[str, Any] | None:
+    """The folder's marker (a dict with ``kind``), or None when it has none or an unreadable one."""
+    try:
+        data = json.loads((Path(folder) / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("kind"), str) else None
+
+
+def write_marker(folder: Path, kind: str) -> None:
+    """Mark ``folder`` as sentcl's folder of ``kind``."""
+    from sentcl.version import __version__
+
+    atomic_write_json(
+        Path(folder) / MARKER, {"kind": kind, "format": MARKER_FORMAT, "sentcl_version": __version__}
+    )
+
+
+def _legacy(folder: Path, kind: str) -> bool:
+    return any(any(folder.glob(pattern)) for pattern in LEGACY.get(kind, ()))
+
+
+def _shown(folder: Path) -> str:
+    names = sorted(p.name for p in folder.iterdir() if p.name != MARKER)
+    return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
+
+
+def _inside(a: Path, b: Path) -> bool:
+    return a == b or b in a.parents
+
+
+def check_not_input(output: Path, inputs: Iterable[Input], flag: str) -> None:
+    """Refuse an output that equals, holds or sits inside an input (module doc)."""
+    out = Path(output).resolve()
+    for given in inputs:
+        inp = Path(given.path).resolve()
+        if out == inp or _inside(inp, out):
+            raise OutputRefused(
+                f"{flag} {output} is {'the' if out == inp else 'a folder holding the'} {given.flag} "
+                f"{given.path}: writing it would destroy the input; choose another {flag}"
+            )
+        if _inside(out, inp) and not given.rooms and inp.is_dir():
+            raise OutputRefused(
+                f"{flag} {output} lies inside the {given.flag} folder {given.path}: writing there changes the "
+                f"input; choose a {flag} outside it"
+            )
+
+
+def claim_folder(
+    folder: Path,
+    kind: str,
+    flag: str,
+    inputs: Sequence[Input] = (),
+    *,
+    replace: bool = False,
+    overwrite: bool = False,
+    known: Sequence[str] = (),
+) -> bool:
+    """Check that ``kind`` may be written at ``folder`` (module doc), before any work. ``replace``: the
+    command replaces the folder whole, so an earlier one of its own needs ``overwrite``. ``known``: names
+    that show the folder is this command's own (an experiment's page folder, with its side tables). Returns
+    whether the folder exists (already sentcl's, or empty)."""
+    folder = Path(folder)
+    check_not_input(folder, inputs, flag)
+    if replace and _inside(Path.cwd().resolve(), folder.resolve()):
+        raise OutputRefused(
+            f"{flag} {folder} holds the working folder, which sentcl never replaces; choose another"
+        )
+    if not os.path.lexists(folder):
+        return False
+    if not folder.is_dir():
+        raise OutputRefused(f"{flag} {folder} is a file, not a folder; choose a new folder")
+    if not any(p.name != MARKER for p in folder.iterdir()):
+        return True
+    marker = read_marker(folder)
+    own = (
+        marker["kind"] == kind
+        if marker
+        else _legacy(folder, kind) or any((folder / n).exists() for n in known)
+    )
+    if not own:
+        if marker:
+            what = NAMES.get(marker["kind"], marker["kind"])
+        elif any((folder / n).is_file() for n in MODEL_FILES):
+            what = "a model"
+        else:
+            what = "files sentcl did not write"
+        raise OutputRefused(
+            f"{flag} {folder} holds {what} ({_shown(folder)}), not {NAMES.get(kind, kind)}; sentcl never "
+            f"replaces or writes into it: choose a new or empty folder"
+        )
+    if replace and not overwrite:
+        raise OutputRefused(
+            f"{flag} {folder} holds an earlier {NAMES.get(kind, kind).removeprefix('a ')}; pass --overwrite to "
+            "replace it, or choose a new folder"
+        )
+    return True
+
+
+def prepare_folder(
+    folder: Path, kind: str, flag: str, inputs: Sequence[Input] = (), known: Sequence[str] = ()
+) -> Path:
+    """``claim_folder`` for a folder written into piece by piece (a run, shards, a report): made and marked."""
+    claim_folder(folder, kind, flag, inputs, known=known)
+    Path(folder).mkdir(parents=True, exist_ok=True)
+    if read_marker(folder) is None:
+        write_marker(folder, kind)
+    return Path(folder)
+
+
+def claim_file(path: Path, flag: str, inputs: Sequence[Input] = ()) -> Path:
+    """A file output: never an input, nor inside an input folder (an existing file of the name is replaced,
+    as a shell's ``>`` does)."""
+    check_not_input(Path(path), inputs, flag)
+    return Path(path)
+
+
+def temp_name(target: Path) -> Path:
+    """A temporary sibling of ``target``: ``.tmp-<name>-p<pid>-<8 hex>``."""
+    target = Path(target)
+    return target.parent / f".tmp-{target.name}-p{os.getpid()}-{uuid.uuid4().hex[:8]}"
+
+
+def mark_temp(tmp: Path, target: Path) -> None:
+    """Put the owner record into a temporary folder that sentcl just made."""
+    record = {"pid": os.getpid(), "host": socket.gethostname(), "target": Path(target).name}
+    (Path(tmp) / TEMP_MARKER).write_text(json.dumps(record), encoding="utf-8")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_temps(target: Path, log: Callable[[str], None] | None = None) -> list[Path]:
+    """Remove the temporaries of ``target`` that a killed sentcl left: only those holding ``.sentcl-temp``
+    for this target, on this host, whose process is gone. Returns what was removed."""
+    import shutil
+
+    target = Path(target)
+    removed = []
+    for tmp in sorted(target.parent.glob(f".tmp-{target.name}-*")):
+        try:
+            record = json.loads((tmp / TEMP_MARKER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not provably sentcl's: the user's, left alone
+        if not isinstance(record, dict) or record.get("target") != target.name:
+            continue
+        pid = record.get("pid")
+        if record.get("host") != socket.gethostname() or not isinstance(pid, int) or _alive(pid):
+            continue
+        shutil.rmtree(tmp, ignore_errors=True)
+        removed.append(tmp)
+        if log is not None:
+            log(f"removed {tmp}, the temporary folder of an interrupted write of {target}")
+    return removed
+
+
+def write_folder(
+    folder: Path,
+    kind: str,
+    write: Callable[[Path], None],
+    flag: str,
+    inputs: Sequence[Input] = (),
+    *,
+    overwrite: bool = False,
+) -> Path:
+    """Write a whole folder of ``kind`` atomically (``sentcl.files.atomic.atomic_dir_write``): ``write(tmp)``
+    fills a marked temporary sibling (made before the call), which then takes the folder's place. The claim
+    is checked again here (the command checked it before its work; the folder may have changed since)."""
+    claim_folder(folder, kind, flag, inputs, replace=True, overwrite=overwrite)
+    remove_stale_temps(folder)
+
+    def marked(tmp: Path) -> None:
+        tmp.mkdir(parents=True, exist_ok=True)
+        mark_temp(tmp, folder)
+        write(tmp)
+        (tmp / TEMP_MARKER).unlink()
+        write_marker(tmp, kind)
+
+    atomic_dir_write(folder, marked, temp=temp_name(folder))
+    return Path(folder)
