@@ -175,7 +175,6 @@ def test_a_stray_tmp_sibling_of_the_user_is_left_alone(
     assert read_marker(out) is not None  # sentcl's folder now says so
 
 
-@pytest.mark.slow
 def test_export_leaves_a_stray_tmp_sibling_alone_x_tmp_glob(
     world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
