@@ -1,4 +1,4 @@
-"""Head-of-line blocking (reliability sweep 2, S60): a tiny /embed request's latency while six concurrent
+"""Head-of-line blocking: a tiny /embed request's latency while six concurrent
 ~1.9 MB inputs with ``"truncate": true`` are in flight, against ``sentcl serve`` as a real process.
 
     PYTHONPATH=src python -m bench.serve_hol [--model all-MiniLM-L6-v2] [--json out.json]

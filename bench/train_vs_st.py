@@ -199,7 +199,7 @@ def _targets(result: dict[str, Any], ratios: dict[str, float]) -> dict[str, Any]
     def dev(mode: str) -> float | None:
         return result.get(mode, {}).get("stsb_dev")
 
-    # issue 11: sentcl (padded or length-bucketed) >= 1.15x the peer at fp32, STS-B dev within 0.3
+    # the training-speed target: sentcl (padded or length-bucketed) >= 1.15x the peer at fp32, STS-B dev within 0.3
     for mode in [m for m in result if m.startswith("sentcl") and "bf16" not in m]:
         if mode in ratios:
             gap = None if dev(mode) is None or dev("st") is None else dev(mode) - dev("st")

@@ -1,4 +1,4 @@
-"""Seed 003 as the paper writes it: views (s, s, s*, s**), NT-Xent on (s, s'), triplet without margin."""
+"""Han, Jeong and Chae's token cut-off triplet as the paper writes it: views (s, s, s*, s**), NT-Xent on (s, s'), triplet without margin."""
 
 from __future__ import annotations
 
@@ -116,7 +116,7 @@ def test_grid_puts_the_papers_tables_1_2_beside_the_right_points() -> None:
 
     spec = load_grid(Path(__file__).resolve().parents[2] / "configs" / "experiments" / "cutoff_triplet.yaml")
     cfgs = {p.name: c for p, c in point_configs(spec, "cpu")}
-    expected = {  # seed 003, BERT-base: (cutoff token, strong-view activation) -> 7-task STS average
+    expected = {  # Han, Jeong and Chae, BERT-base: (cutoff token, strong-view activation) -> 7-task STS average
         ("unk", "tanh"): 76.54,
         ("unk", "leaky_relu"): 76.91,
         ("pad", "leaky_relu"): 76.51,

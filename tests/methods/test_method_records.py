@@ -1,4 +1,4 @@
-"""Every registered method has a complete record (issue 20, item 5): its paper, a citation, the paper's headline
+"""Every registered method has a complete record: its paper, a citation, the paper's headline
 number with what it measures; a builder; a reader and option keys the config knows. The model card of a run of
 each method names its paper."""
 

@@ -256,7 +256,10 @@ def test_cutoff_triplet_keeps_anchor_closer_to_weak_view() -> None:
 def test_cutoff_triplet_defaults() -> None:
     objective = CutoffTriplet()
     assert (objective.temperature, objective.margin, objective.triplet_weight) == (0.07, 0.0, 1.0)
-    assert (objective.form, objective.num_views) == ("paper", 4)  # seed 003: (s, s', s*, s**)
+    assert (objective.form, objective.num_views) == (
+        "paper",
+        4,
+    )  # Han, Jeong and Chae's views (s, s', s*, s**)
     with pytest.raises(ValueError, match=r"\(batch, 4, dim\)"):
         objective(_views(3, 2, 4, seed=11))
 

@@ -1,4 +1,4 @@
-"""Seed 002's Quick-Thoughts form against the formula written out: f·gᵀ, diagonal 0, softmax, KL to row targets."""
+"""Quick-Thoughts' KL form against the formula written out: f·gᵀ, diagonal 0, softmax, KL to row targets."""
 
 from __future__ import annotations
 

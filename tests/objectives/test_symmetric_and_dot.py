@@ -1,4 +1,4 @@
-"""Seed 004's symmetric loss and the dot-product similarity (SimCSE Table D.1), against loops written out here."""
+"""The symmetric (NT-Xent, Chen et al.'s SimCLR) loss and the dot-product similarity (SimCSE Table D.1), against loops written out here."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ def _z(batch: int, views: int, dim: int, seed: int) -> torch.Tensor:
 def test_symmetric_loss_against_seed_formula() -> None:
     z = _z(4, 2, 5, seed=1)
     tau = 0.05
-    # seed 004: views interleaved [A1, B1, A2, B2, ...]; 2N x 2N cosine matrix, diagonal masked, CE on every row
+    # NT-Xent: views interleaved [A1, B1, A2, B2, ...]; 2N x 2N cosine matrix, diagonal masked, CE on every row
     rows = [z[i, v].numpy() for i in range(4) for v in range(2)]
     total = 0.0
     for r in range(8):

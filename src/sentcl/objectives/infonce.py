@@ -9,7 +9,8 @@ Options (not the paper's defaults):
 
 - ``similarity="dot"``: sim(h_i, h_j) = h_i . h_j instead of the cosine (SimCSE Table D.1's "N/A" column,
   trained with tau = 1).
-- ``symmetric=True`` (seed 004's variant, NOT eq. 1): the 2N views interleaved [A_1, B_1, A_2, B_2, ...]
+- ``symmetric=True`` (the NT-Xent form of Chen, Kornblith, Norouzi and Hinton, "A Simple Framework for
+  Contrastive Learning of Visual Representations", NOT SimCSE's eq. 1): the 2N views interleaved [A_1, B_1, A_2, B_2, ...]
   (rows 2i and 2i+1 are the two views of sentence i), a 2N x 2N cosine matrix over all views with its diagonal
   masked, and cross-entropy for every row, the target of row 2i being 2i+1 and of 2i+1 being 2i. Each view is
   an anchor, and the other view of its own side is a negative too (2N - 2 negatives instead of N - 1).
@@ -55,7 +56,7 @@ def info_nce(
 
 
 def symmetric_info_nce(views: Tensor, temperature: float, similarity: str = "cosine") -> Tensor:
-    """Seed 004's loss: views (2N, D) interleaved (rows 2i, 2i+1 = sentence i); CE over the masked 2N x 2N matrix."""
+    """The symmetric (NT-Xent) loss: views (2N, D) interleaved (rows 2i, 2i+1 = sentence i); CE over the masked 2N x 2N matrix."""
     rows = views.size(0)
     if rows % 2:
         raise ValueError(f"symmetric InfoNCE needs an even number of interleaved views, got {rows}")

@@ -13,7 +13,7 @@ Our variant (``form="weak_positive"``), z (B, 3, D) = (s, s*, s**): the weak vie
 (no dropout-only copy) and the recipe adds a margin m = 0.2; it is how sentcl trained before following
 the paper, kept to compare with.
 
-Term order (``order``). Seed 003 prints the triplet term as max(0, sim(s, s*) − sim(s, s**)); minimising
+Term order (``order``). Han, Jeong and Chae's note prints the triplet term as max(0, sim(s, s*) − sim(s, s**)); minimising
 that pushes the anchor towards the *strong* view. Its stated intent is the opposite: the weakly cut view
 should stay closer to the anchor than the strongly cut one. sentcl's default, ``order="weak_closer"``,
 computes max(0, m + sim(s, s**) − sim(s, s*)), the order that makes the weak view closer (the intent, not

@@ -13,7 +13,7 @@ two details, available as options: it spreads a unit of target mass evenly over 
 and averages rows (``reduction="rows"``), and it "ignores" the source sentence by setting S_ii = 0,
 which leaves exp(0) in the denominator (``diagonal="zero"``; the default ``"mask"`` uses -inf).
 
-Seed 002 writes it as score f·gᵀ, diagonal set to 0, softmax, and the KL divergence from each row's
+The KL form (``reduction="kl"``, ours to offer, not the paper's) writes it as score f·gᵀ, diagonal set to 0, softmax, and the KL divergence from each row's
 targets t_i (uniform over the row's neighbours, summing to 1) to the softmax p_i:
 KL(t_i || p_i) = sum_j t_ij (log t_ij - log p_ij), averaged over the rows that have a neighbour
 (``reduction="kl"`` with ``diagonal="zero"``). It differs from ``"rows"`` by the targets' entropy, a

@@ -1,4 +1,4 @@
-"""Quick-Thoughts from the config: seed 002's options reach the objective; pairless blocks are dropped, not a crash."""
+"""Quick-Thoughts from the config: the KL form's options reach the objective; pairless blocks are dropped, not a crash."""
 
 from __future__ import annotations
 
