@@ -80,7 +80,10 @@ def test_wheel_in_a_fresh_venv_trains_a_builtin_recipe(
     assert result.returncode == 0 and "recipes" in result.stdout, result.stderr[-2000:]
     listing = _run([sentcl, "recipes"], outside, env)
     assert listing.returncode == 0, listing.stderr[-2000:]
-    listed = {line.split()[0] for line in listing.stdout.splitlines() if line.startswith("  ")}
+    # a name stands two spaces in; a wrapped description continues further in
+    listed = {
+        line.split()[0] for line in listing.stdout.splitlines() if line[:2] == "  " and line[2:3] != " "
+    }
     assert listed == set(recipe_names()) | set(grid_names())
     shown = _run([sentcl, "recipes", "show", "demo"], outside, env)
     assert shown.stdout == (ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8")

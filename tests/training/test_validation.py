@@ -40,7 +40,8 @@ def test_foreign_option_lists_the_methods_options() -> None:
         load_config(TrainConfig, None, ["objective.margin=0.2"])
     assert str(err.value) == (
         "objective.margin is not an option of unsup_simcse (it is an option of cutoff_triplet); its options: "
-        "name, temperature, similarity, symmetric, mlm_weight, mlm_probability, mlm_new_head, matryoshka_dims"
+        "name, temperature, similarity, symmetric, mlm_weight, mlm_probability, mlm_new_head, matryoshka_dims "
+        "(from --set objective.margin)"
     )
     with pytest.raises(ConfigError, match=r"objective\.symmetric is not an option of sup_pairs.*temperature"):
         load_config(TrainConfig, None, ["objective.name=sup_pairs", "objective.symmetric=true"])
