@@ -19,8 +19,8 @@ paper's formula does not change a cosine. Partners P(i) (``partners``):
 
 The authors' code also puts the other anchors' mixed negatives (and a mirrored z1-side mix) into each row;
 that is not in the paper's formula and not implemented. Users report that MixCSE's published 77.66 is hard
-to reproduce: the authors' repository (github.com/BDBC-KG-NLP/MixCSE_AAAI2022), issue 3 reports an STS
-average near 65 after following its README, issue 6 further reproduction problems.
+to reproduce: the authors' repository (github.com/BDBC-KG-NLP/MixCSE_AAAI2022), its GitHub issue #3 reports an STS
+average near 65 after following its README, and #6 further reproduction problems.
 """
 
 from __future__ import annotations
