@@ -1,7 +1,8 @@
 """The house's structure, checked with ``ast`` (tests/helpers/import_graph.py): no import cycle, imports only go
 down the floors (but for a short allow-list, each with its reason in docs/architecture.md), every module on the
 map of docs/architecture.md and nothing on it that does not exist, no function over 90 lines, at most 10 modules
-at the root, no source file over 400 lines, and one row normalisation (``sentcl.similarity.unit_rows``)."""
+at the root, no source file over 400 lines, one row normalisation (``sentcl.similarity.unit_rows``), and test
+files named for what they test (not "sweep", "seed 003" or "issue 15")."""
 
 from __future__ import annotations
 
@@ -281,4 +282,38 @@ def test_the_normalisation_check(tmp_path: Path) -> None:
         "sentcl/d.py:3",
         "sentcl/e.py:3",
         "sentcl/g.py:2",
+    ]
+
+
+# ---------------------------------------------------------------- test files named for what they test
+
+TESTS = Path(__file__).resolve().parent
+#: Words that name when or by whom a case was found, not what a test checks.
+TEST_NAME_JARGON = re.compile(r"sweep|seed_?0\d\d|issue_?\d+", re.IGNORECASE)
+
+
+def jargon_test_files(tests: Path = TESTS) -> list[str]:
+    """Test files whose name says where a case came from (a sweep, a seed paper, an issue) instead of its subject."""
+    return sorted(str(p.relative_to(tests)) for p in tests.rglob("*.py") if TEST_NAME_JARGON.search(p.name))
+
+
+def test_test_files_are_named_for_what_they_test() -> None:
+    assert jargon_test_files() == [], "rename for the behaviour they check"
+
+
+def test_the_test_name_check(tmp_path: Path) -> None:
+    for name in [
+        "test_sweep2_a.py",
+        "sub/test_Sweep_b.py",
+        "test_seed003_c.py",
+        "test_issue_15.py",
+        "test_d.py",
+    ]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text("", encoding="utf-8")
+    assert jargon_test_files(tmp_path) == [
+        "sub/test_Sweep_b.py",
+        "test_issue_15.py",
+        "test_seed003_c.py",
+        "test_sweep2_a.py",
     ]

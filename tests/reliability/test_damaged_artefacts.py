@@ -32,7 +32,7 @@ BUILT: dict[str, Path] = {}
 def _env(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> None:
     ENV["model"] = tiny_bert
     if "ivf" not in BUILT:  # one encode and three builds for every row (copies are damaged)
-        base = tmp_path_factory.mktemp("sweep3_index")
+        base = tmp_path_factory.mktemp("damaged_index")
         corpus = write(
             base, "corpus.txt", "".join(f"sentence number {i} about a topic\n" for i in range(120))
         )
@@ -174,7 +174,7 @@ INDEX_CASES = [
 
 
 @parametrize(INDEX_CASES)
-def test_sweep3_damaged_index(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_damaged_index(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
 
 
@@ -186,7 +186,7 @@ def test_sweep3_damaged_index(case: Case, tmp_path: Path, capsys: pytest.Capture
         ("SV_idx_nprobe_neg", "ivf", meta_field("params.nprobe", -1), r"params\.nprobe .* got -1"),
     ],
 )
-def test_sweep3_service_refuses_a_damaged_index_at_start_up(
+def test_service_refuses_a_damaged_index_at_start_up(
     row: str, kind: str, damage: Callable[[Path], None], message: str, tmp_path: Path, tiny_encoder: Any
 ) -> None:
     """Sweep 3, SV_idx_*: the service answered every /search with a 500 'internal', or poor hits."""
@@ -248,7 +248,7 @@ REPORT_CASES = [
 
 
 @parametrize(REPORT_CASES)
-def test_sweep3_damaged_run_folder(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_damaged_run_folder(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
 
 
@@ -312,11 +312,11 @@ SUMMARY_CASES = [
 
 
 @parametrize(SUMMARY_CASES)
-def test_sweep3_damaged_summary(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_damaged_summary(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
 
 
-def test_sweep3_damaged_report_cache_is_said_and_computed_again(
+def test_damaged_report_cache_is_said_and_computed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     """Sweep 3, R_cachebad: a truncated report_cache.json stopped the report with 'Expecting value: line 2

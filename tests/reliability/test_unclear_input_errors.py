@@ -97,11 +97,11 @@ CASES = [
 
 
 @parametrize(CASES)
-def test_sweep3_user_input(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_user_input_gets_one_clear_error(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     run_case(case, tmp_path, capsys)
 
 
-def test_sweep3_repeated_truncate_dims_says_why(capsys: pytest.CaptureFixture[str]) -> None:
+def test_repeated_truncate_dims_says_why(capsys: pytest.CaptureFixture[str]) -> None:
     """Sweep 3, MISC_eval_truncdims_dup: "invalid parse_dims value: '384,384'" named a function, no reason."""
     from sentcl.cli import main
 
