@@ -4,7 +4,9 @@ The folder is a sentence-transformers folder whose first module is a ``StaticEmb
 3 to 6 load it; Model2Vec's models load the same way): ``modules.json``, ``model.safetensors`` holding
 ``embedding.weight`` (V, D) and ``tokenizer.json`` at the folder's root, and an optional ``Normalize`` module.
 sentence-transformers tokenises without special tokens and averages the rows (``nn.EmbeddingBag``, mean);
-``StaticEncoder.encode`` computes the same in numpy. A sentence with no token gets the zero vector.
+``StaticEncoder.encode`` computes the same: the tokens of a whole batch as one flat array
+(``static_tokens.StaticTokenizer``, the Rust tokenizer's ids, fast for the BERT pipeline) and one EmbeddingBag
+sum. A sentence with no token gets the zero vector.
 
 ``max_length`` (the inference truncation every ``Encoder`` has) is ``STATIC_MAX_TOKENS`` tokens: a static model
 has no position limit, and sentence-transformers truncates nothing, so the two agree below that length.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +28,7 @@ from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.budget import bounded_texts
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
+from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
 
 STATIC_MODULE = "StaticEmbedding"
@@ -102,17 +106,20 @@ def load_tokenizer(file: Path) -> Any:  # noqa: ANN401 - a tokenizers.Tokenizer
     return tokenizer
 
 
-def bag_mean(table: np.ndarray, ids: Sequence[Sequence[int]]) -> np.ndarray:
-    """The mean of ``table``'s rows of each id list: (N, D) float32; an empty list gives zeros."""
-    lengths = np.array([len(row) for row in ids], dtype=np.int64)  # (N,)
-    flat = np.fromiter((i for row in ids for i in row), dtype=np.int64, count=int(lengths.sum()))  # (T,)
-    sums = np.zeros((len(ids), table.shape[1]), dtype=np.float32)  # (N, D)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])  # (N,) first token of each sentence
-    nonempty = lengths > 0
-    if nonempty.any():
-        rows = table[flat]  # (T, D)
-        sums[nonempty] = np.add.reduceat(rows, starts[nonempty], axis=0)  # (N', D)
-    return sums / np.maximum(lengths, 1)[:, None].astype(np.float32)
+def bag_mean(table: np.ndarray, ids: Sequence[Sequence[int]] | TokenRows) -> np.ndarray:
+    """The mean of ``table``'s rows of each id list: (N, D) float32; an empty list gives zeros. One flat gather
+    and sum per batch (torch's EmbeddingBag kernel, what sentence-transformers' StaticEmbedding runs)."""
+    if not isinstance(ids, TokenRows):
+        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))  # (N,)
+        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))  # (T,)
+        ids = TokenRows(flat, lengths)
+    if not len(ids.lengths):
+        return np.zeros((0, table.shape[1]), dtype=np.float32)
+    weights = torch.from_numpy(table)  # (V, D), shared, not copied
+    sums = torch.nn.functional.embedding_bag(
+        torch.from_numpy(ids.ids), weights, torch.from_numpy(ids.offsets), mode="sum"
+    ).numpy()  # (N, D)
+    return sums / np.maximum(ids.lengths, 1)[:, None].astype(np.float32)
 
 
 class StaticEncoder:
@@ -142,6 +149,7 @@ class StaticEncoder:
             self.rust_tokenizer.to_str()
         )  # the counting tokenizer's own
         self.tokenizer = PreTrainedTokenizerFast(tokenizer_object=copy)
+        self.tokens = StaticTokenizer(self.rust_tokenizer)
         self.max_length = STATIC_MAX_TOKENS
         self.embedding_dim = int(self.table.shape[1])
 
@@ -151,13 +159,11 @@ class StaticEncoder:
     def to(self, device: Any) -> StaticEncoder:  # noqa: ARG002
         return self
 
-    def token_ids(self, texts: Sequence[str], max_length: int | None = None) -> list[list[int]]:
-        """Each text's token ids, no special tokens, cut at ``max_length`` (default ``self.max_length``)."""
+    def token_rows(self, texts: Sequence[str], max_length: int | None = None) -> TokenRows:
+        """The texts' token ids, no special tokens, each cut at ``max_length`` (default ``self.max_length``)."""
         limit = min(max_length or self.max_length, self.max_length)
         bounded = bounded_texts(texts, limit)  # the input budget (sentcl.files.budget)
-        return [
-            enc.ids[:limit] for enc in self.rust_tokenizer.encode_batch(bounded, add_special_tokens=False)
-        ]
+        return self.tokens.ids(bounded).cut(limit)
 
     def encode(
         self,
@@ -179,7 +185,7 @@ class StaticEncoder:
         out = np.empty((len(texts), self.embedding_dim), dtype=np.float32)  # (N, D)
         for start in range(0, len(texts), batch_size):
             chunk = texts[start : start + batch_size]
-            out[start : start + len(chunk)] = bag_mean(self.table, self.token_ids(chunk, max_length))
+            out[start : start + len(chunk)] = bag_mean(self.table, self.token_rows(chunk, max_length))
         if normalize or self.normalize_output:
             out = unit_rows(out)
         result = out[0] if single else out
