@@ -9,7 +9,7 @@ import itertools
 import logging
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 from torch import nn
@@ -39,10 +39,8 @@ def _quiet_transformers() -> Iterator[None]:
 _SIZE_KEYS = ("hidden_size", "intermediate_size", "vocab_size", "max_position_embeddings", "type_vocab_size")
 
 
-def _check_mismatched(folder: str, config: Any, mismatched: Any) -> None:
+def _mismatch_error(folder: str, config: Any, mismatched: Any) -> ModelFolderError:
     """Weights whose shape differs from what config.json builds: an error naming both shapes."""
-    if not mismatched:
-        return
     key, saved, built = sorted(mismatched)[0]
     # the config.json sizes behind the built shape that the saved shape lacks (e.g. hidden_size=768)
     sizes = [
@@ -50,38 +48,60 @@ def _check_mismatched(folder: str, config: Any, mismatched: Any) -> None:
         for attr in _SIZE_KEYS
         if isinstance(value := getattr(config, attr, None), int) and value in built and value not in saved
     ]
-    raise ModelFolderError(
+    return ModelFolderError(
         f"{Path(folder) / 'config.json'}: does not match the weights: {key} is {tuple(saved)} in the weights "
         f"file but {tuple(built)} for config.json ({', '.join(sizes) or 'its sizes'})"
         + (f"; {len(mismatched) - 1} more tensor(s) differ" if len(mismatched) > 1 else "")
     )
 
 
-def load_backbone(path: str, name: str, dropout: float | None) -> tuple[Any, nn.Module, Any, set[str]]:
-    """(config, backbone, tokenizer, missing weight names) of a folder or hub id; weights checked first."""
+class Backbone(NamedTuple):
+    """A loaded backbone: its config, the model, its tokenizer and the weight names the files lacked."""
+
+    config: Any
+    model: nn.Module
+    tokenizer: Any
+    missing: set[str]
+
+
+def load_backbone(path: str, name: str, dropout: float | None, for_training: bool = True) -> Backbone:
+    """The backbone of a folder or hub id, its files checked first, transformers' own report silenced. At
+    inference (``for_training=False``) no weight may be missing from the folder (but BERT's own pooler): it
+    would be random."""
     folder = Path(path)
-    if folder.is_dir() and (folder / "config.json").is_file():
-        check_tokenizer_files(folder)
-        check_weight_files(folder)
-    try:
-        config = AutoConfig.from_pretrained(path)
-        if dropout is not None:
-            set_dropout(config, dropout)
-        with _quiet_transformers():
+    with _quiet_transformers():
+        if folder.is_dir() and (folder / "config.json").is_file():
+            check_tokenizer_files(folder)
+            check_weight_files(folder)
+        try:
+            config = AutoConfig.from_pretrained(path)
+            if dropout is not None:
+                set_dropout(config, dropout)
             backbone, info = AutoModel.from_pretrained(
                 path, config=config, output_loading_info=True, ignore_mismatched_sizes=True
             )
-        tokenizer = AutoTokenizer.from_pretrained(path)
-    except OSError as err:
-        raise model_load_error(name, err) from err
-    _check_mismatched(path, config, info.get("mismatched_keys"))
+            tokenizer = AutoTokenizer.from_pretrained(path)
+        except OSError as err:
+            raise model_load_error(name, err) from err
+    if info.get("mismatched_keys"):
+        raise _mismatch_error(path, config, info["mismatched_keys"])
     vocab = getattr(config, "vocab_size", None)
     if isinstance(vocab, int) and len(tokenizer) < min(vocab, 20):
         raise ModelFolderError(
             f"{path}: the tokenizer has only {len(tokenizer)} tokens while config.json says vocab_size={vocab}: "
             "its vocabulary file is missing or empty"
         )
-    return config, backbone, tokenizer, set(info.get("missing_keys", ()))
+    missing = set(info.get("missing_keys", ()))
+    lost: list[str] = []
+    for key in sorted(missing) if not for_training else ():
+        if not key.startswith("pooler."):
+            lost.append(key)
+    if lost:
+        raise ModelFolderError(
+            f"{path}: weights missing from the folder, which would be random: {', '.join(lost[:5])}"
+            + (f" and {len(lost) - 5} more" if len(lost) > 5 else "")
+        )
+    return Backbone(config, backbone, tokenizer, missing)
 
 
 def check_finite(parts: dict[str, nn.Module | None], where: str) -> None:

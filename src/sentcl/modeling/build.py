@@ -10,6 +10,8 @@ from typing import TYPE_CHECKING
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.heads import DenseLayer
+from sentcl.modeling.loading import LoadOptions
+from sentcl.modeling.open import open_encoder
 from sentcl.modeling.student import keep_layers
 
 if TYPE_CHECKING:  # type-only: modeling does not import the config's floor
@@ -22,8 +24,7 @@ def start_encoder(cfg: ModelConfig, for_training: bool = True) -> SentenceEncode
     """The start model ``model.name_or_path`` with the config's pooler, head, truncation and prompts, cut to
     ``model.student_layers`` if set: for training (its dropout; a missing MLP head may be new) or, with
     ``for_training=False``, as it is evaluated before training (an evaluate-only grid point)."""
-    encoder = SentenceEncoder.from_pretrained(
-        cfg.name_or_path,
+    options = LoadOptions(
         pooler=cfg.pooler,
         mlp_only_train=cfg.mlp_only_train,
         train_max_length=cfg.max_length,
@@ -32,6 +33,7 @@ def start_encoder(cfg: ModelConfig, for_training: bool = True) -> SentenceEncode
         prompt=cfg.prompt_templates,
         prompt_denoise=cfg.prompt_denoise,
     )
+    encoder = open_encoder(cfg.name_or_path, options)
     if cfg.student_layers is not None:
         keep_layers(encoder.backbone, cfg.student_layers, cfg.name_or_path)
         logger.info("%s: student of layers %s", cfg.name_or_path, cfg.student_layers)

@@ -4,7 +4,8 @@ Saved models are plain Hugging Face folders (``AutoModel.from_pretrained``
 loads them); sentcl's pooler settings sit in ``sentcl.json`` and the MLP head
 in ``sentcl_head.safetensors`` beside the backbone's files. Where the pooler
 allows it, the folder is also a sentence-transformers folder (``modules.json``;
-st_write.py). Loading lives in locate.py and loading.py, which build the class they are given.
+st_write.py). Opening a folder is ``open_model`` (open.py): locate.py finds its kind, loading.py loads the
+backbone and its parts and builds this class last, from parts already checked.
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ from sentcl.modeling.folder_layout import (  # noqa: F401 - re-exported for old 
     set_dropout,
 )
 from sentcl.modeling.heads import DenseLayer, MLPHead
-from sentcl.modeling.loading import LoadOptions
-from sentcl.modeling.locate import open_single
+from sentcl.modeling.loading import LoadOptions, load_single
+from sentcl.modeling.locate import locate
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows  # noqa: F401 - cosine_matrix re-exported
@@ -53,7 +54,16 @@ class SentenceEncoder(nn.Module):
         seq_limit: int | None = None,
         prompt: Sequence[str] | None = None,
         prompt_denoise: str = "train",
+        *,
+        flow: nn.Module | None = None,
+        postprocess: dict[str, Any] | None = None,
+        truncate_dim: int | None = None,
+        source: str | None = None,
+        check_outputs: bool = False,
     ) -> None:
+        """The keyword-only arguments are what a loader read beside the backbone: a BERT-flow, the record of
+        what was fitted on what, a Matryoshka prefix, the folder, and ``check_outputs`` (an inference load:
+        refuse non-finite embeddings in ``encode``)."""
         super().__init__()
         if pooler not in POOLERS:
             raise ValueError(f"unknown pooler {pooler!r}; valid: {', '.join(POOLERS)}")
@@ -69,13 +79,14 @@ class SentenceEncoder(nn.Module):
         self.dense = nn.ModuleList(dense)  # sentence-transformers Dense modules after pooler and head
         self.normalize_output = normalize_output  # a sentence-transformers Normalize module
         self.seq_limit = seq_limit  # inference truncation set by the folder (ST's max_seq_length)
-        self.check_outputs = False  # refuse non-finite embeddings in encode (set by an inference load)
-        self.truncate_dim: int | None = None  # keep the first k coordinates (Matryoshka; set_truncate_dim)
+        self.check_outputs = check_outputs  # refuse non-finite embeddings in encode (an inference load)
         # post-processing (sentcl.postprocess): a BERT-flow after the Dense layers (whitening is a Dense layer),
         # and what was fitted on what (sentcl.json "postprocess")
-        self.flow: nn.Module | None = None
-        self.postprocess: dict[str, Any] | None = None
-        self.source: str | None = None
+        self.flow = flow
+        self.postprocess = postprocess
+        self.source = source
+        self.truncate_dim: int | None = None  # keep the first k coordinates (Matryoshka; set_truncate_dim)
+        self.set_truncate_dim(truncate_dim)
         # PromptBERT's template(s), applied by ``encode`` (templates[0]); training views apply their own
         self.prompt = Prompt(prompt, tokenizer, prompt_denoise) if prompt else None
         if POOLER_SPECS[pooler].prompt != (self.prompt is not None):
@@ -103,12 +114,13 @@ class SentenceEncoder(nn.Module):
         Never an untrained part at inference (loading.py); ``for_training`` lets a missing MLP head be new.
         ``train_max_length``: the training truncation (``tokenize``). ``prompt``: PromptBERT templates for
         pooler ``mask`` (default: the folder's, else the paper's). One encoder: a sentcl folder saved as a
-        pair gives its f; ``sentcl.modeling.open_model`` opens every kind of folder.
+        pair gives its f. The same as ``sentcl.modeling.open.open_encoder``, building this class;
+        ``sentcl.modeling.open_model`` opens every kind of folder.
         """
         options = LoadOptions(
             pooler, mlp_only_train, train_max_length, dropout, for_training, prompt, prompt_denoise
         )
-        return open_single(name_or_path, options, cls)
+        return load_single(locate(name_or_path), options, cls)
 
     def save_pretrained(self, path: str | Path, sentence_transformers: bool = True) -> None:
         """Write a plain HF folder (backbone + tokenizer) with sentcl.json and the head beside it, and the

@@ -1,20 +1,20 @@
-"""What kind of folder a model is, worked out once (``locate``), and the loader of one PyTorch encoder.
+"""What kind of folder a model is, worked out once (``locate``), before any loader runs.
 
-``open_model`` (open.py) and ``SentenceEncoder.from_pretrained`` both start here; the loaders build the
-class they are given, so neither this module nor loading.py imports encoder.py.
+``open_model`` (open.py) and ``SentenceEncoder.from_pretrained`` both start here, then hand the located
+folder to its loader; this module loads nothing and imports no loader.
 
 The kinds, in the order they are recognised (the first file found decides):
 
 ============================  ================================  =========================================
-kind                          recognised by                     loader
+kind                          recognised by                     what is read beside the backbone
 ============================  ================================  =========================================
 ``onnx``                      ``sentcl_onnx.json``              ``OnnxEncoder`` (onnx_encoder.py)
-``dual``                      ``sentcl.json`` with ``dual``     f and g (``load_sentcl`` each), DualEncoder
-``sentcl``                    ``sentcl.json``                   ``load_sentcl`` (loading.py)
+``dual``                      ``sentcl.json`` with ``dual``     f and g, each as ``sentcl`` (loading.py)
+``sentcl``                    ``sentcl.json``                   ``sentcl_parts`` (parts.py)
 ``static``                    a StaticEmbedding module          ``StaticEncoder`` (static.py)
-``sentence-transformers``     ``modules.json``                  ``load_st`` (loading.py)
-``transformers``              ``config.json``                   ``load_plain`` (loading.py)
-``hub``                       not a local path                  ``load_plain`` (a hub id or its cache)
+``sentence-transformers``     ``modules.json``                  ``st_parts`` (parts.py)
+``transformers``              ``config.json``                   ``plain_parts`` (parts.py)
+``hub``                       not a local path                  ``plain_parts`` (a hub id or its cache)
 ============================  ================================  =========================================
 
 An offline short name (``all-MiniLM-L6-v2``) is resolved to its installed folder first. Before any loader
@@ -27,19 +27,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from sentcl.files.paths import ModelFolderError, resolve_model_path
 from sentcl.files.read import read_json
-from sentcl.modeling.loading import LoadOptions, load_plain, load_sentcl, load_st
 from sentcl.modeling.onnx_encoder import ONNX_CONFIG, is_onnx_folder
 from sentcl.modeling.sentcl_json import read_sentcl_json
 from sentcl.modeling.st_folder import MODULES_JSON, is_st_folder
 from sentcl.modeling.static import is_static_folder
-
-if TYPE_CHECKING:
-    from sentcl.modeling.dual import DualEncoder
-    from sentcl.modeling.encoder import SentenceEncoder
 
 FOLDER_KINDS = ("onnx", "dual", "sentcl", "static", "sentence-transformers", "transformers", "hub")
 # read by their loader (once); every other JSON file of the folder is parsed by check_json_files
@@ -94,49 +89,4 @@ def locate(name: str) -> ModelSource:
     )
 
 
-def load_single(
-    source: ModelSource, options: LoadOptions, encoder_class: type[SentenceEncoder]
-) -> SentenceEncoder:
-    """One ``encoder_class`` of a sentcl, sentence-transformers or plain folder (a pair's f)."""
-    if source.kind == "onnx":
-        raise ModelFolderError(
-            f"{source.path} is an exported ONNX folder ({ONNX_CONFIG}), not a PyTorch model; open it with "
-            "open_model / --backend onnx or auto"
-        )
-    if source.kind == "static":
-        raise ModelFolderError(
-            f"{source.path} is a static model (StaticEmbedding: one vector per token), not a transformer; "
-            "open it with open_model"
-        )
-    if source.saved is not None:
-        return load_sentcl(source.name, source.folder, source.saved, options, encoder_class)
-    if source.kind == "sentence-transformers":
-        return load_st(source.name, source.folder, options, encoder_class)
-    return load_plain(source.name, source.path, options, encoder_class)
-
-
-def open_single(name: str, options: LoadOptions, encoder_class: type[SentenceEncoder]) -> SentenceEncoder:
-    """One ``encoder_class`` (``SentenceEncoder.from_pretrained``): a pair's f for a dual folder."""
-    return load_single(locate(name), options, encoder_class)
-
-
-def load_dual(source: ModelSource, options: LoadOptions, encoder_class: type[SentenceEncoder]) -> DualEncoder:
-    """The pair of a dual folder: f from the folder, g from its context_encoder/ (each an ``encoder_class``)."""
-    from sentcl.modeling.dual import DualEncoder
-
-    assert source.saved is not None
-    dual = source.saved["dual"]
-    f = load_single(source, options, encoder_class)
-    g = open_single(str(source.folder / dual["context_encoder"]), options, encoder_class)
-    return DualEncoder(f, g, dual["combine"])
-
-
-__all__ = [
-    "FOLDER_KINDS",
-    "ModelSource",
-    "check_json_files",
-    "load_dual",
-    "load_single",
-    "locate",
-    "open_single",
-]
+__all__ = ["FOLDER_KINDS", "ModelSource", "check_json_files", "locate"]

@@ -188,3 +188,16 @@ def _session(file: Path, threads: int | None) -> Any:
             f"{file}: onnxruntime cannot load it ({type(err).__name__}: {first}); it is truncated or damaged, "
             "export the model again (sentcl export --format onnx MODEL OUT)"
         ) from None
+
+
+def open_onnx(path: str, pooler: str | None, int8: bool, threads: int | None) -> OnnxEncoder:
+    """An exported folder as asked: its pooler is fixed by the export, and ``int8`` needs an int8 export."""
+    encoder = OnnxEncoder(path, threads=threads)
+    if pooler is not None and pooler != encoder.pooler:
+        raise ValueError(
+            f"{path} was exported with pooler {encoder.pooler!r}; --pooler {pooler} needs a new export "
+            f"(sentcl export --format onnx MODEL OUT --pooler {pooler})"
+        )
+    if int8 and not encoder.meta.get("quantization"):
+        raise ValueError(f"{path} is an fp32 export; --int8 with ONNX needs `sentcl export --int8`")
+    return encoder

@@ -1,7 +1,10 @@
-"""One way to open a model: ``open_model(source)`` works out the folder kind once (locate.py) and calls its
-loader, building a ``SentenceEncoder`` (or a ``DualEncoder`` of two, or an ``OnnxEncoder``).
+"""The one entry that opens a model: ``open_model(source)`` locates the folder and reads its kind once
+(locate.py), then hands it to the loader of that kind, in one downward pass: an ``OnnxEncoder``
+(onnx_encoder.py), a ``StaticEncoder`` (static.py), or a PyTorch ``SentenceEncoder`` / ``DualEncoder``
+(loading.py: backbone, then its parts, then the encoder built last). ``open_encoder`` is the same pass for
+one PyTorch encoder of a given class (what training starts from; ``SentenceEncoder.from_pretrained``).
 
-The folder kinds, and the loader of each, are listed in locate.py.
+The folder kinds, and what is read for each, are listed in locate.py.
 """
 
 from __future__ import annotations
@@ -10,54 +13,20 @@ import dataclasses
 from typing import Any
 
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.modeling.loading import LoadOptions
-from sentcl.modeling.locate import (  # noqa: F401 - re-exported: open.py was their home
-    FOLDER_KINDS,
-    ModelSource,
-    check_json_files,
-    load_dual,
-    load_single,
-    locate,
-)
-from sentcl.modeling.locate import open_single as _open_single
-from sentcl.modeling.onnx_encoder import ONNX_CONFIG, OnnxEncoder
+from sentcl.modeling.loading import LoadOptions, load_single, load_torch
+from sentcl.modeling.locate import FOLDER_KINDS, ModelSource, locate
+from sentcl.modeling.onnx_encoder import ONNX_CONFIG, open_onnx
 from sentcl.modeling.static import StaticEncoder
 from sentcl.types import Encoder
 
 BACKENDS = ("auto", "torch", "onnx")
 
 
-def open_single(
+def open_encoder(
     name: str, options: LoadOptions, encoder_class: type[SentenceEncoder] = SentenceEncoder
 ) -> SentenceEncoder:
-    """One SentenceEncoder (``SentenceEncoder.from_pretrained``): a pair's f for a dual folder."""
-    return _open_single(name, options, encoder_class)
-
-
-def _load_onnx(source: ModelSource, pooler: str | None, int8: bool, threads: int | None) -> OnnxEncoder:
-    encoder = OnnxEncoder(source.path, threads=threads)
-    if pooler is not None and pooler != encoder.pooler:
-        raise ValueError(
-            f"{source.path} was exported with pooler {encoder.pooler!r}; --pooler {pooler} needs a new export "
-            f"(sentcl export --format onnx MODEL OUT --pooler {pooler})"
-        )
-    if int8 and not encoder.meta.get("quantization"):
-        raise ValueError(f"{source.path} is an fp32 export; --int8 with ONNX needs `sentcl export --int8`")
-    return encoder
-
-
-def _load_static(
-    source: ModelSource, pooler: str | None, backend: str, int8: bool, truncate_dim: int | None
-) -> StaticEncoder:
-    """A static folder: no pooler (a mean of token rows), no backend, no int8, no truncation to choose."""
-    asked = {"--pooler": pooler is not None, "--backend torch": backend == "torch", "--int8": int8}
-    asked["--truncate-dim"] = truncate_dim is not None
-    refused = [name for name, given in asked.items() if given]
-    if refused:
-        raise ValueError(
-            f"{source.path} is a static model (a mean of token vectors); {', '.join(refused)} does not apply to it"
-        )
-    return StaticEncoder(source.path)
+    """One ``encoder_class`` of a sentcl, sentence-transformers or plain folder, or a hub id (a pair's f)."""
+    return load_single(locate(name), options, encoder_class)
 
 
 def open_model(
@@ -88,19 +57,24 @@ def open_model(
     if found.kind == "onnx" and backend != "torch":
         if truncate_dim is not None:
             raise ValueError("--truncate-dim runs with the PyTorch backend; add --backend torch")
-        return _load_onnx(found, pooler or (options.pooler if options else None), int8, threads)
-    if found.kind == "static":
-        return _load_static(found, pooler, backend, int8, truncate_dim)
-    options = LoadOptions() if options is None else options
-    options = dataclasses.replace(options, pooler=pooler) if pooler is not None else options
-    if found.kind == "dual":
-        if truncate_dim is not None:
-            raise ValueError(f"--truncate-dim needs a single encoder; {source} is a pair of encoders")
-        model = load_dual(found, options, SentenceEncoder)
-    else:
-        model = load_single(found, options, SentenceEncoder)
-        if truncate_dim is not None:
-            model.set_truncate_dim(truncate_dim)
+        return open_onnx(found.path, pooler or (options.pooler if options else None), int8, threads)
+    if found.kind == "static":  # a mean of token rows: no pooler, backend, int8 or truncation to choose
+        asked = (("--pooler", pooler is not None), ("--backend torch", backend == "torch"), ("--int8", int8))
+        refused = [name for name, given in (*asked, ("--truncate-dim", truncate_dim is not None)) if given]
+        if refused:
+            raise ValueError(
+                f"{found.path} is a static model (a mean of token vectors); {', '.join(refused)} does not "
+                "apply to it"
+            )
+        return StaticEncoder(found.path)
+    if found.kind == "dual" and truncate_dim is not None:
+        raise ValueError(f"--truncate-dim needs a single encoder; {source} is a pair of encoders")
+    options = options or LoadOptions()
+    if pooler is not None:
+        options = dataclasses.replace(options, pooler=pooler)
+    if truncate_dim is not None:
+        options = dataclasses.replace(options, truncate_dim=truncate_dim)
+    model = load_torch(found, options, SentenceEncoder)
     if int8:
         from sentcl.modeling.quantize import quantize_int8
 
@@ -114,4 +88,11 @@ def load_encoder(name_or_path: str, **kwargs: Any) -> Any:
     return open_model(name_or_path, options=LoadOptions(**kwargs))
 
 
-__all__ = ["FOLDER_KINDS", "ModelSource", "load_encoder", "locate", "open_model", "open_single"]
+__all__ = [
+    "FOLDER_KINDS",
+    "ModelSource",
+    "load_encoder",
+    "locate",
+    "open_encoder",
+    "open_model",
+]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 from torch import Tensor, nn
@@ -201,3 +202,17 @@ def prompt_embedding(
     out = backbone(**inputs, return_dict=True).last_hidden_state  # (U, L', H)
     bias = out[torch.arange(out.size(0), device=out.device), mask_index]  # (U, H)
     return h - bias[which]  # (N, H)
+
+
+def prompt_arguments(
+    uses_prompt: bool, saved: dict[str, Any] | None, templates: list[str] | None, denoise: str | None
+) -> dict[str, Any]:
+    """An encoder's ``prompt`` and ``prompt_denoise``: the caller's templates, else the folder's (sentcl.json
+    "prompt"), else PromptBERT's; none unless the pooler reads a template (``uses_prompt``)."""
+    if not uses_prompt:
+        return {}
+    stored = (saved or {}).get("prompt") or {}
+    return {
+        "prompt": templates or stored.get("templates") or list(PROMPTBERT_BERT_TEMPLATES),
+        "prompt_denoise": stored.get("denoise", "train") if denoise is None else denoise,
+    }
