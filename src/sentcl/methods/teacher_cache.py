@@ -14,6 +14,13 @@ and the sha256 of the texts. It holds
 Every epoch and every run on the same corpus with the same teacher finds the finished entry and reuses it
 (the log says ``teacher vectors: reused <dir>``) without opening the teacher; otherwise the log says
 ``encoding N sentences with teacher ...``. Nothing is encoded per step.
+
+An entry is sentcl's own, so a damaged one is repaired, never fatal: before reuse every shard is checked
+against its record (present, the SHA-256 of its ``.npy`` and offsets, a float32 array of the recorded shape).
+A shard that fails (cut, another shape or dtype, NaN written over it, deleted), an unreadable manifest or
+shard record, or records that name another folder (the cache was moved or copied) is one warning naming the
+file and the problem, and only those shards are encoded again. A cache folder that cannot hold entries (a
+file, or a path under a file) is a ``ConfigError`` naming ``model.teacher_cache`` or ``$SENTCL_CACHE``.
 """
 
 from __future__ import annotations
@@ -25,14 +32,24 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import numpy as np
+
 from sentcl import distributed
 from sentcl.config.teacher import TeacherConfig
 from sentcl.config.typed import ConfigError
 from sentcl.defaults import ENCODE_BATCH_SIZE, TEACHER_CACHE_SUBDIR
 from sentcl.files.atomic import atomic_write, atomic_write_json
-from sentcl.files.fingerprint import json_digest, model_fingerprint
+from sentcl.files.fingerprint import (
+    IntegrityError,
+    file_sha256,
+    json_digest,
+    model_fingerprint,
+    verify_records,
+)
 from sentcl.files.output import model_input, prepare_folder
-from sentcl.files.paths import cache_root, resolve_model_path
+from sentcl.files.pathcheck import check_output_dir
+from sentcl.files.paths import CACHE_ENV, cache_root, resolve_model_path
+from sentcl.files.read import load_npy, read_json
 from sentcl.index.shard_resume import shard_stem
 from sentcl.index.shards import MANIFEST, ShardSet, encode_shards, read_manifest
 
@@ -47,10 +64,27 @@ TEACHER_SHARD_SIZE = 10_000
 
 
 def teacher_cache_dir(configured: str | None) -> Path:
-    """``model.teacher_cache``, else ``$SENTCL_CACHE/teachers``, else ``~/.cache/sentcl/teachers``."""
+    """``model.teacher_cache``, else ``$SENTCL_CACHE/teachers``, else ``~/.cache/sentcl/teachers``; a path
+    that cannot be a folder (a file, or under a file) is a ``ConfigError`` naming where it came from, and a
+    folder that refuses a new file fails here (``check_output_dir``), before any teacher is opened."""
+    import os
+
     if configured is not None:
-        return Path(configured).expanduser()
-    return cache_root(None) / TEACHER_CACHE_SUBDIR
+        folder, source = Path(configured).expanduser(), "model.teacher_cache"
+    else:
+        folder = cache_root(None) / TEACHER_CACHE_SUBDIR
+        source = f"${CACHE_ENV}" if os.environ.get(CACHE_ENV) else "the default cache folder"
+    for above in (folder, *folder.parents):
+        if above.is_dir():
+            break
+        if os.path.lexists(above):
+            where = "is a file" if above == folder else f"lies under {above}, which is a file"
+            raise ConfigError(
+                f"{source}: the teacher cache {folder} {where}, not a folder; the cache is a folder of "
+                "entries: name a folder"
+            )
+    check_output_dir(folder, f"the teacher cache ({source})")
+    return folder
 
 
 def line_safe(text: str) -> str:
@@ -109,11 +143,101 @@ class CacheKey:
         return json_digest(asdict(self))
 
 
-def _finished(vectors: Path, rows: int) -> bool:
+def _shard_problem(vectors: Path, rec: Any, dim: int) -> str | None:
+    """What is wrong with one finished shard of an entry against its record, or None when it holds it."""
+    if (
+        not isinstance(rec, dict)
+        or not isinstance(rec.get("file"), str)
+        or not isinstance(rec.get("rows"), int)
+    ):
+        return f"{vectors / MANIFEST}: a shard record is damaged ({str(rec)[:60]})"
+    path = vectors / rec["file"]
+    if not path.is_file():
+        return f"{path} is missing"
+    try:
+        if "files" in rec:  # its .npy and offsets, every byte (sentcl.files.fingerprint)
+            verify_records(vectors, rec["files"], "the cache", "")
+        arr = load_npy(path)
+    except (IntegrityError, ValueError, OSError) as err:
+        return str(err).removesuffix("; ").removesuffix("; re-create it")
+    if arr.shape != (rec["rows"], dim) or arr.dtype != np.float32:
+        return f"{path} holds a {arr.dtype} array of shape {arr.shape}, its record says ({rec['rows']}, {dim}) float32"
+    return None
+
+
+def entry_problems(vectors: Path, rows: int) -> dict[str, str] | None:
+    """None when the entry's encode is not finished (it resumes); else file -> what is wrong with it, for
+    every damaged part (``{}``: the entry is sound and reused). Reads only."""
     if not (vectors / MANIFEST).is_file():
-        return False
-    manifest = read_manifest(vectors)
-    return bool(manifest["complete"]) and int(manifest["rows"]) == rows
+        return None
+    try:
+        if not read_manifest(vectors)["complete"]:
+            return None  # a killed encode: resumed
+        manifest = ShardSet.open(vectors).manifest
+    except ValueError as err:  # unreadable, not a shard manifest, records not contiguous
+        return {MANIFEST: str(err)}
+    if manifest["rows"] != rows:
+        return {
+            MANIFEST: f"{vectors / MANIFEST} records {manifest['rows']} rows, the corpus has {rows} texts"
+        }
+    found = {}
+    for i, rec in enumerate(manifest["shards"]):
+        if (why := _shard_problem(vectors, rec, manifest["dim"])) is not None:
+            found[f"{shard_stem(i)}.json"] = why
+    return found
+
+
+def _records_elsewhere(vectors: Path, texts: Path) -> list[str]:
+    """The shard records (and manifest) that name another input than this entry's ``texts.txt`` (the cache
+    was moved or copied) or cannot be read: a resume would refuse them, so their shards are encoded again."""
+    here = str(texts.resolve())
+    stale = []
+    for record in sorted(vectors.glob("shard-*.json")):
+        try:
+            rec = read_json(record, what="shard record")
+            settings = rec.get("settings") if isinstance(rec, dict) else None
+            elsewhere = not isinstance(settings, dict) or settings.get("input") != here
+        except ValueError:
+            elsewhere = True
+        if elsewhere:
+            stale.append(record.name)
+    try:
+        if (vectors / MANIFEST).is_file() and read_json(vectors / MANIFEST, what="").get("input") != here:
+            stale.append(MANIFEST)
+    except (ValueError, AttributeError):
+        stale.append(MANIFEST)  # unreadable: the shards' own records say what they hold
+    return stale
+
+
+def repair_entry(entry: Path, problems: dict[str, str]) -> None:
+    """Forget the damaged parts of sentcl's own entry (each named in one warning) so that the encode that
+    follows encodes their shards again; the sound shards are kept (module doc). Rank 0 only."""
+    vectors = entry / VECTORS_DIR
+    for name, why in problems.items():
+        again = (
+            "its shard is encoded again" if name != MANIFEST else "the shards' own records are read instead"
+        )
+        logger.warning("teacher cache: %s; %s", why, again)
+        (vectors / name).unlink(missing_ok=True)
+    moved = _records_elsewhere(vectors, entry / TEXTS_FILE)
+    if moved:
+        logger.warning(
+            "teacher cache: %d record(s) in %s name another folder (the cache was moved or copied); their "
+            "shards are encoded again",
+            len(moved),
+            vectors,
+        )
+    for name in moved:
+        (vectors / name).unlink(missing_ok=True)
+
+
+def _write_texts(path: Path, texts: Sequence[str], sha256: str) -> None:
+    """``texts.txt`` as the key says (an edited or damaged one is said and written again)."""
+    if path.is_file():
+        if file_sha256(path) == sha256:
+            return
+        logger.warning("teacher cache: %s is not the text the entry is named for; writing it again", path)
+    atomic_write(path, lambda f: _write_lines(f, texts))
 
 
 def open_teacher(teacher: TeacherConfig, device: str | None = None) -> Any:  # noqa: ANN401 - an Encoder
@@ -141,25 +265,19 @@ def teacher_vectors(
     key = CacheKey.of(teacher, texts_digest(texts))
     entry = cache_dir / key.digest()
     vectors = entry / VECTORS_DIR
-    if _finished(vectors, len(texts)):
-        damaged = ShardSet.open(vectors).damaged()
-        if not damaged:
-            logger.info(
-                "teacher vectors: reused %s (%d sentences, teacher %s)", entry, len(texts), teacher.path
-            )
-            return ShardSet.open(vectors)
-        for i, why in damaged.items():  # the entry is sentcl's own: its damaged shards are encoded again
-            logger.warning("teacher cache: %s; encoding that shard again", why)
-            if distributed.rank() == 0:
-                (vectors / f"{shard_stem(i)}.json").unlink(missing_ok=True)
-        distributed.barrier()
+    problems = entry_problems(vectors, len(texts))
+    if problems == {}:
+        logger.info("teacher vectors: reused %s (%d sentences, teacher %s)", entry, len(texts), teacher.path)
+        return ShardSet.open(vectors)
+    distributed.barrier()  # every rank has looked before rank 0 repairs
     if distributed.rank() == 0:
         prepare_folder(
             entry, "teacher-cache", "model.teacher_cache", model_input(teacher.path, "model.teacher")
         )
+        if vectors.is_dir():  # sentcl's own entry (prepare_folder checked its marker): its damage is repaired
+            repair_entry(entry, problems or {})
         atomic_write_json(entry / "teacher.json", asdict(key))
-        if not (entry / TEXTS_FILE).is_file():
-            atomic_write(entry / TEXTS_FILE, lambda f: _write_lines(f, texts))
+        _write_texts(entry / TEXTS_FILE, texts, key.texts_sha256)
     distributed.barrier()  # texts.txt is on disk for every rank
     logger.info("encoding %d sentences with teacher %s into %s", len(texts), teacher.path, entry)
     try:
