@@ -133,6 +133,23 @@ def test_only_special_token_ids_say_so(served: str, tiny_encoder: Any) -> None:
     assert resp.status_code == 400 and "all special tokens" in resp.json()["error"]
 
 
+def test_token_ids_without_a_text_form_are_refused_naming_one(served: str, tiny_encoder: Any) -> None:
+    """SV_tok_unused_inflate: 250 ids of [unused0] (text '[unused0]', 4 tokens again) were reported as 1,002
+    tokens over the limit. Here a leading word piece ('##a' three times reads back as 5 tokens); ids of real
+    text still embed as that text (checked against the encoder)."""
+    tok = tiny_encoder.tokenizer
+    piece = tok.convert_tokens_to_ids("##a")
+    assert len(tok(tok.decode([piece] * 3), add_special_tokens=False)["input_ids"]) > 3  # the premise
+    resp = httpx.post(f"{served}/v1/embeddings", json={"input": [piece] * 3})
+    assert resp.status_code == 422, resp.text
+    assert f"token id {piece} ('##a') has no text form of its own" in resp.json()["error"]
+    ids = tok("a man plays the guitar", add_special_tokens=False)["input_ids"]
+    resp = httpx.post(f"{served}/v1/embeddings", json={"input": ids})
+    assert resp.status_code == 200, resp.text
+    got = np.array(resp.json()["data"][0]["embedding"])
+    np.testing.assert_allclose(got, _want(tiny_encoder, ["a man plays the guitar"])[0], atol=1e-5)
+
+
 @pytest.mark.parametrize("port", ["70000", "-1", "65536", "http"])
 def test_serve_port_outside_0_to_65535_is_refused(
     port: str, tiny_bert: Path, capsys: pytest.CaptureFixture[str]

@@ -119,7 +119,40 @@ class Service:
                 f"input {blank}'s token ids are all special tokens ({preview(kept[blank])}), which the service "
                 "drops: send the ids of the text itself",
             )
+        await self._check_round_trip(kept, texts)
         return texts
+
+    def _no_text_form(self, row: list[int]) -> int | None:
+        """The first id of ``row`` whose decoded text the tokenizer does not read back as one token."""
+        tokenizer = self._count_tokenizer or self.encoder.tokenizer
+        for token in dict.fromkeys(row):
+            text = tokenizer.decode([token], skip_special_tokens=True)
+            if text and len(tokenizer(text, add_special_tokens=False)["input_ids"]) != 1:
+                return token
+        return None
+
+    async def _check_round_trip(self, kept: list[list[int]], texts: list[str]) -> None:
+        """Token ids are read as the text they decode to: refuse ids whose text the tokenizer reads as more
+        tokens than were sent (ids such as BERT's [unused0] have no text form: 250 of them are 1,002 tokens),
+        naming such an id; the model would otherwise embed other tokens than the client sent."""
+        counts = await self.count_tokens(texts)
+        grown = next((i for i, n in enumerate(counts) if n - self.n_special > len(kept[i])), None)
+        if grown is None:
+            return
+        token = await self._run_tokenizer(self._no_text_form, kept[grown])
+        tokenizer = self._count_tokenizer or self.encoder.tokenizer
+        named = (
+            ""
+            if token is None
+            else f"; token id {token} ({tokenizer.convert_ids_to_tokens(token)!r}) has no text form of its own"
+        )
+        raise ServiceError(
+            422,
+            "invalid_token_id",
+            f"input {grown}'s {len(kept[grown])} token ids decode to text that the model's tokenizer reads as "
+            f"{counts[grown] - self.n_special} tokens{named}: the service reads token ids as the text they "
+            "decode to, so send the text itself, or ids of tokens that have a text form",
+        )
 
     def _truncating(self, truncate: bool | None) -> bool:
         return self.limits.auto_truncate if truncate is None else truncate
