@@ -5,6 +5,10 @@ for ``objective:``, the base options and then every registered method's own opti
 the field's help line. ``reference/cli/COMMAND.md`` is the ``--help`` of one command and its sub-commands (nested ones
 included), ``reference/cli/index.md`` that of ``sentcl``, taken from the argparse parser of ``sentcl.cli``. Both are written into the build only, never
 into docs/, so they cannot go stale.
+
+Formulas (arithmatex's ``$$...$$`` and ``\\(...\\)``, generic mode) become MathML at build time (``latex2mathml``),
+which browsers draw themselves: a page needs no script, from the site or elsewhere, to show them. A formula
+that cannot be converted (bad TeX, or a command latex2mathml does not know) fails the build, naming the page.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from mkdocs.exceptions import PluginError
 from mkdocs.structure.files import File, Files
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # document the checkout being built
@@ -240,3 +245,39 @@ def on_files(files: Files, config: Any) -> Files:
     for uri, content in pages.items():
         files.append(File.generated(config, uri, content=content))
     return files
+
+
+#: arithmatex's generic output: a display formula as ``<div class="arithmatex">\\[...\\]</div>``, an inline one
+#: as ``<span class="arithmatex">\\(...\\)</span>`` (its TeX HTML-escaped)
+ARITHMATEX = re.compile(
+    r'<(?P<tag>div|span) class="arithmatex">\s*\\(?P<open>[\[(])(?P<tex>.*?)\\[\])]\s*</(?P=tag)>', re.S
+)
+
+
+def tex_to_mathml(tex: str, display: bool) -> str:
+    """One TeX formula as a ``<math>`` element (``display="block"`` for a display formula)."""
+    from latex2mathml.converter import convert
+
+    mathml = convert(tex.strip(), display="block" if display else "inline")
+    unknown = re.findall(r">(\\[A-Za-z]+)<", mathml)  # latex2mathml shows a command it does not know as text
+    if unknown:
+        raise ValueError(f"unknown TeX command {unknown[0]}")
+    return mathml
+
+
+def render_formulas(content: str, page: str = "") -> str:
+    """Every arithmatex formula of a built page's HTML replaced by its MathML; a formula that latex2mathml
+    cannot read is a build error naming the page and the formula."""
+
+    def one(match: re.Match[str]) -> str:
+        tex = html.unescape(match.group("tex"))
+        try:
+            return tex_to_mathml(tex, display=match.group("open") == "[")
+        except Exception as err:  # latex2mathml raises its own several kinds
+            raise PluginError(f"{page}: cannot render the formula {tex.strip()!r}: {err}") from err
+
+    return ARITHMATEX.sub(one, content)
+
+
+def on_page_content(html_: str, page: Any, config: Any, files: Files) -> str:
+    return render_formulas(html_, page.file.src_uri)

@@ -7,8 +7,10 @@ import dataclasses
 import html
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -240,7 +242,7 @@ def test_numbers_in_user_prose_come_from_committed_results() -> None:
     assert not unknown, unknown
 
 
-def test_site_search_keeps_config_keys_whole_and_formulas_render(site: Path) -> None:
+def test_site_search_keeps_config_keys_whole_and_the_header_shows_the_version(site: Path) -> None:
     import json
 
     index = json.loads((site / "search" / "search_index.json").read_text(encoding="utf-8"))
@@ -255,10 +257,7 @@ def test_site_search_keeps_config_keys_whole_and_formulas_render(site: Path) -> 
             key
         )  # name keeps its underscore
     assert separator.split("a well-known word") == ["a", "well", "known", "word"]
-    pages = "".join(p.read_text(encoding="utf-8") for p in (site / "methods").rglob("*.html"))
-    assert 'class="arithmatex"' in pages  # $$...$$ reach MathJax
     home = (site / "index.html").read_text(encoding="utf-8")
-    assert "mathjax" in home.lower()
     from sentcl.version import __version__
 
     assert f"sentcl {__version__}" in home  # the version in the header
@@ -302,3 +301,100 @@ def test_api_page_documents_every_parameter_of_each_public_name() -> None:
     fields = [f.name for f in __import__("dataclasses").fields(TrainResult)]
     assert tables["train"][2:] == fields  # train's parameters, then its result's fields
     assert set(sentcl.__all__) >= {"SentenceEncoder", "open_model", "evaluate", "train", "load_config"}
+
+
+# --------------------------------------------------------------------------- formulas, offline
+
+#: a script, stylesheet, font or image the page itself loads (not a link the reader may follow)
+LOADED = re.compile(r'<(?:script|img|iframe|source)\b[^>]*\bsrc="([^"]+)"|<link\b[^>]*\bhref="([^"]+)"', re.I)
+
+
+def test_no_page_loads_anything_from_outside_the_site(site: Path) -> None:
+    outside = []
+    for page in site.rglob("*.html"):
+        for match in LOADED.finditer(page.read_text(encoding="utf-8")):
+            url = match.group(1) or match.group(2)
+            if re.match(r"(?:[a-z]+:)?//", url, re.I) and 'rel="canonical"' not in match.group(0):
+                outside.append(f"{page.relative_to(site)}: {url}")
+    assert not outside, outside[:10]
+
+
+def test_loaded_pattern_finds_a_cdn_script_and_leaves_links_alone() -> None:
+    assert LOADED.search('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js">')
+    assert LOADED.search('<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Roboto">')
+    assert not LOADED.search('<a href="https://aclanthology.org/2021.emnlp-main.552">the paper</a>')
+
+
+def test_every_formula_is_mathml_in_the_built_page(site: Path) -> None:
+    """As many ``<math>`` elements as the Markdown has ``$$`` blocks, and no TeX left for a script to typeset."""
+    for md in (ROOT / "docs" / "methods").glob("*.md"):
+        blocks = len(re.findall(r"^\s*\$\$\s*$", md.read_text(encoding="utf-8"), re.M)) // 2
+        stem = md.parent if md.stem == "index" else md.with_suffix("")
+        built = (site / stem.relative_to(ROOT / "docs") / "index.html").read_text(encoding="utf-8")
+        assert built.count('<math xmlns="http://www.w3.org/1998/Math/MathML" display="block">') == blocks, (
+            md.name
+        )
+        assert 'class="arithmatex"' not in built and "\\frac" not in built, md.name
+
+
+def test_a_formula_the_converter_cannot_read_fails_the_build_naming_the_page() -> None:
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from mkdocs.exceptions import PluginError
+    from mkdocs_hooks import render_formulas
+
+    good = render_formulas(
+        '<div class="arithmatex">\\[a &lt; b\\]</div> and <span class="arithmatex">\\(x^2\\)</span>'
+    )
+    assert good.count("<math") == 2 and "<mo>&#x0003C;</mo>" in good and "<msup>" in good
+    for bad in ("a^", "\\left( a", "\\notacommand{x}"):  # bad TeX, and a command it would print as text
+        with pytest.raises(PluginError, match="methods/x.md"):
+            render_formulas(f'<div class="arithmatex">\\[{bad}\\]</div>', "methods/x.md")
+
+
+@pytest.fixture()
+def served_site(site: Path) -> Iterator[str]:
+    """The built site over HTTP on 127.0.0.1 (a file:// page would not show what a server's reader sees)."""
+    import functools
+    import threading
+    from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+
+    handler = functools.partial(SimpleHTTPRequestHandler, directory=str(site))
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_formulas_draw_in_a_real_browser_with_nothing_loaded_from_outside(served_site: str) -> None:
+    """Headless Chromium (Debian's, as the service page's test drives it): each formula of a method page is a
+    ``<math>`` box wider and taller than a line of text, and every resource the page fetched is the site's own."""
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+
+    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
+    assert chromium and driver_path, "install Debian's chromium and chromium-driver (make browser)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = chromium
+    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
+    driver.set_page_load_timeout(30)
+    try:
+        for page in ("methods/unsup-simcse/", "methods/distill-kl/"):
+            driver.get(f"{served_site}/{page}")
+            formulas = driver.find_elements(By.CSS_SELECTOR, "article math[display=block]")
+            assert formulas, page
+            for formula in formulas:
+                box = driver.execute_script("return arguments[0].getBoundingClientRect().toJSON()", formula)
+                assert box["width"] > 40 and box["height"] > 20, (page, box)
+            fetched = driver.execute_script(
+                "return performance.getEntriesByType('resource').map(e => e.name)"
+            )
+            assert fetched and all(url.startswith(served_site) for url in fetched), (page, fetched)
+    finally:
+        driver.quit()
