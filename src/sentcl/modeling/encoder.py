@@ -30,7 +30,7 @@ from sentcl.modeling.folder_layout import (  # noqa: F401 - re-exported for old 
     position_limit,
     set_dropout,
 )
-from sentcl.modeling.heads import DenseLayer, MLPHead
+from sentcl.modeling.heads import DenseLayer, MLPHead, after_pooling
 from sentcl.modeling.loading import LoadOptions, load_single
 from sentcl.modeling.locate import locate
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
@@ -244,6 +244,7 @@ class SentenceEncoder(nn.Module):
         """
         if attention_mask is None:
             raise ValueError("attention_mask is required")
+        head = self.head if self.uses_head else None
         kwargs: dict[str, Tensor] = {"attention_mask": attention_mask}
         if inputs_embeds is not None:
             kwargs["inputs_embeds"] = inputs_embeds
@@ -260,28 +261,16 @@ class SentenceEncoder(nn.Module):
             z = prompt_embedding(self.prompt, self.backbone, hidden_states[-1], input_ids, attention_mask)
         else:
             z = pool(self.pooler, hidden_states, attention_mask)  # (N, H)
-        return self.finish(z, head_activation)
+        return after_pooling(  # (N, D)
+            z, head, head_activation, self.dense, self.flow, self.truncate_dim, self.normalize_output
+        )
 
     def finish(self, z: Tensor, head_activation: str | Sequence[str] | None = None) -> Tensor:
         """Pooled (N, H) -> the embedding (N, D): head, Dense layers, flow, truncation, normalisation."""
-        z = self._apply_head(z, head_activation) if self.uses_head else z  # (N, H)
-        for layer in self.dense:
-            z = layer(z)  # (N, D)
-        z = self.flow(z) if self.flow is not None else z  # (N, D): BERT-flow's latent
-        if self.truncate_dim is not None:
-            z = z[..., : self.truncate_dim]  # (N, k): a Matryoshka prefix, re-normalised below if normalized
-        return unit_rows(z) if self.normalize_output else z
-
-    def _apply_head(self, z: Tensor, head_activation: str | Sequence[str] | None) -> Tensor:
-        assert self.head is not None
-        if head_activation is None or isinstance(head_activation, str):
-            return self.head(z, head_activation)
-        views = len(head_activation)
-        z = z.view(-1, views, z.size(-1))  # (B, V, H)
-        z = torch.stack(
-            [self.head(z[:, v], act) for v, act in enumerate(head_activation)], dim=1
-        )  # (B, V, H)
-        return z.view(-1, z.size(-1))  # (B·V, H)
+        head = self.head if self.uses_head else None
+        return after_pooling(
+            z, head, head_activation, self.dense, self.flow, self.truncate_dim, self.normalize_output
+        )
 
     # ------------------------------------------------------------------ inference API
 
@@ -308,6 +297,7 @@ class SentenceEncoder(nn.Module):
             )
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
+        device = self.device
         was_training = self.training
         self.eval()
         try:
@@ -318,11 +308,16 @@ class SentenceEncoder(nn.Module):
             )
             chunks: list[Tensor] = []
             for _, batch in batches:
-                batch = {k: v.to(self.device) for k, v in batch.items()}
+                batch = {k: v.to(device) for k, v in batch.items()}
                 chunks.append(self(**batch).float())
             out = torch.cat(chunks) if chunks else torch.empty(0, self.embedding_dim)
-            if self.check_outputs:
-                self._check_finite_outputs(out, order, texts)
+            bad = (~torch.isfinite(out)).any(dim=1) if self.check_outputs else None  # (N,), sorted order
+            if bad is not None and bool(bad.any()):
+                first = int(order[bad.numpy()].min())  # the first such sentence in input order
+                raise ValueError(
+                    f"model {self.source or ''} gives non-finite embeddings (NaN or inf) for {int(bad.sum())} "
+                    f"of {len(texts)} sentences, the first being sentence {first + 1}: {texts[first][:60]!r}"
+                )
             out = out[
                 torch.as_tensor(np.argsort(order, kind="stable"), dtype=torch.long)
             ]  # back to input order
@@ -334,16 +329,6 @@ class SentenceEncoder(nn.Module):
         if single:
             out = out[0]
         return out.numpy() if convert_to_numpy else out
-
-    def _check_finite_outputs(self, out: Tensor, order: np.ndarray, texts: list[str]) -> None:
-        """Non-finite embeddings (rows in sorted order) are an error naming the first such sentence."""
-        bad = (~torch.isfinite(out)).any(dim=1)  # (N,)
-        if bool(bad.any()):
-            first = int(order[bad.numpy()].min())  # the first such sentence in input order
-            raise ValueError(
-                f"model {self.source or ''} gives non-finite embeddings (NaN or inf) for {int(bad.sum())} of "
-                f"{len(texts)} sentences, the first being sentence {first + 1}: {texts[first][:60]!r}"
-            )
 
     def similarity(
         self, a: str | Sequence[str] | np.ndarray | Tensor, b: str | Sequence[str] | np.ndarray | Tensor

@@ -6,12 +6,19 @@ BERT's ``_init_weights``): W ~ normal(0, ``initializer_range``), b = 0.
 
 ``DenseLayer``: a sentence-transformers ``Dense`` module (any in/out size, an activation from a fixed list),
 applied after the pooler and head when a model came from, or goes to, a sentence-transformers folder.
+
+``after_pooling``: every layer over the pooled vector in order (head, Dense layers, a flow, a Matryoshka
+prefix, the normalisation): what ``SentenceEncoder.forward`` and the packed forward apply to the pooled rows.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch import Tensor, nn
+
+from sentcl.similarity import unit_rows
 
 ACTIVATIONS = ("tanh", "leaky_relu")
 # DenseLayer's activations: sentcl name -> torch.nn class name (as sentence-transformers spells it).
@@ -68,3 +75,33 @@ class DenseLayer(nn.Module):
 
     def forward(self, x: Tensor) -> Tensor:
         return self.act(self.linear(x))  # (N, out_features)
+
+
+def after_pooling(
+    z: Tensor,
+    head: MLPHead | None,
+    head_activation: str | Sequence[str] | None,
+    dense: Sequence[nn.Module],
+    flow: nn.Module | None,
+    truncate_dim: int | None,
+    normalize: bool,
+) -> Tensor:
+    """Pooled (N, H) -> the embedding (N, D): the head (None: it does not apply), the Dense layers, a flow, the
+    first ``truncate_dim`` values, the normalisation. ``head_activation`` as a sequence of V names treats the
+    rows as (B, V) example-major views and gives view v the head with activation v."""
+    if head is not None and (head_activation is None or isinstance(head_activation, str)):
+        z = head(z, head_activation)  # (N, H)
+    elif head is not None:
+        views = len(head_activation)  # type: ignore[arg-type]
+        z = z.view(-1, views, z.size(-1))  # (B, V, H)
+        z = torch.stack(
+            [head(z[:, v], act) for v, act in enumerate(head_activation)],  # type: ignore[arg-type]
+            dim=1,
+        )  # (B, V, H)
+        z = z.view(-1, z.size(-1))  # (B·V, H)
+    for layer in dense:
+        z = layer(z)  # (N, D)
+    z = flow(z) if flow is not None else z  # (N, D): BERT-flow's latent
+    if truncate_dim is not None:
+        z = z[..., :truncate_dim]  # (N, k): a Matryoshka prefix, re-normalised below if normalized
+    return unit_rows(z) if normalize else z

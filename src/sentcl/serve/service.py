@@ -172,8 +172,9 @@ class Service:
     async def embed(self, texts: list[str], truncate: bool | None) -> tuple[np.ndarray, int]:
         """Raw embeddings (N, D) of ``texts`` after the limits' checks, and the tokens they used."""
         self._check_ready(len(texts))
+        limit = self.max_length
+        budget = char_budget(limit)
         check_unicode(texts)
-        limit, budget = self.max_length, char_budget(self.max_length)
         over = next((i for i, t in enumerate(texts) if len(t) > budget), None)
         if over is not None and not self._truncating(truncate):
             raise ServiceError(
