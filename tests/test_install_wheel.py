@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.config.builtin import grid_names, recipe_names
+from sentcl.config.builtin import grid_names, recipe_names, static_recipe_names
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -42,9 +42,8 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def test_wheel_holds_the_recipes_and_the_page(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     checkout = {f"sentcl/recipes/{p.name}" for p in (ROOT / "configs").glob("*.yaml")}  # through the link
-    checkout |= {
-        f"sentcl/recipes/experiments/{p.name}" for p in (ROOT / "configs" / "experiments").glob("*.yaml")
-    }
+    for sub in ("experiments", "static"):
+        checkout |= {f"sentcl/recipes/{sub}/{p.name}" for p in (ROOT / "configs" / sub).glob("*.yaml")}
     shipped = {n for n in names if n.startswith("sentcl/recipes/") and n.endswith(".yaml")}
     assert len(checkout) > 30 and shipped == checkout  # all of them, and nothing stale
     assert "sentcl/serve/static/index.html" in names
@@ -84,7 +83,7 @@ def test_wheel_in_a_fresh_venv_trains_a_builtin_recipe(
     listed = {
         line.split()[0] for line in listing.stdout.splitlines() if line[:2] == "  " and line[2:3] != " "
     }
-    assert listed == set(recipe_names()) | set(grid_names())
+    assert listed == set(recipe_names()) | set(grid_names()) | set(static_recipe_names())
     shown = _run([sentcl, "recipes", "show", "demo"], outside, env)
     assert shown.stdout == (ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8")
 

@@ -1,8 +1,12 @@
-"""``sentcl distill-static``: the whole path on the tiny BERT, and the commands that then read the folder."""
+"""``sentcl distill-static``: the recipe distill_static (torch-free loading, listing, errors), the whole path on
+the tiny BERT, and the commands that then read the folder (sentence-transformers' own reader among them)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -10,10 +14,16 @@ import pytest
 import torch
 
 from sentcl.cli import main
-from sentcl.methods.static_fit import FitSettings, fit_loss, fit_static
+from sentcl.config.static_recipe import FitSettings, load_static_recipe
+from sentcl.config.typed import ConfigError
+from sentcl.methods.static_fit import fit_loss, fit_static
 from sentcl.methods.static_student import SUMMARY_FILE
 from sentcl.modeling.open import open_model
 from sentcl.postprocess.pca import fit_pca
+
+
+def _fit(**changes: object) -> FitSettings:
+    return dataclasses.replace(load_static_recipe().fit, **changes)
 
 
 @pytest.fixture(scope="module")
@@ -74,7 +84,7 @@ def test_the_fit_moves_the_table_toward_the_teacher_and_folds_its_map() -> None:
         )
 
     result = fit_static(
-        start, pca, tokens, teacher, FitSettings(steps=300, batch_size=64, learning_rate=0.05)
+        start, pca, tokens, teacher, _fit(steps=300, batch_size=64, learning_rate=0.05, warmup_steps=20)
     )
     assert mean_cos(result.table) > max(0.9, mean_cos(start) + 0.3)
     assert result.losses[-1][1] < result.losses[0][1]
@@ -83,7 +93,7 @@ def test_the_fit_moves_the_table_toward_the_teacher_and_folds_its_map() -> None:
 def test_the_contrastive_term_is_infonce_by_hand() -> None:
     rng = np.random.default_rng(1)
     s, t = rng.normal(size=(5, 3)), rng.normal(size=(5, 3))
-    settings = FitSettings(contrastive_weight=2.0, temperature=0.1)
+    settings = _fit(contrastive_weight=2.0, temperature=0.1)
     got = float(fit_loss(torch.tensor(s), torch.tensor(t), settings))
     sn = s / np.linalg.norm(s, axis=1, keepdims=True)
     tn = t / np.linalg.norm(t, axis=1, keepdims=True)
@@ -115,3 +125,51 @@ def test_index_and_serve_run_on_the_folder(static_student: Path, tmp_path: Path)
         got = [d.embedding for d in client.embeddings.create(input=lines[:3], model="static").data]
     want = model.encode(lines[:3])
     np.testing.assert_allclose(got, want / np.linalg.norm(want, axis=1, keepdims=True), atol=1e-5)
+
+
+def test_the_recipe_loads_without_torch_and_is_listed(capsys) -> None:
+    code = (
+        "import sys; from sentcl.config.static_recipe import load_static_recipe; "
+        "r = load_static_recipe('distill_static', ['dim=128']); "
+        "print(r.dim, r.fit.steps > 0, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["128", "True", "False"]
+    assert main(["recipes"]) == 0
+    assert "sentcl distill-static --config NAME" in capsys.readouterr().out
+    assert main(["recipes", "show", "distill_static"]) == 0
+    assert capsys.readouterr().out.startswith("# Distil any teacher into a static model")
+
+
+def test_recipe_errors_name_the_key_and_where_it_came_from(tmp_path: Path, capsys) -> None:
+    with pytest.raises(ConfigError, match=r"fit\.stepz.*from --set fit\.stepz"):
+        load_static_recipe(None, ["fit.stepz=3"])
+    mine = tmp_path / "mine.yaml"
+    mine.write_text("dim: 64\nfit:\n  loss: hinge\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=rf"fit\.loss must be one of.*{mine.name}"):
+        load_static_recipe(mine)
+    mine.write_text("dim: 64\n", encoding="utf-8")  # a user's file changes some settings, the rest stand
+    assert load_static_recipe(mine).dim == 64
+    assert load_static_recipe(mine).fit == load_static_recipe().fit
+    assert main(["train", "--config", "distill_static"]) == 2
+    assert "sentcl distill-static --config distill_static" in capsys.readouterr().err
+
+
+def test_the_recipe_runs_and_sentence_transformers_reads_its_folder(
+    tiny_bert: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """The built-in recipe with a tiny teacher and a few sentences, a wider PCA narrowed by the fit's map."""
+    from sentence_transformers import SentenceTransformer
+
+    sets = [f"teacher={tiny_bert}", f"output_dir={tmp_path / 'student'}", "max_sentences=200", "dim=6"]
+    sets += ["pca_dim=12", "fit.steps=20", "fit.batch_size=32", f"teacher_cache={tmp_path / 'cache'}"]
+    argv = ["distill-static", "--config", "distill_static", "--data-dir", str(data_dir)]
+    assert main([*argv, *(x for s in sets for x in ("--set", s))]) == 0
+    summary = json.loads((tmp_path / "student" / SUMMARY_FILE).read_text(encoding="utf-8"))
+    assert summary["recipe"]["pca_dim"] == 12 and summary["corpus_sentences"] == 200
+    assert list((tmp_path / "cache").iterdir())  # the teacher's vectors went to the teacher cache
+    lines = ["a man plays the guitar", "The dog runs!", "", "zz qq 42"]
+    ours = open_model(str(tmp_path / "student")).encode(lines)
+    theirs = SentenceTransformer(str(tmp_path / "student"), device="cpu").encode(lines, convert_to_numpy=True)
+    assert ours.shape == (4, 6)
+    np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)

@@ -19,6 +19,7 @@ from sentcl.extras import EXTRA_OF_MODULE, extra_hint
 ROOT = Path(__file__).resolve().parents[2]
 CHECKOUT_RECIPES = sorted((ROOT / "configs").glob("*.yaml"))
 CHECKOUT_GRIDS = sorted((ROOT / "configs" / "experiments").glob("*.yaml"))
+CHECKOUT_STATIC = sorted((ROOT / "configs" / "static").glob("*.yaml"))
 
 
 def test_configs_is_a_link_to_the_packaged_recipes() -> None:
@@ -73,7 +74,7 @@ def test_recipes_lists_every_file_and_show_prints_it(capsys) -> None:
     entries = [line for line in out.splitlines() if re.match(r"  \S", line)]  # wrapped lines indent more
     listed = {line.split()[0] for line in entries}
     expected = {p.stem for p in CHECKOUT_RECIPES} | {f"experiments/{p.stem}" for p in CHECKOUT_GRIDS}
-    assert listed == expected
+    assert listed == expected | {p.stem for p in CHECKOUT_STATIC}  # static recipes: their own section
     assert "[...]" not in out and max(map(len, out.splitlines()[1:])) <= 110  # wrapped, never cut
     first = (ROOT / "configs" / "demo.yaml").read_text(encoding="utf-8").splitlines()[0].lstrip("# ")
     assert " ".join(out.split()).count(" ".join(first.removesuffix(".").split())) == 1

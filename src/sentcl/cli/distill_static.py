@@ -1,8 +1,10 @@
-"""``sentcl distill-static TEACHER OUT``: a static student of any teacher (the recipe ``distill_static``).
+"""``sentcl distill-static [TEACHER] [OUT]``: a static student of any teacher, by a static recipe.
 
-Every default is the recipe's (``sentcl.methods.static_student.StaticRecipe``, ``FitSettings``): Model2Vec's
-distillation (token vectors, PCA, SIF weights) then a fit to the teacher's vectors of the offline English
-corpus. ``--no-fit`` stops after the distillation.
+The settings are the recipe's (``--config``, default the built-in ``distill_static``; ``sentcl.config.
+static_recipe``): Model2Vec's distillation (token vectors, PCA, SIF weights) then a fit to the teacher's
+vectors of the offline English corpus. ``TEACHER`` and ``OUT`` set the recipe's ``teacher`` and
+``output_dir``; ``--set key=value`` (repeatable) any other setting, e.g. ``--set fit.steps=0``. The few flags
+below are shorthands for the settings people change most and hold no values of their own.
 """
 
 from __future__ import annotations
@@ -11,66 +13,65 @@ import argparse
 
 from sentcl.cli.options import add_data_dir, positive_int
 
-
-def _fit_options(p: argparse.ArgumentParser) -> None:
-    from sentcl.methods.static_fit import LOSSES, FitSettings
-
-    d = FitSettings()
-    p.add_argument("--no-fit", action="store_true", help="Distil only (Model2Vec's step, no training).")
-    p.add_argument("--steps", type=positive_int, default=d.steps, help=f"Fit steps (default {d.steps}).")
-    p.add_argument("--batch-size", type=positive_int, default=d.batch_size, help="Sentences a step.")
-    p.add_argument("--learning-rate", type=float, default=d.learning_rate, help="Adam's learning rate.")
-    p.add_argument("--warmup-steps", type=int, default=d.warmup_steps, help="Linear warm-up steps.")
-    p.add_argument("--loss", choices=LOSSES, default=d.loss, help=f"Fit loss (default {d.loss}).")
-    p.add_argument(
-        "--contrastive-weight",
-        type=float,
-        default=d.contrastive_weight,
-        help="Weight of an InfoNCE term against the batch's teacher vectors (0: none).",
-    )
-    p.add_argument("--temperature", type=float, default=d.temperature, help="InfoNCE's temperature.")
-    p.add_argument("--seed", type=int, default=d.seed, help="Seed of the batch order.")
+# flag -> the recipe key it sets (each flag's default is None: the recipe's value stands)
+SHORTHANDS = {
+    "dim": "dim",
+    "weighting": "weighting",
+    "sif_a": "sif_a",
+    "max_sentences": "max_sentences",
+    "teacher_cache": "teacher_cache",
+    "steps": "fit.steps",
+    "batch_size": "fit.batch_size",
+    "learning_rate": "fit.learning_rate",
+    "contrastive_weight": "fit.contrastive_weight",
+}
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.methods.static_distill import WEIGHTINGS
-    from sentcl.methods.static_student import StaticRecipe
+    from sentcl.config.static_recipe import WEIGHTINGS
 
-    r = StaticRecipe()
     p = sub.add_parser(
         "distill-static",
         help="Distil a teacher into a static model (one vector per token; the recipe distill_static).",
         description="Model2Vec's method (Tulkens & van Dongen): the teacher's vector of every token, PCA, SIF "
         "weights (Arora, Liang & Ma); then the table is fitted to the teacher's vectors of the offline "
-        "English corpus. The folder is a sentence-transformers folder (StaticEmbedding).",
+        "English corpus. The folder is a sentence-transformers folder (StaticEmbedding). Every setting is "
+        "the recipe's: sentcl recipes show distill_static.",
     )
-    p.add_argument("teacher", help="The teacher: any model folder, hub id or offline short name.")
-    p.add_argument("output", help="The new folder (new or empty).")
-    p.add_argument("--dim", type=positive_int, default=r.dim, help=f"Width after PCA (default {r.dim}).")
-    p.add_argument("--weighting", choices=WEIGHTINGS, default=r.weighting, help="p(w) of the SIF weights.")
-    p.add_argument("--sif-a", type=float, default=r.sif_a, help="SIF's a (default %(default)s).")
+    p.add_argument("teacher", nargs="?", help="The teacher (the recipe's teacher): a folder, hub id or name.")
+    p.add_argument("output", nargs="?", help="The new folder (new or empty; the recipe's output_dir).")
     p.add_argument(
-        "--max-sentences",
-        type=positive_int,
-        default=r.max_sentences,
-        help="Corpus sentences to fit on (default %(default)s).",
+        "--config", default=None, help="A static recipe: a file or a built-in name (distill_static)."
     )
-    p.add_argument("--teacher-cache", help="Folder of cached teacher vectors (default: the teacher cache).")
-    _fit_options(p)
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--dim", type=positive_int, help="The student's width (dim).")
+    p.add_argument("--weighting", choices=WEIGHTINGS, help="p(w) of the SIF weights (weighting).")
+    p.add_argument("--sif-a", type=float, help="SIF's a (sif_a).")
+    p.add_argument("--max-sentences", type=positive_int, help="Corpus sentences to fit on (max_sentences).")
+    p.add_argument("--teacher-cache", help="Folder of cached teacher vectors (teacher_cache).")
+    p.add_argument("--no-fit", action="store_true", help="Distil only (fit.steps=0).")
+    p.add_argument("--steps", type=positive_int, help="Fit steps (fit.steps).")
+    p.add_argument("--batch-size", type=positive_int, help="Sentences a fit step (fit.batch_size).")
+    p.add_argument("--learning-rate", type=float, help="Adam's learning rate (fit.learning_rate).")
+    p.add_argument("--contrastive-weight", type=float, help="InfoNCE's weight (fit.contrastive_weight).")
     add_data_dir(p)
     p.set_defaults(func=run)
 
 
-def run(args: argparse.Namespace) -> int:
-    from sentcl.cli.options import settings_from_args
-    from sentcl.methods.static_fit import FitSettings
-    from sentcl.methods.static_student import StaticRecipe, build_static_student, read_summary
+def recipe_overrides(args: argparse.Namespace) -> list[str]:
+    """The positional arguments and shorthand flags as ``key=value`` overrides, before ``--set``'s own."""
+    given = {"teacher": args.teacher, "output_dir": args.output}
+    given |= {key: getattr(args, flag) for flag, key in SHORTHANDS.items()}
+    out = [f"{key}={value}" for key, value in given.items() if value is not None]
+    return out + (["fit.steps=0"] if args.no_fit else []) + list(args.overrides)
 
-    fit = None if args.no_fit else settings_from_args(FitSettings, args)
-    recipe = StaticRecipe(
-        dim=args.dim, weighting=args.weighting, sif_a=args.sif_a, max_sentences=args.max_sentences, fit=fit
-    )
-    folder = build_static_student(args.teacher, args.output, recipe, args.data_dir, args.teacher_cache)
+
+def run(args: argparse.Namespace) -> int:
+    from sentcl.config.static_recipe import load_static_recipe
+    from sentcl.methods.static_student import build_static_student, read_summary
+
+    recipe = load_static_recipe(args.config, recipe_overrides(args))
+    folder = build_static_student(recipe, args.data_dir)
     summary = read_summary(folder)
     times = ", ".join(f"{k} {v:.1f}" for k, v in summary["times"].items())
     print(f"wrote {folder}: {summary['corpus_sentences']} corpus sentences; {times}")

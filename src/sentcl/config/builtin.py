@@ -2,7 +2,8 @@
 
 ``resolve_recipe`` turns what a user passes to ``--config`` (or to ``sentcl experiment``) into a file: an
 existing path wins; otherwise a built-in recipe's name (``demo``, ``demo.yaml``, ``configs/demo.yaml``, or
-``experiments/dropout`` for a grid). An unknown name is an error that lists the recipes. Torch-free, reads
+``experiments/dropout`` for a grid). An unknown name is an error that lists the recipes. A static student's
+recipes (``sentcl distill-static --config NAME``) live in ``static/``: ``static_recipe_path``. Torch-free, reads
 no file: the bottom floor.
 """
 
@@ -13,6 +14,7 @@ from pathlib import Path
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
 GRIDS_SUBDIR = "experiments"
+STATIC_SUBDIR = "static"  # the recipes of sentcl distill-static (a schema of their own)
 _CHECKOUT_PREFIX = "configs/"  # how a checkout's paths (docs, tests) name the same files
 
 
@@ -24,6 +26,20 @@ def recipe_names() -> list[str]:
 def grid_names() -> list[str]:
     """Experiment grids by name (``experiments/STEM``), sorted."""
     return sorted(f"{GRIDS_SUBDIR}/{p.stem}" for p in (RECIPES_DIR / GRIDS_SUBDIR).glob("*.yaml"))
+
+
+def static_recipe_names() -> list[str]:
+    """Static students' recipes by name (file stem), sorted."""
+    return sorted(p.stem for p in (RECIPES_DIR / STATIC_SUBDIR).glob("*.yaml"))
+
+
+def static_recipe_path(name: str) -> Path | None:
+    """The built-in static recipe a name means (``distill_static``, ``distill_static.yaml``), or None."""
+    key = name.removeprefix(_CHECKOUT_PREFIX).removeprefix(f"{STATIC_SUBDIR}/").removesuffix(".yaml")
+    if not key or "/" in key or key.startswith("."):
+        return None
+    path = RECIPES_DIR / STATIC_SUBDIR / f"{key}.yaml"
+    return path if path.is_file() else None
 
 
 def builtin_path(name: str) -> Path | None:
@@ -50,6 +66,10 @@ def resolve_recipe(value: str | Path, grids: bool = False) -> Path:
         found = builtin_path(name)
         if found is not None:
             return found
+    if static_recipe_path(str(value)) is not None:
+        raise FileNotFoundError(
+            f"{value} is a static student's recipe: run it with sentcl distill-static --config {value}"
+        )
     kind, names = ("experiment grid", grid_names()) if grids else ("recipe", recipe_names())
     raise FileNotFoundError(
         f"{value}: no such file, and no built-in {kind} of that name; built-in {kind}s: {', '.join(names)}"

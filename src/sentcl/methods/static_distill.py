@@ -11,7 +11,7 @@ Here:
 
 - a token is encoded as the teacher's tokenizer frames one token (``[CLS] t [SEP]`` for BERT), with the
   teacher's own pooler, before its final normalisation (the pooled output, as Model2Vec takes it);
-- tokens that match ``SKIP_PATTERN`` (BERT's ``[unusedN]`` slots, which no text produces) get a zero row and
+- tokens that match the recipe's ``skip_pattern`` (BERT's ``[unusedN]`` slots, which no text produces) get a zero row and
   stay out of the PCA fit, as Model2Vec removes them;
 - ``p(w)`` is either Zipf's law over the vocabulary order (``zipf``: Model2Vec's estimate, rank r has
   probability proportional to 1 / r) or the token counts of a corpus with add-one smoothing (``corpus``:
@@ -30,12 +30,6 @@ import torch
 
 from sentcl.postprocess.pca import PCA, fit_pca
 
-#: tokens no text produces: zero rows, left out of the PCA fit
-SKIP_PATTERN = r"\[unused\d+\]"
-#: SIF's a: Arora et al.'s 1e-3 (they find 1e-4 to 1e-3 work well; Model2Vec's sif_coefficient is 1e-4). Measured
-#: here with corpus p(w), before the fit: 69.29 (1e-3) against 68.01 (1e-4) on the seven STS tasks
-SIF_A = 1e-3
-WEIGHTINGS = ("zipf", "corpus", "none")
 TOKEN_BATCH = 512
 
 
@@ -112,14 +106,14 @@ def corpus_probabilities(token_lists: Iterable[Sequence[int]], vocab_size: int) 
     return counts / counts.sum()
 
 
-def sif_weights(probabilities: np.ndarray, a: float = SIF_A) -> np.ndarray:
+def sif_weights(probabilities: np.ndarray, a: float) -> np.ndarray:
     """Arora et al.'s weight a / (a + p(w)) of each token: (V,)."""
     if a <= 0:
         raise ValueError(f"the SIF coefficient a must be positive, got {a}")
     return a / (a + probabilities)
 
 
-def kept_tokens(tokenizer: Any, pattern: str | None = SKIP_PATTERN) -> np.ndarray:
+def kept_tokens(tokenizer: Any, pattern: str | None) -> np.ndarray:
     """(V,) bool: the tokens to encode (every one but those ``pattern`` matches)."""
     vocab_size = len(tokenizer)
     kept = np.ones(vocab_size, dtype=bool)
@@ -135,7 +129,7 @@ def distill_table(
     encoder: Any,
     dim: int,
     weights: np.ndarray | None,
-    skip_pattern: str | None = SKIP_PATTERN,
+    skip_pattern: str | None = None,
     batch_size: int = TOKEN_BATCH,
 ) -> StaticTable:
     """Model2Vec's distillation of ``encoder``: token vectors -> PCA to ``dim`` -> rows times ``weights`` (V,)
@@ -155,9 +149,6 @@ def distill_table(
 
 
 __all__ = [
-    "SIF_A",
-    "SKIP_PATTERN",
-    "WEIGHTINGS",
     "StaticTable",
     "corpus_probabilities",
     "distill_table",

@@ -1,7 +1,8 @@
 """Fit a static model's token vectors to a teacher's sentence vectors (the second step of a static student).
 
 Model2Vec's tokenlearn step (Tulkens & van Dongen) and the probe of the CPU frontier issue: the distilled table
-E (V, k) is trained so that a sentence's mean of rows, through a learned k x k map M, points where the teacher's
+E (V, k) is trained so that a sentence's mean of rows, through a learned map M (k x k, or k x k' to a narrower
+student: ``FitSettings.dim``), points where the teacher's
 vector of that sentence points. The teacher's vectors y (D) are brought to width k by the PCA that reduced the
 token vectors (``StaticTable.pca``: the same axes the table starts in), so the start is already close. After
 training, M is folded into the table (E M^T): the folder is again one vector per token, and the mean commutes
@@ -10,7 +11,8 @@ with the linear map.
 Losses (``FitSettings.loss``): ``cosine`` (1 - cos, mean over the batch) or ``mse`` (the mean squared error of
 the vectors as they are, Reimers & Gurevych's distillation loss); ``contrastive_weight`` > 0 adds InfoNCE (van den Oord et al.; SimCSE's form) between each
 student vector and every teacher vector of the batch, the teacher's own as the positive, at ``temperature``.
-Adam over E and M, a constant learning rate after a linear warm-up; one fixed seed for the batch order.
+Adam over E and M, a constant learning rate after a linear warm-up; one fixed seed for the batch order. The
+settings (``FitSettings``) are the recipe's (``sentcl.config.static_recipe``, torch-free).
 """
 
 from __future__ import annotations
@@ -24,42 +26,17 @@ import numpy as np
 import torch
 from torch import nn
 
+from sentcl.config.static_recipe import LOSSES, FitSettings
 from sentcl.objectives.infonce import info_nce
 from sentcl.postprocess.pca import PCA
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
-LOSSES = ("cosine", "mse")
-
-
-@dataclass(frozen=True)
-class FitSettings:
-    """What a fit does (the distill_static recipe's defaults)."""
-
-    steps: int = 600
-    batch_size: int = 256
-    learning_rate: float = 1e-2
-    warmup_steps: int = 100
-    loss: str = "cosine"
-    contrastive_weight: float = 0.0
-    temperature: float = 0.05
-    center: bool = True
-    seed: int = 42
-    log_every: int = 200
-
-    def __post_init__(self) -> None:
-        if self.loss not in LOSSES:
-            raise ValueError(f"loss must be one of {', '.join(LOSSES)}, got {self.loss!r}")
-        for name in ("steps", "batch_size", "log_every"):
-            if getattr(self, name) <= 0:
-                raise ValueError(f"{name} must be positive, got {getattr(self, name)}")
-        if self.learning_rate <= 0 or self.temperature <= 0 or self.contrastive_weight < 0:
-            raise ValueError("learning_rate and temperature must be positive, contrastive_weight >= 0")
 
 
 @dataclass(frozen=True)
 class FitResult:
-    table: np.ndarray  # (V, k) float32, M folded in
+    table: np.ndarray  # (V, k') float32, M folded in
     losses: list[tuple[int, float]]  # (step, mean loss since the last log)
     seconds: float  # wall time of the fit
     cpu_seconds: float  # process CPU time of the fit
@@ -90,15 +67,18 @@ def fit_loss(student: torch.Tensor, target: torch.Tensor, settings: FitSettings)
 def _trainables(
     table: np.ndarray, settings: FitSettings
 ) -> tuple[nn.EmbeddingBag, nn.Linear, list[tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]]]:
-    """The table as a sparse EmbeddingBag (only the rows a batch touches move: SparseAdam), the k x k map
-    starting at the identity (Adam), and each optimizer with its linear warm-up."""
+    """The table as a sparse EmbeddingBag (only the rows a batch touches move: SparseAdam), the k x k' map
+    starting at the identity's first k' rows (Adam), and each optimizer with its linear warm-up."""
     bag = nn.EmbeddingBag.from_pretrained(
         torch.from_numpy(table.copy()), freeze=False, mode="mean", sparse=True
     )
     dim = table.shape[1]
-    linear = nn.Linear(dim, dim, bias=False)
+    out = settings.dim or dim
+    if out > dim:
+        raise ValueError(f"the student's width {out} is wider than the distilled table's {dim}")
+    linear = nn.Linear(dim, out, bias=False)
     with torch.no_grad():
-        linear.weight.copy_(torch.eye(dim))
+        linear.weight.copy_(torch.eye(out, dim))  # (k', k): the first k' PCA axes
     optimizers: list[torch.optim.Optimizer] = [
         torch.optim.SparseAdam(list(bag.parameters()), lr=settings.learning_rate),
         torch.optim.Adam(list(linear.parameters()), lr=settings.learning_rate),
@@ -132,6 +112,8 @@ def fit_static(
     ``token_lists[i]``: sentence i's token ids (no special tokens); ``teacher`` (N, D) its teacher vectors.
     Sentences without a token are left out.
     """
+    if settings.steps <= 0:
+        raise ValueError("fit_static needs fit.steps > 0 (0 means: no fit)")
     if len(token_lists) != len(teacher):
         raise ValueError(f"{len(token_lists)} tokenised sentences for {len(teacher)} teacher vectors")
     usable = np.array([i for i, ids in enumerate(token_lists) if len(ids)], dtype=np.int64)
@@ -139,7 +121,9 @@ def fit_static(
         raise ValueError("fitting a static model needs at least two sentences with tokens")
     torch.manual_seed(settings.seed)
     rng = np.random.default_rng(settings.seed)
-    targets = torch.from_numpy(fit_targets(pca, teacher, settings.center).astype(np.float32))  # (N, k)
+    out = settings.dim or table.shape[1]
+    targets = fit_targets(pca, teacher, settings.center)[:, :out]  # (N, k'): the first k' PCA axes
+    targets = torch.from_numpy(targets.astype(np.float32))
     bag, linear, optimizers = _trainables(table, settings)
     order, cursor, losses, running = rng.permutation(usable), 0, [], 0.0
     start, cpu_start = time.perf_counter(), time.process_time()
@@ -163,7 +147,7 @@ def fit_static(
             logger.info("static fit: step %d/%d, loss %.4f", step, settings.steps, running / seen)
             running = 0.0
     with torch.no_grad():
-        folded = bag.weight @ linear.weight.T  # (V, k) @ (k, k): the map folded into every row
+        folded = bag.weight @ linear.weight.T  # (V, k) @ (k, k'): the map folded into every row
     return FitResult(
         folded.numpy().astype(np.float32),
         losses,

@@ -19,49 +19,24 @@ import dataclasses
 import json
 import logging
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from sentcl.config.static_recipe import StaticRecipe, load_static_recipe
 from sentcl.config.teacher import TeacherConfig
 from sentcl.methods.static_distill import (
-    SIF_A,
-    SKIP_PATTERN,
-    WEIGHTINGS,
     corpus_probabilities,
     distill_table,
     sif_weights,
     zipf_probabilities,
 )
-from sentcl.methods.static_fit import FitSettings, fit_static
+from sentcl.methods.static_fit import fit_static
 from sentcl.methods.teacher_cache import distinct_texts, teacher_cache_dir, teacher_vectors
 
 logger = logging.getLogger(__name__)
 SUMMARY_FILE = "sentcl_static.json"
-#: the corpus sample of the recipe: the layer students' sample, so the teacher's vectors are encoded once
-DEFAULT_SENTENCES = 40_000
-
-
-@dataclass(frozen=True)
-class StaticRecipe:
-    """The distill_static recipe: every setting of a static student (defaults: the measured winner)."""
-
-    dim: int = 256
-    weighting: str = "corpus"
-    sif_a: float = SIF_A
-    skip_pattern: str | None = SKIP_PATTERN
-    max_sentences: int | None = DEFAULT_SENTENCES
-    fit: FitSettings | None = field(default_factory=FitSettings)
-
-    def __post_init__(self) -> None:
-        if self.weighting not in WEIGHTINGS:
-            raise ValueError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
-        if self.dim <= 0:
-            raise ValueError(f"dim must be positive, got {self.dim}")
-        if self.max_sentences is not None and self.max_sentences <= 0:
-            raise ValueError(f"max_sentences must be positive, got {self.max_sentences}")
 
 
 def corpus_sentences(data_dir: Path, max_sentences: int | None) -> list[str]:
@@ -96,37 +71,34 @@ def teacher_matrix(teacher: str, sentences: list[str], cache: str | None) -> np.
     return vectors.sample(vectors.rows)  # (N, D), every row in order
 
 
-def build_static_student(
-    teacher: str,
-    out: str | Path,
-    recipe: StaticRecipe | None = None,
-    data_dir: str | Path | None = None,
-    teacher_cache: str | None = None,
-) -> Path:
-    """Distil ``teacher`` (any folder ``open_model`` opens) into a static folder ``out`` (new or empty)."""
+def build_static_student(recipe: StaticRecipe | None = None, data_dir: str | Path | None = None) -> Path:
+    """Distil ``recipe.teacher`` (any folder ``open_model`` opens) into a static folder ``recipe.output_dir``
+    (new or empty); no recipe: the built-in ``distill_static``."""
     from sentcl.files.paths import resolve_data_dir
     from sentcl.modeling.open import open_model
     from sentcl.modeling.static import require_new_folder, save_static
 
+    recipe = recipe or load_static_recipe()
+    teacher, out = recipe.teacher, recipe.output_dir
     require_new_folder(out)  # before any work
-    recipe = recipe or StaticRecipe()
     times: dict[str, float] = {}
     wall, cpu = time.perf_counter(), time.process_time()
     encoder = open_model(teacher)
-    needs_corpus = recipe.fit is not None or recipe.weighting == "corpus"
+    needs_corpus = recipe.fitted or recipe.weighting == "corpus"
     sentences = corpus_sentences(resolve_data_dir(data_dir), recipe.max_sentences) if needs_corpus else []
     tokens = token_lists(encoder, sentences) if needs_corpus else None
     weights = _weights(recipe, len(encoder.tokenizer), tokens)
-    distilled = distill_table(encoder, recipe.dim, weights, recipe.skip_pattern)
+    distilled = distill_table(encoder, recipe.pca_dim or recipe.dim, weights, recipe.skip_pattern)
     times.update(distill_seconds=time.perf_counter() - wall, distill_cpu_seconds=time.process_time() - cpu)
     table, losses = distilled.table, []
-    if recipe.fit is not None and tokens is not None:
+    if recipe.fitted and tokens is not None:
         wall, cpu = time.perf_counter(), time.process_time()
-        targets = teacher_matrix(teacher, sentences, teacher_cache)
+        targets = teacher_matrix(teacher, sentences, recipe.teacher_cache)
         times.update(
             teacher_seconds=time.perf_counter() - wall, teacher_cpu_seconds=time.process_time() - cpu
         )
-        result = fit_static(distilled.table, distilled.pca, tokens, targets, recipe.fit)
+        fit = dataclasses.replace(recipe.fit, dim=recipe.dim)  # the map narrows a wider table to dim
+        result = fit_static(distilled.table, distilled.pca, tokens, targets, fit)
         table, losses = result.table, result.losses
         times.update(fit_seconds=result.seconds, fit_cpu_seconds=result.cpu_seconds)
     summary = {
@@ -148,4 +120,4 @@ def read_summary(folder: str | Path) -> dict[str, Any]:
     return json.loads((Path(folder) / SUMMARY_FILE).read_text(encoding="utf-8"))
 
 
-__all__ = ["DEFAULT_SENTENCES", "SUMMARY_FILE", "StaticRecipe", "build_static_student", "corpus_sentences"]
+__all__ = ["SUMMARY_FILE", "build_static_student", "corpus_sentences"]
