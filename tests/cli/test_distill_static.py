@@ -63,7 +63,7 @@ def test_a_used_output_folder_is_refused_and_kept(tiny_bert: Path, tmp_path: Pat
         main(["distill-static", str(tiny_bert), str(tmp_path / "out"), "--no-fit", "--weighting", "zipf"])
         == 2
     )
-    assert "exists and is not empty" in capsys.readouterr().err
+    assert "holds files sentcl did not write (mine.txt)" in capsys.readouterr().err
     assert [p.name for p in (tmp_path / "out").iterdir()] == ["mine.txt"]
 
 

@@ -4,7 +4,11 @@ folder, a model folder, its own input, a run folder, and a stray ``.tmp-OUT-*`` 
 Each refused row must exit 2 with one error line naming the output, and leave every byte of the target and
 of the command's inputs as it was (a digest of each tree, taken before and after, hidden files included).
 The stray-temporary rows must succeed and leave the user's ``.tmp-OUT-notes/important.txt`` in place
-(X_tmp_glob). Rows OW_index_build, OW_index_into_model, OW_index_onto_input and OW_index_onto_cwd of the
+(X_tmp_glob). Single-file writers (an encode's ``.npy``, ``mine``, ``build-nli``, ``build-corpus``, ``eval
+--output``/``--plot``, ``download``) run against an existing file of the user's as well, without
+``--overwrite``; the rows that point a command at its own input or at a folder pass ``--overwrite``, which
+never makes them allowed. ``test_every_command_of_the_parser_has_a_row`` enumerates the CLI's commands from
+its parser: a new command must get a row here, or a place among the commands that write nothing. Rows OW_index_build, OW_index_into_model, OW_index_onto_input and OW_index_onto_cwd of the
 third reliability sweep are the index build's rows here.
 """
 
@@ -18,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pytest
 from helpers.data import tiny_recipe, write_corpus, write_small_sts
 
@@ -48,6 +53,8 @@ class World:
     shards: Path
     data: Path
     grid: Path
+    pairs: Path
+    snli: Path
 
 
 @pytest.fixture(scope="module")
@@ -68,13 +75,24 @@ def world(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> World:
         "variants": {"cpu": {}},
     }
     (root / "grid.yaml").write_text(json.dumps(grid), encoding="utf-8")
-    return World(root, tiny_bert, corpus, shards, data, root / "grid.yaml")
+    pairs = root / "pairs.csv"
+    pairs.write_text("sentence1,sentence2,score\na dog,a puppy,4.5\na cat,rain,0.5\nthe sea,a lake,3.0\n")
+    snli = root / "snli"
+    snli.mkdir()
+    for split in ("dev", "test"):
+        (snli / f"s1.{split}").write_text("a man sleeps\na man sleeps\n", encoding="utf-8")
+        (snli / f"s2.{split}").write_text("a person rests\na man runs\n", encoding="utf-8")
+        (snli / f"labels.{split}").write_text("entailment\ncontradiction\n", encoding="utf-8")
+    return World(root, tiny_bert, corpus, shards, data, root / "grid.yaml", pairs, snli)
 
 
-def make_target(kind: str, folder: Path, w: World) -> Path:
-    """The existing thing a command is pointed at: a folder of the user's notes, a model, a run."""
-    out = folder / "out"
-    if kind == "user_folder":
+def make_target(kind: str, folder: Path, w: World, name: str = "out") -> Path:
+    """The existing thing a command is pointed at: a file or folder of the user's notes, a model, a run."""
+    out = folder / name
+    out.parent.mkdir(parents=True, exist_ok=True)
+    if kind == "user_file":
+        out.write_text("precious\n", encoding="utf-8")
+    elif kind == "user_folder":
         out.mkdir()
         (out / "notes.txt").write_text("precious\n", encoding="utf-8")
     elif kind == "model_folder":
@@ -210,3 +228,169 @@ def test_index_build_into_the_working_folder_is_refused_ow_index_onto_cwd(
     assert main(["index", "build", "--embeddings", str(world.shards), "--type", "flat", "--output", "."]) == 2
     assert "holds the working folder" in capsys.readouterr().err
     assert sorted(os.listdir(tmp_path)) == ["keep.txt"]
+
+
+# ---- single files: (out, world, own) -> argv; ``own``: ``out`` is a copy of the command's own input file
+
+
+def _eval_out(flag: str) -> Command:
+    def argv(out: Path, w: World, own: bool) -> list[str]:
+        sweep = ["--truncate-dims", "8,16"] if flag == "--plot" else []
+        return [
+            "eval",
+            "--model",
+            str(w.model),
+            "--pairs",
+            str(out if own else w.pairs),
+            *sweep,
+            flag,
+            str(out),
+        ]
+
+    return argv
+
+
+FILE_COMMANDS: dict[str, Command] = {
+    "encode_npy": lambda out, w, own: [
+        "encode", "--model", str(w.model), "--input", str(out if own else w.corpus), "--output", str(out),
+    ],
+    "mine": lambda out, w, own: [
+        "mine", "--model", str(w.model), "--pairs", str(out if own else w.pairs), "--output", str(out),
+        "--anchor-column", "sentence1", "--positive-column", "sentence2",
+    ],
+    "build_nli": lambda out, w, own: [
+        "build-nli", "--senteval-snli", str(out.parent if own else w.snli), "--output", str(out),
+    ],
+    "build_corpus": lambda out, w, own: [
+        "build-corpus", "english", "--data-dir", str(out.parents[3] if own else w.data), "--out", str(out),
+    ],
+    "eval_output": _eval_out("--output"),
+    "eval_plot": _eval_out("--plot"),
+    "download": lambda out, w, own: ["download", "senteval", "--data-dir", str(out.parent)],
+    "distill_static": lambda out, w, own: [
+        "distill-static", str(out if own else w.model), str(out), "--no-fit", "--weighting", "zipf",
+    ],
+}  # fmt: skip
+#: where each single-file command's output goes (its name decides what the command accepts)
+FILE_NAME = {"encode_npy": "out.npy", "download": "senteval", "eval_plot": "out.png", "mine": "out.csv"}
+#: each command's own input, as a copy at its output path (download reads nothing local)
+OWN_INPUT = {
+    "encode_npy": lambda w: w.corpus,
+    "mine": lambda w: w.pairs,
+    "build_nli": lambda w: w.snli / "s1.dev",
+    "build_corpus": lambda w: w.data / "senteval" / "STS" / "STSBenchmark" / "sts-dev.csv",
+    "eval_output": lambda w: w.pairs,
+    "eval_plot": lambda w: w.pairs,
+    "distill_static": lambda w: w.model,
+}
+FILE_TARGETS = ("user_file", *TARGETS)
+FILE_ROWS = [
+    (cmd, target)
+    for cmd in FILE_COMMANDS
+    for target in FILE_TARGETS
+    if not (target == "own_input" and cmd not in OWN_INPUT)
+    and not (cmd == "distill_static" and target == "user_file")
+]
+
+
+def _own_copy(command: str, tmp_path: Path, world: World) -> Path:
+    """A copy of the command's own input (its whole folder where the command reads a folder) at ``out``."""
+    source = OWN_INPUT[command](world)
+    if command == "build_corpus":  # the data folder, and the output one of the files it reads
+        shutil.copytree(world.data, tmp_path / "data")
+        return tmp_path / "data" / source.relative_to(world.data)
+    if command == "build_nli":
+        shutil.copytree(world.snli, tmp_path / "snli")
+        return tmp_path / "snli" / source.name
+    out = tmp_path / FILE_NAME.get(command, "out")
+    (shutil.copytree if source.is_dir() else shutil.copyfile)(source, out)
+    return out
+
+
+@pytest.mark.parametrize(("command", "target"), FILE_ROWS, ids=[f"{c}-{t}" for c, t in FILE_ROWS])
+def test_a_single_file_output_never_replaces_what_it_did_not_make(
+    command: str, target: str, world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    own = target == "own_input"
+    if own:
+        out = _own_copy(command, tmp_path, world)
+    else:
+        out = make_target(target, tmp_path, world, FILE_NAME.get(command, "out"))
+    # an existing file of the user's: refused as it is; the rest even when --overwrite asks
+    overwrite = [] if target == "user_file" else ["--overwrite"]
+    before = {p: tree_digest(p) for p in (out, world.model, world.corpus, world.pairs, world.snli)}
+    code = main([*FILE_COMMANDS[command](out, world, own), *overwrite])
+    captured = capsys.readouterr()
+    assert "Traceback" not in captured.err + captured.out
+    lines = [line for line in captured.err.splitlines() if ": error: " in line]
+    assert code == 2 and len(lines) == 1, f"exit {code}:\n{captured.err}"
+    assert str(out) in lines[0], lines[0]
+    if target == "user_file" and command != "download":  # download's place is a folder: refused as one
+        assert "pass --overwrite to replace it" in lines[0]
+    assert {p: tree_digest(p) for p in before} == before, "a byte of the user's files changed"
+    assert not list(tmp_path.glob(".tmp-*"))
+
+
+def test_overwrite_replaces_an_earlier_npy_whole(world: World, tmp_path: Path) -> None:
+    out = make_target("user_file", tmp_path, world, "out.npy")
+    assert main(FILE_COMMANDS["encode_npy"](out, world, False)) == 2
+    assert main([*FILE_COMMANDS["encode_npy"](out, world, False), "--overwrite"]) == 0
+    assert np.load(out).shape[0] == len(world.corpus.read_text(encoding="utf-8").splitlines())
+
+
+# ---- every command the parser knows has a row above, or writes nothing
+
+#: commands that write no file or folder of their own (a log goes to stderr, results to stdout)
+WRITES_NOTHING = {
+    "serve": "answers HTTP requests; reads its model and index",
+    "recipes show": "prints one recipe",
+    "index info": "prints what an index folder holds",
+}
+#: parser command -> the rows above that cover it
+COVERED = {
+    "train": ["train"],
+    "eval": ["eval_output", "eval_plot"],
+    "encode": ["encode_npy", "encode_shards"],
+    "search": ["search_index"],
+    "index build": ["index_build"],
+    "mine": ["mine"],
+    "build-nli": ["build_nli"],
+    "build-corpus": ["build_corpus"],
+    "download": ["download"],
+    "report": ["report"],
+    "experiment": ["experiment"],
+    "export": ["export"],
+    "distill-static": ["distill_static"],
+    "postprocess": ["postprocess"],
+}
+
+
+def parser_commands() -> list[str]:
+    """Every command and sub-command of ``sentcl`` (``index build``, ``recipes show``, ...), from its parser."""
+    import argparse
+
+    from sentcl.cli import build_parser
+
+    def walk(parser: argparse.ArgumentParser, prefix: str) -> list[str]:
+        subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+        if not subs:
+            return [prefix]
+        return [
+            name
+            for sub in subs
+            for cmd, p in sub.choices.items()
+            for name in walk(p, f"{prefix} {cmd}".strip())
+        ]
+
+    return walk(build_parser(), "")
+
+
+def test_every_command_of_the_parser_has_a_row() -> None:
+    commands = parser_commands()
+    assert "index build" in commands and "train" in commands  # the walk found the nested ones
+    missing = [c for c in commands if c not in COVERED and c not in WRITES_NOTHING]
+    assert not missing, f"commands with no row in the output policy's table: {missing}"
+    stale = [c for c in [*COVERED, *WRITES_NOTHING] if c not in commands]
+    assert not stale, f"rows for commands the parser no longer has: {stale}"
+    rows = set(COMMANDS) | set(FILE_COMMANDS)
+    assert {r for names in COVERED.values() for r in names} == rows, "a row that no command names"

@@ -97,7 +97,9 @@ CASES = [
 
 
 @parametrize(CASES)
-def test_user_input_gets_one_clear_error(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_user_input_gets_one_clear_error(
+    case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     run_case(case, tmp_path, capsys)
 
 

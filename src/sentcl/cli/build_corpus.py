@@ -6,8 +6,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sentcl.cli.options import add_data_dir
-from sentcl.files.pathcheck import check_output_file
+from sentcl.cli.options import add_data_dir, add_overwrite
+from sentcl.files.output import Input, claim_file
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -32,6 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--exclude-stsb-dev", action="store_true", help="Leave out every sentence of STS-B dev as well."
     )
     add_data_dir(p)
+    add_overwrite(p, "file at --out")
     p.set_defaults(func=run)
 
 
@@ -40,8 +41,9 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.files.atomic import atomic_write_text
     from sentcl.files.paths import resolve_data_dir
 
-    check_output_file(args.output, "--out")
     data = resolve_data_dir(args.data_dir)
+    read = [Input(data / part, "--data-dir") for part in ("senteval", "corpora") if (data / part).is_dir()]
+    claim_file(args.output, "--out", read, overwrite=args.overwrite)  # beside them in the data folder: fine
     corpus = offline_english_sentences(data, args.exclude_sts_test, args.exclude_stsb_dev)
     atomic_write_text(args.output, "".join(s + "\n" for s in corpus.sentences))
     width = max(map(len, corpus.counts))

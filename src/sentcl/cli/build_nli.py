@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from sentcl.cli.options import add_data_dir
+from sentcl.cli.options import add_data_dir, add_overwrite
+from sentcl.files.output import Input, claim_file
 from sentcl.files.paths import resolve_data_dir
 
 
@@ -20,6 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--splits", nargs="+", default=["dev", "test"], help="Splits to read (s1.<split>, ...).")
     p.add_argument("--output", type=Path, required=True, help="CSV to write (header sent0,sent1,hard_neg).")
     p.add_argument("--with-neutral", action="store_true", help="Add a neutral hypothesis as a 4th column.")
+    add_overwrite(p, "CSV at --output")
     p.set_defaults(func=run)
 
 
@@ -27,6 +29,7 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.data.nli import build_nli_from_senteval
 
     folder = args.senteval_snli or resolve_data_dir(args.data_dir, ["senteval"]) / "senteval" / "SNLI"
+    claim_file(args.output, "--output", [Input(folder, "--senteval-snli")], overwrite=args.overwrite)
     stats = build_nli_from_senteval(folder, args.splits, args.output, with_neutral=args.with_neutral)
     skipped = ", ".join(f"{k.removeprefix('skipped_')}: {v}" for k, v in stats.skipped().items() if v)
     print(

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from sentcl.cli.options import add_data_dir, positive_int
+from sentcl.cli.options import add_data_dir, add_overwrite, positive_int
 
 # flag -> the recipe key it sets (each flag's default is None: the recipe's value stands)
 SHORTHANDS = {
@@ -39,7 +39,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the recipe's: sentcl recipes show distill_static.",
     )
     p.add_argument("teacher", nargs="?", help="The teacher (the recipe's teacher): a folder, hub id or name.")
-    p.add_argument("output", nargs="?", help="The new folder (new or empty; the recipe's output_dir).")
+    p.add_argument(
+        "output",
+        nargs="?",
+        help="The new folder (new or empty, or with --overwrite an earlier one; the recipe's output_dir).",
+    )
+    add_overwrite(p, "static model that sentcl wrote at OUTPUT")
     p.add_argument(
         "--config", default=None, help="A static recipe: a file or a built-in name (distill_static)."
     )
@@ -71,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
     from sentcl.methods.static_student import build_static_student, read_summary
 
     recipe = load_static_recipe(args.config, recipe_overrides(args))
-    folder = build_static_student(recipe, args.data_dir)
+    folder = build_static_student(recipe, args.data_dir, overwrite=args.overwrite)
     summary = read_summary(folder)
     times = ", ".join(f"{k} {v:.1f}" for k, v in summary["times"].items())
     print(f"wrote {folder}: {summary['corpus_sentences']} corpus sentences; {times}")

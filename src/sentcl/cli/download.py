@@ -30,9 +30,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--force",
+        "--overwrite",
+        dest="force",
         action="store_true",
-        help="Download again even when the data is already there (the cached archive and .part are discarded; "
-        "a sum recorded by an earlier download is still checked).",
+        help="Download again even when the data is already there, replacing what sentcl downloaded (never a "
+        "folder of other files); the cached archive and .part are discarded; a sum recorded by an earlier "
+        "download is still checked.",
     )
     p.add_argument(
         "--forget-sum",

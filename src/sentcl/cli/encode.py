@@ -8,11 +8,11 @@ from pathlib import Path
 
 import numpy as np
 
-from sentcl.cli.options import add_model_options, load_model, positive_int
+from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int
 from sentcl.data.readers import iter_text_lines, require_file
 from sentcl.files.atomic import atomic_save_npy
 from sentcl.files.output import Input, claim_file, claim_folder, model_input
-from sentcl.files.pathcheck import check_output_dir, check_output_file
+from sentcl.files.pathcheck import check_output_dir
 
 logger = logging.getLogger("sentcl")
 
@@ -40,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Stream the input and write .npy shards of this many lines plus manifest.json into the --output "
         "folder; resumable (finished shards are skipped); under torchrun ranks share the shards.",
     )
+    add_overwrite(p, ".npy file at --output (a folder of shards is resumed, never replaced)")
     p.set_defaults(func=run)
 
 
@@ -55,8 +56,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.output.is_dir():
         raise ValueError(f"--output {args.output} is a directory; give a .npy file path")
-    claim_file(args.output, "--output", [Input(args.input, "--input"), *model_input(args.model)])
-    check_output_file(args.output, "--output")
+    inputs = [Input(args.input, "--input"), *model_input(args.model)]
+    claim_file(args.output, "--output", inputs, overwrite=args.overwrite)
     # row i of the output is line i, empty or not
     sentences = [text for _, text in iter_text_lines(args.input, "input")]
     if not sentences:

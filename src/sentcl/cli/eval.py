@@ -6,11 +6,11 @@ import argparse
 import json
 from pathlib import Path
 
-from sentcl.cli.options import add_data_dir, add_model_options, load_model
+from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, load_model
 from sentcl.evaluation.dimensions import parse_dims, plot_sweep, truncation_sweep
 from sentcl.evaluation.user_data import add_user_data_options, evaluate_user_data, read_user_data
 from sentcl.files.atomic import atomic_write_text
-from sentcl.files.pathcheck import check_output_file
+from sentcl.files.output import Input, claim_file, model_input
 from sentcl.files.paths import resolve_data_dir
 from sentcl.types import EncodeFn
 
@@ -73,6 +73,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--plot", type=Path, help="With --truncate-dims: a PNG of each task's score against the dimension."
     )
+    add_overwrite(p, "file at --output or --plot")
     p.set_defaults(func=run)
 
 
@@ -91,9 +92,11 @@ def run(args: argparse.Namespace) -> int:
         )
     if args.plot is not None and not args.truncate_dims:
         raise ValueError("--plot draws a --truncate-dims sweep: add --truncate-dims K,K,...")
+    inputs = [*model_input(args.model), *(Input(p, "--pairs") for p in args.pairs)]
+    inputs += [Input(p, "--retrieval") for p in args.retrieval]
     for path, flag in ((args.output, "--output"), (args.plot, "--plot")):
-        if path is not None:
-            check_output_file(path, flag)  # a refused output fails now, not after the evaluation
+        if path is not None:  # a refused output fails now, not after the evaluation
+            claim_file(path, flag, inputs, overwrite=args.overwrite)
     model = load_model(args)
 
     def evaluate_all(encode: EncodeFn) -> dict:

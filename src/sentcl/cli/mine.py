@@ -6,8 +6,8 @@ import argparse
 import logging
 from pathlib import Path
 
-from sentcl.cli.options import add_model_options, load_model, positive_int, settings_from_args
-from sentcl.files.pathcheck import check_output_file
+from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int, settings_from_args
+from sentcl.files.output import Input, claim_file, model_input
 
 logger = logging.getLogger("sentcl")
 
@@ -46,6 +46,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Allow a corpus text equal to the anchor as a negative (sentence-transformers' behaviour).",
     )
     p.add_argument("--seed", type=int, default=0, help="Seed of --sampling random.")
+    add_overwrite(p, "CSV at --output")
     p.set_defaults(func=run)
 
 
@@ -56,9 +57,9 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(MiningSettings, args, exclude_anchor=not args.include_anchor_text)
     settings.window(1)  # validate the options before loading anything
-    if args.output.is_dir():
-        raise ValueError(f"--output {args.output} is a directory; give a .csv file path")
-    check_output_file(args.output, "--output")  # before the corpus is encoded
+    inputs = [Input(args.pairs, "--pairs"), *model_input(args.model)]
+    inputs += [Input(args.corpus, "--corpus")] if args.corpus else []
+    claim_file(args.output, "--output", inputs, overwrite=args.overwrite)  # before the corpus is encoded
     pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
     extra = read_corpus_file(args.corpus) if args.corpus else None
     model = load_model(args)

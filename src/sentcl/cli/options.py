@@ -62,6 +62,11 @@ def add_data_dir(p: argparse.ArgumentParser, help_: str | None = None) -> None:
     p.add_argument("--data-dir", help=help_ or f"Data folder (default {DATA_DIR_DEFAULT_TEXT}).")
 
 
+def add_overwrite(p: argparse.ArgumentParser, what: str) -> None:
+    """``--overwrite``: replace an existing output (``sentcl.files.output``; without it sentcl refuses)."""
+    p.add_argument("--overwrite", action="store_true", help=f"Replace an existing {what}.")
+
+
 def add_overrides(p: argparse.ArgumentParser, help_: str) -> None:
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help_)
 

@@ -51,6 +51,7 @@ from pathlib import Path
 
 from sentcl.data.archives import extract_archive
 from sentcl.data.fetch import CHUNK, DownloadError, fetch, fetch_prefix
+from sentcl.files.output import claim_file, claim_folder, write_marker
 from sentcl.files.paths import DOWNLOAD_TARGETS
 
 logger = logging.getLogger(__name__)
@@ -297,6 +298,17 @@ def fetch_verified(source: Source, data_dir: Path) -> tuple[Path, str | None, bo
     return file, digest, whole
 
 
+def claim_target(source: Source, target: Path, force: bool) -> None:
+    """The output policy (``sentcl.files.output``) for a download's place, before anything is fetched: a
+    file only with ``--force``; a folder only when sentcl downloaded it (its marker, or the source's own
+    marker file) and ``--force`` is given: never a folder of the user's files."""
+    flag = f"sentcl download {source.name}:"
+    if source.archive:
+        claim_folder(target, "download", flag, replace=True, overwrite=force, known=(source.marker,))
+    else:
+        claim_file(target, flag, overwrite=force)
+
+
 def install(source: Source, data_dir: Path, force: bool = False, forget_sum: bool = False) -> Path:
     """Download, verify and place one source; returns its path below ``data_dir``. ``force``: download again
     (the cached archive and ``.part`` are discarded first); ``forget_sum``: also discard the recorded sum."""
@@ -306,10 +318,7 @@ def install(source: Source, data_dir: Path, force: bool = False, forget_sum: boo
     elif is_installed(source, data_dir):
         logger.info("%s: %s is already there", source.name, target)
         return target
-    if source.archive and target.exists() and not force:
-        raise DownloadError(
-            f"{target} exists but is incomplete (no {source.marker}); move it away, or pass --force to replace it"
-        )
+    claim_target(source, target, force)
     file, digest, whole = fetch_verified(source, data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.archive:
@@ -318,6 +327,7 @@ def install(source: Source, data_dir: Path, force: bool = False, forget_sum: boo
         except BaseException:
             file.unlink(missing_ok=True)  # a refused or cut archive is never reused, and never pinned
             raise
+        write_marker(target, "download")
         whole = True  # read to its end, its marker found, unpacked
     else:
         os.replace(file, target)

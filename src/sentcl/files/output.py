@@ -1,5 +1,6 @@
 """The output policy, one home: what a command may write, replace or remove. Every command that writes a
-folder declares it here (``claim_folder`` / ``write_folder``), and every file output passes ``claim_file``.
+folder declares it here (``claim_folder`` / ``write_folder``), and every file output passes ``claim_file``
+(``tests/reliability/test_output_policy.py`` enumerates the commands from the parser and runs each).
 
 The rules:
 
@@ -15,6 +16,12 @@ The rules:
   holding an input (replacing it would delete the input), or inside an input folder (it would change that
   folder's fingerprint: a model's, a run's) is refused, unless the input names the output as a room of its
   own (``Input(..., rooms=True)``: an index inside its shard folder).
+* **Single files** (an encode's ``.npy``, a mined or built CSV, a corpus, an evaluation's JSON or plot, a
+  downloaded file) carry no marker: a ``.npy``, a CSV or a text file has no room for one that every other
+  reader would ignore, and a sidecar beside it would litter the user's folder and could be copied next to an
+  edited file. So an existing file is never taken as sentcl's: ``claim_file`` refuses it unless
+  ``--overwrite`` is given, before any work; the file is then written whole into a temporary sibling and
+  renamed over the old one (``sentcl.files.atomic``), so a failed run leaves the old file as it was.
 * **Temporaries are provably sentcl's.** A temporary folder is ``.tmp-<name>-p<pid>-<8 hex>`` and holds
   ``.sentcl-temp`` (JSON: ``pid``, ``host``, ``target``). ``remove_stale_temps`` removes a sibling only when
   it holds that file, names the same target and its process is gone; anything else with a ``.tmp-`` name
@@ -49,6 +56,7 @@ LEGACY: dict[str, tuple[str, ...]] = {
     "teacher-cache": ("teacher.json",),
     "model": (),
     "summary": ("results.json",),
+    "download": (),  # the source's own marker file is passed as ``known`` (sentcl.data.download)
 }
 #: what each kind is called in a message
 NAMES = {
@@ -62,6 +70,7 @@ NAMES = {
     "teacher-cache": "a sentcl teacher cache entry",
     "model": "a model written by sentcl",
     "summary": "a sentcl run summary",
+    "download": "data that sentcl downloaded",
 }
 #: names that show a model folder (never replaced, never written into by another kind)
 MODEL_FILES = ("config.json", "model.safetensors", "pytorch_model.bin", "modules.json", "model.onnx")
@@ -198,11 +207,22 @@ def prepare_folder(
     return Path(folder)
 
 
-def claim_file(path: Path, flag: str, inputs: Sequence[Input] = ()) -> Path:
-    """A file output: never an input, nor inside an input folder (an existing file of the name is replaced,
-    as a shell's ``>`` does)."""
-    check_not_input(Path(path), inputs, flag)
-    return Path(path)
+def claim_file(path: Path, flag: str, inputs: Sequence[Input] = (), *, overwrite: bool = False) -> Path:
+    """Check a single-file output before any work (module doc, *single files*): never an input nor inside an
+    input folder, never a folder; an existing file only with ``overwrite`` (``--overwrite``); and a file can
+    be made there (``sentcl.files.pathcheck.check_output_file``: a read-only folder fails now)."""
+    from sentcl.files.pathcheck import check_output_file
+
+    path = Path(path)
+    check_not_input(path, inputs, flag)
+    if os.path.isdir(path):
+        raise OutputRefused(f"{flag} {path} is a folder; give the name of a file to write")
+    if os.path.lexists(path) and not overwrite:
+        raise OutputRefused(
+            f"{flag} {path} exists; sentcl replaces a file only when asked: pass --overwrite to replace it, "
+            "or choose a new name"
+        )
+    return check_output_file(path, flag)
 
 
 def temp_name(target: Path) -> Path:

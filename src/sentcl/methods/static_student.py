@@ -71,16 +71,21 @@ def teacher_matrix(teacher: str, sentences: list[str], cache: str | None) -> np.
     return vectors.sample(vectors.rows)  # (N, D), every row in order
 
 
-def build_static_student(recipe: StaticRecipe | None = None, data_dir: str | Path | None = None) -> Path:
-    """Distil ``recipe.teacher`` (any folder ``open_model`` opens) into a static folder ``recipe.output_dir``
-    (new or empty); no recipe: the built-in ``distill_static``."""
+def build_static_student(
+    recipe: StaticRecipe | None = None, data_dir: str | Path | None = None, overwrite: bool = False
+) -> Path:
+    """Distil ``recipe.teacher`` (any folder ``open_model`` opens) into a static folder ``recipe.output_dir``:
+    new or empty, or with ``overwrite`` an earlier model sentcl wrote (``sentcl.files.output``; never the
+    teacher's folder); no recipe: the built-in ``distill_static``."""
+    from sentcl.files.output import claim_folder, model_input
     from sentcl.files.paths import resolve_data_dir
     from sentcl.modeling.open import open_model
-    from sentcl.modeling.static import require_new_folder, save_static
+    from sentcl.modeling.static import save_static
 
     recipe = recipe or load_static_recipe()
     teacher, out = recipe.teacher, recipe.output_dir
-    require_new_folder(out)  # before any work
+    inputs = model_input(teacher, "TEACHER")
+    claim_folder(Path(out), "model", "OUTPUT", inputs, replace=True, overwrite=overwrite)  # before any work
     times: dict[str, float] = {}
     wall, cpu = time.perf_counter(), time.process_time()
     encoder = open_model(teacher)
@@ -111,7 +116,9 @@ def build_static_student(recipe: StaticRecipe | None = None, data_dir: str | Pat
     }
     card = f"# Static student of {teacher}\n\nBuilt by `sentcl distill-static`; settings in {SUMMARY_FILE}.\n"
     rust = encoder.tokenizer.backend_tokenizer
-    folder = save_static(out, rust, table, normalize=True, card=card, extra={SUMMARY_FILE: summary})
+    folder = save_static(
+        out, rust, table, card=card, extra={SUMMARY_FILE: summary}, inputs=inputs, overwrite=overwrite
+    )
     logger.info("static student of %s written to %s", teacher, folder)
     return folder
 

@@ -26,6 +26,7 @@ import torch
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.budget import bounded_texts
+from sentcl.files.output import Input
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
@@ -201,7 +202,7 @@ def _write_static(
 ) -> None:
     from safetensors.numpy import save_file
 
-    folder.mkdir(parents=True)
+    folder.mkdir(parents=True, exist_ok=True)  # made and marked by sentcl.files.output.write_folder
     modules = [{"idx": 0, "name": "0", "path": "", "type": ST_TYPE}]
     if normalize:
         modules.append({"idx": 1, "name": "1", "path": "1_Normalize", "type": NORMALIZE_TYPE})
@@ -218,14 +219,6 @@ def _write_static(
         (folder / name).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
 
 
-def require_new_folder(folder: str | Path) -> Path:
-    """``folder`` if it is new or an empty folder; else a ValueError (nothing of the user's is replaced)."""
-    folder = Path(folder)
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ValueError(f"{folder} exists and is not empty; choose a new or empty output folder")
-    return folder
-
-
 def save_static(
     folder: str | Path,
     tokenizer: Any,
@@ -233,16 +226,21 @@ def save_static(
     normalize: bool = True,
     card: str = "",
     extra: dict[str, Any] | None = None,
+    *,
+    flag: str = "OUTPUT",
+    inputs: Sequence[Input] = (),
+    overwrite: bool = False,
 ) -> Path:
     """Write a static folder: ``tokenizer`` (a tokenizers.Tokenizer) and its token vectors ``table`` (V, D);
     ``extra``: more JSON files (name -> content), e.g. how the table was made.
 
-    ``folder`` must be new or empty (nothing of the user's is replaced); it is written whole into a temporary
-    sibling and moved in place.
+    Through the output policy (``sentcl.files.output.write_folder``, kind ``model``): ``folder`` is new or
+    empty, or with ``overwrite`` an earlier model sentcl wrote (never a folder of the user's files, another
+    model, nor one of ``inputs``); it is written whole into a marked temporary sibling and swapped in.
     """
-    from sentcl.files.atomic import atomic_dir_write
+    from sentcl.files.output import write_folder
 
-    folder = require_new_folder(folder)
+    folder = Path(folder)
     if table.ndim != 2 or len(table) < tokenizer.get_vocab_size():
         raise ValueError(
             f"token vectors of shape {table.shape} for a tokenizer of {tokenizer.get_vocab_size()} tokens"
@@ -251,8 +249,8 @@ def save_static(
     clean.no_padding()
     clean.no_truncation()
     text = clean.to_str()
-    atomic_dir_write(folder, lambda tmp: _write_static(tmp, text, table, normalize, card, extra or {}))
-    return folder
+    write = lambda tmp: _write_static(tmp, text, table, normalize, card, extra or {})  # noqa: E731
+    return write_folder(folder, "model", write, flag, inputs, overwrite=overwrite)
 
 
 __all__ = [
