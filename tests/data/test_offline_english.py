@@ -102,7 +102,7 @@ def test_command_writes_the_file(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert f"{len(lines)} sentences (sources left out: sts_test)" in printed
     assert "snli" in printed and "sts_test " not in printed
     first = out.read_bytes()
-    assert main(argv) == 0 and out.read_bytes() == first  # deterministic
+    assert main([*argv, "--overwrite"]) == 0 and out.read_bytes() == first  # deterministic
     assert main(["build-corpus", "english", "--data-dir", str(tmp_path / "none"), "--out", str(out)]) == 2
 
 

@@ -131,7 +131,7 @@ def test_cli_eval_retrieval_with_tiny_model(tmp_path: Path, tiny_bert: Path, cap
     assert (
         "ndcg@10" in printed and '"zero_judged": "keep"' in printed and '"zero_judged_queries": 1' in printed
     )
-    assert main([*argv, "--zero-judged", "drop"]) == 0
+    assert main([*argv, "--zero-judged", "drop", "--overwrite"]) == 0  # its own earlier result
     dropped = json.loads(out.read_text())[f"retrieval:{folder}"]
     assert (dropped["queries"], dropped["recall@100"], dropped["zero_judged"]) == (3, 100.0, "drop")
     assert dropped["ndcg@10"] == pytest.approx(result["ndcg@10"] * 4 / 3)  # q4 added 0 to the sum

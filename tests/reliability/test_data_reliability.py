@@ -178,12 +178,12 @@ CASES = [
     Case(
         "build_nli_output_is_directory",
         build_nli(a_folder("out")),
-        r"output .*/out is a directory; give a file name",
+        r"--output .*/out is a folder; give the name of a file to write",
     ),
     Case(
         "build_nli_output_under_a_file",
         build_nli(lambda f: write("afile", "x")(f) / "nli.csv"),
-        r"output .*afile/nli\.csv cannot be written: .*afile is a file",
+        r"cannot write --output .*afile/nli\.csv: .*afile is not a folder",
     ),
     Case("build_nli_good", build_nli(lambda f: f / "out" / "nli.csv"), None, check=build_nli_writes_csv),
     # sentcl download

@@ -345,6 +345,7 @@ WRITES_NOTHING = {
     "serve": "answers HTTP requests; reads its model and index",
     "recipes show": "prints one recipe",
     "index info": "prints what an index folder holds",
+    "verify": "prints what it checked (only the fingerprint cache is written)",
 }
 #: parser command -> the rows above that cover it
 COVERED = {
@@ -394,3 +395,56 @@ def test_every_command_of_the_parser_has_a_row() -> None:
     assert not stale, f"rows for commands the parser no longer has: {stale}"
     rows = set(COMMANDS) | set(FILE_COMMANDS)
     assert {r for names in COVERED.values() for r in names} == rows, "a row that no command names"
+
+
+def test_a_users_markdown_folder_is_not_taken_for_an_experiments_pages(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Any ``*.md`` used to count as an old experiment's folder: a user's notes would have been written into."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for name in ("todo.md", "ideas.md"):
+        (notes / name).write_text(f"# {name}\n", encoding="utf-8")
+    (notes / "drafts" / "runs").mkdir(parents=True)  # even a runs/ folder of the user's
+    before = tree_digest(notes)
+    assert main(COMMANDS["experiment"](notes, world, False)) == 2
+    assert "holds files sentcl did not write (drafts, ideas.md, todo.md)" in capsys.readouterr().err
+    assert tree_digest(notes) == before and not (world.root / "runs").exists()
+
+
+def test_an_experiment_folder_written_before_markers_is_known_by_its_pages_exact_files(
+    tmp_path: Path,
+) -> None:
+    from sentcl.files.output import OutputRefused, claim_folder
+
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "t-cpu.md").write_text("# page\n", encoding="utf-8")
+    known = ["t-cpu.md", "t-cpu.png"]
+    with pytest.raises(OutputRefused, match="files sentcl did not write"):  # the page alone: not enough
+        claim_folder(old, "experiment", "--output", known=known)
+    (old / "t-cpu.png").write_bytes(b"\x89PNG")
+    assert claim_folder(old, "experiment", "--output", known=known)  # its page and plot: sentcl's own
+
+
+def test_experiment_output_that_is_a_file_is_refused_before_any_point_trains_g_output_file_fresh(
+    world: World, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """G_output_file_fresh: every point trained, then 'afile.txt/good-cpu/runs/0.05.tmp: Not a directory'."""
+    afile = tmp_path / "afile.txt"
+    afile.write_text("x\n", encoding="utf-8")
+    runs = tmp_path / "runs"
+    argv = [
+        "experiment",
+        str(world.grid),
+        "--variant",
+        "cpu",
+        "--output",
+        str(afile),
+        "--runs-dir",
+        str(runs),
+    ]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert f"--output {afile} is a file, not a folder" in err and "Traceback" not in err
+    assert not runs.exists() and afile.read_text(encoding="utf-8") == "x\n"

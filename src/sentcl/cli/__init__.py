@@ -49,6 +49,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("distill-static", "distill_static"),
     ("postprocess", "postprocess"),
     ("serve", "serve"),
+    ("verify", "verify"),
 )
 
 

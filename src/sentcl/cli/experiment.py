@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
     # the pages' folder: new, empty or earlier pages (never a file, a model or a run), before any point trains
     page = f"{spec.name}-{args.variant}"  # this grid's page, and its folder (summaries, side tables)
     prepare_folder(
-        args.output, "experiment", "--output", [Input(Path(args.grid), "GRID")], [page, f"{page}.md"]
+        args.output, "experiment", "--output", [Input(Path(args.grid), "GRID")], [f"{page}.md", f"{page}.png"]
     )
     summaries = summaries_dir(args.output, spec, args.variant)
     if not args.from_summaries:

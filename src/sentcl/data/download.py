@@ -318,7 +318,7 @@ def install(source: Source, data_dir: Path, force: bool = False, forget_sum: boo
     elif is_installed(source, data_dir):
         logger.info("%s: %s is already there", source.name, target)
         return target
-    claim_target(source, target, force)
+    claim_target(source, target, force or forget_sum)  # both download again
     file, digest, whole = fetch_verified(source, data_dir)
     target.parent.mkdir(parents=True, exist_ok=True)
     if source.archive:

@@ -19,12 +19,18 @@ One name per kind of fingerprint:
 Artefacts record their files with ``file_records(folder, names)`` (``{name: {bytes, sha256}}``) and readers
 check them with ``verify_records``, which raises ``IntegrityError`` naming the file, both digests and the
 fix. The cost (``bench/fingerprint.py``, a 400 MB folder) is in docs/reliability.md.
+
+The trade-off: a digest taken from the sidecar cache proves only that the file's metadata is unchanged. A
+reader whose check used a cached digest says so, once per process (an INFO line naming ``sentcl verify
+--full``); ``verify_artefacts(folder, full=True)`` (``sentcl verify --full``) reads every byte of every file
+that a record of sentcl's names below a folder, so bit rot under unchanged metadata is seen there.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -35,7 +41,12 @@ from sentcl.files.paths import cache_root, resolve_model_path
 
 BLOCK = 1 << 18
 CACHE_DIR = "fingerprints"
+#: a JSON file larger than this is no manifest: ``recorded_files`` does not parse it
+RECORD_MAX_BYTES = 16 << 20
+logger = logging.getLogger(__name__)
 _memo: dict[str, tuple[tuple[int, ...], str]] = {}
+_from_cache: set[str] = set()  # resolved paths whose last digest came from a cache, not a read
+_said: list[bool] = [False]  # the once-per-process line of a check that used cached digests
 
 
 class IntegrityError(ValueError):
@@ -91,10 +102,13 @@ def files_sha256(paths: Iterable[Path], cached: bool = True) -> dict[Path, str]:
         digest = hit[1] if cached and hit is not None and hit[0] == key else None
         if digest is None and cached:
             digest = _cached(name, key)
+        _from_cache.discard(name)
         if digest is None:
             digest = _hash_file(path)
             if _stat_key(path) == key:  # not written while it was read
                 _store(name, key, digest)
+        else:
+            _from_cache.add(name)
         if _stat_key(path) == key:
             _memo[name] = (key, digest)
         out[path] = digest
@@ -156,11 +170,13 @@ def file_records(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]
     return {n: {"bytes": p.stat().st_size, "sha256": digests[p]} for n, p in paths.items()}
 
 
-def verify_records(folder: Path, records: Any, what: str, fix: str) -> None:
+def verify_records(folder: Path, records: Any, what: str, fix: str, cached: bool = True) -> None:
     """Raise ``IntegrityError`` for the first recorded file that is missing or whose size or SHA-256 differs.
 
     ``records`` is what ``file_records`` returned, as the manifest (``what``) holds it; a value of another
-    shape is itself refused. ``fix`` says what to do (rebuild the index, delete the cache entry, ...)."""
+    shape is itself refused. ``fix`` says what to do (rebuild the index, delete the cache entry, ...).
+    ``cached=False`` reads every byte (``sentcl verify --full``); otherwise a digest may come from the
+    sidecar cache, and the first such check of the process says so (module doc)."""
     if not isinstance(records, dict) or not all(
         isinstance(r, dict) and isinstance(r.get("sha256"), str) and isinstance(r.get("bytes"), int)
         for r in records.values()
@@ -174,9 +190,78 @@ def verify_records(folder: Path, records: Any, what: str, fix: str) -> None:
         if size != rec["bytes"]:
             how = "is truncated" if size < rec["bytes"] else "has grown"
             raise IntegrityError(f"{path} {how}: it holds {size} bytes, {what} records {rec['bytes']}; {fix}")
-        digest = file_sha256(path)
+        digest = file_sha256(path, cached)
+        if cached and not _said[0] and str(path.resolve()) in _from_cache:
+            _said[0] = True
+            logger.info(
+                "%s: checked against the recorded SHA-256; the digest of a file unchanged since it was last "
+                "hashed (size, mtime, ctime, inode) comes from the fingerprint cache: run sentcl verify --full "
+                "%s to read every byte",
+                path,
+                folder,
+            )
         if digest != rec["sha256"]:
             raise IntegrityError(
                 f"{path} changed since it was written: its SHA-256 is {digest[:16]}..., {what} records "
                 f"{rec['sha256'][:16]}...; {fix}"
             )
+
+
+def _records_in(data: Any) -> list[dict[str, Any]]:
+    """Every ``files`` record (name -> {bytes, sha256}) anywhere inside a parsed JSON value."""
+    found: list[dict[str, Any]] = []
+    if isinstance(data, dict):
+        files = data.get("files")
+        if (
+            isinstance(files, dict)
+            and files
+            and all(isinstance(r, dict) and "sha256" in r for r in files.values())
+        ):
+            found.append(files)
+        for value in data.values():
+            found += _records_in(value)
+    elif isinstance(data, list):
+        for value in data:
+            found += _records_in(value)
+    return found
+
+
+def recorded_files(folder: Path) -> dict[Path, dict[str, dict[str, Any]]]:
+    """JSON file -> the files its records name (``{name: {bytes, sha256}}``, relative to its folder), for every
+    manifest below ``folder`` (hidden paths left out): an index's ``index.json``, a shard manifest and its
+    shard records, ``sentcl_onnx.json``, a run summary's record, a teacher cache's entries."""
+    out: dict[Path, dict[str, dict[str, Any]]] = {}
+    for path in tree_files(Path(folder)):
+        if path.suffix != ".json" or path.stat().st_size > RECORD_MAX_BYTES:
+            continue
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            continue  # not sentcl's record (its own readers name a damaged one)
+        merged: dict[str, dict[str, Any]] = {}
+        for records in _records_in(data):
+            merged.update(records)
+        if merged:
+            out[path] = merged
+    return out
+
+
+def verify_artefacts(folder: Path, full: bool = False) -> tuple[int, int, list[str]]:
+    """Check every file a record below ``folder`` names (``recorded_files``), each once: (files, bytes, what is
+    wrong with each damaged one). ``full``: read every byte, the fingerprint cache left aside."""
+    seen: set[Path] = set()
+    count = size = 0
+    problems: list[str] = []
+    for manifest, records in recorded_files(Path(folder)).items():
+        for name, rec in records.items():
+            path = (manifest.parent / name).resolve()
+            if path in seen:
+                continue  # a shard's record is in its sidecar and in the manifest: one check
+            seen.add(path)
+            try:
+                verify_records(manifest.parent, {name: rec}, str(manifest), "", cached=not full)
+            except IntegrityError as err:
+                problems.append(str(err).removesuffix("; "))
+            count += 1
+            size += rec.get("bytes", 0) if isinstance(rec.get("bytes"), int) else 0
+    return count, size, problems

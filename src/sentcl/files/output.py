@@ -52,7 +52,7 @@ LEGACY: dict[str, tuple[str, ...]] = {
     "run": ("metrics.jsonl", "provenance.json", "checkpoint-*", "best", "results.json"),
     "report": ("report.md", "report_cache.json"),
     "search-index": ("fingerprint.json", "embeddings.npy"),
-    "experiment": ("*.md", "*/runs"),
+    "experiment": (),  # marker-only: an old experiment's folder is known by its page's exact files
     "teacher-cache": ("teacher.json",),
     "model": (),
     "summary": ("results.json",),
@@ -124,15 +124,24 @@ def _shown(folder: Path) -> str:
     return ", ".join(names[:5]) + (", ..." if len(names) > 5 else "")
 
 
+def _resolved(path: Path) -> Path:
+    """``path`` resolved; a symbolic-link loop (which ``resolve`` refuses) as its absolute path, so that the
+    command's own check of that input names the loop."""
+    try:
+        return Path(path).resolve()
+    except (RuntimeError, OSError):
+        return Path(os.path.abspath(path))
+
+
 def _inside(a: Path, b: Path) -> bool:
     return a == b or b in a.parents
 
 
 def check_not_input(output: Path, inputs: Iterable[Input], flag: str) -> None:
     """Refuse an output that equals, holds or sits inside an input (module doc)."""
-    out = Path(output).resolve()
+    out = _resolved(Path(output))
     for given in inputs:
-        inp = Path(given.path).resolve()
+        inp = _resolved(Path(given.path))
         if out == inp or _inside(inp, out):
             raise OutputRefused(
                 f"{flag} {output} is {'the' if out == inp else 'a folder holding the'} {given.flag} "
@@ -156,9 +165,9 @@ def claim_folder(
     known: Sequence[str] = (),
 ) -> bool:
     """Check that ``kind`` may be written at ``folder`` (module doc), before any work. ``replace``: the
-    command replaces the folder whole, so an earlier one of its own needs ``overwrite``. ``known``: names
-    that show the folder is this command's own (an experiment's page folder, with its side tables). Returns
-    whether the folder exists (already sentcl's, or empty)."""
+    command replaces the folder whole, so an earlier one of its own needs ``overwrite``. ``known``: the exact
+    files an older sentcl wrote there before markers existed, all of them present (an experiment's page and
+    its plot; a download's marker file). Returns whether the folder exists (already sentcl's, or empty)."""
     folder = Path(folder)
     check_not_input(folder, inputs, flag)
     if replace and _inside(Path.cwd().resolve(), folder.resolve()):
@@ -175,7 +184,7 @@ def claim_folder(
     own = (
         marker["kind"] == kind
         if marker
-        else _legacy(folder, kind) or any((folder / n).exists() for n in known)
+        else _legacy(folder, kind) or (bool(known) and all((folder / n).exists() for n in known))
     )
     if not own:
         if marker:
@@ -217,6 +226,8 @@ def claim_file(path: Path, flag: str, inputs: Sequence[Input] = (), *, overwrite
     check_not_input(path, inputs, flag)
     if os.path.isdir(path):
         raise OutputRefused(f"{flag} {path} is a folder; give the name of a file to write")
+    if os.path.lexists(path) and not os.path.isfile(path):
+        return check_output_file(path, flag)  # a FIFO, a device, a link loop: named as what it is
     if os.path.lexists(path) and not overwrite:
         raise OutputRefused(
             f"{flag} {path} exists; sentcl replaces a file only when asked: pass --overwrite to replace it, "
