@@ -16,7 +16,7 @@ from torch import nn
 from sentcl.config import to_dict
 from sentcl.modeling.model_card import write_run_card
 from sentcl.training.checkpoint import write_checkpoint_dir
-from sentcl.training.run import Run, RunState
+from sentcl.training.run import RunSetup, RunState
 
 BEST = "best"
 
@@ -27,7 +27,7 @@ def best_folder(out: Path) -> Path:
 
 
 def write_card(
-    folder: Path, run: Run, state: RunState, train_examples: int, results: dict[str, Any] | None = None
+    folder: Path, run: RunSetup, state: RunState, train_examples: int, results: dict[str, Any] | None = None
 ) -> None:
     """The best model's card (README.md): the recipe, the run's steps and examples, the best step, ``results``
     once the final evaluation ran."""
@@ -43,7 +43,7 @@ def write_card(
     )
 
 
-def keep_best(model: nn.Module, run: Run, state: RunState, train_examples: int) -> None:
+def keep_best(model: nn.Module, run: RunSetup, state: RunState, train_examples: int) -> None:
     """Save ``model`` as the run's ``best/`` (weights and card), replacing the one kept before, atomically."""
 
     def save(folder: Path) -> None:

@@ -20,7 +20,7 @@ from sentcl.modeling.encode_adapter import encode_fn
 from sentcl.modeling.open import open_model
 from sentcl.rng import preserved_rng
 from sentcl.training.best_model import best_folder, keep_best, write_card
-from sentcl.training.run import Run, RunState
+from sentcl.training.run import RunSetup, RunState
 from sentcl.training.step import TrainingDiverged, check_finite_weights
 
 logger = logging.getLogger(__name__)
@@ -38,7 +38,7 @@ def _named(tasks: list[str]) -> str:
 class Evaluations:
     """What the loop evaluates and saves, given the run, the model being trained and the number of examples."""
 
-    def __init__(self, run: Run, model: nn.Module, train_examples: int) -> None:
+    def __init__(self, run: RunSetup, model: nn.Module, train_examples: int) -> None:
         self.run, self.model, self.train_examples = run, model, train_examples
         self.cfg = run.cfg
         self.encode = encode_fn(model, self.cfg.eval.batch_size)

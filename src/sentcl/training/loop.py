@@ -33,7 +33,7 @@ from sentcl.training.batch_source import BatchSource
 from sentcl.training.evaluation_hooks import Evaluations
 from sentcl.training.run import (
     Optimization,
-    Run,
+    RunSetup,
     RunState,
     TrainResult,
     open_run_folder,
@@ -82,12 +82,12 @@ def train(cfg: TrainConfig, resume: bool = False) -> TrainResult:
     resolved = validate(cfg)  # every config rule, before any work; the data folder, training file, device
     run = start_run(cfg, resume, resolved)  # rank 0 locks the run folder until the run ends
     try:
-        return run_in_folder(run, resume)
+        return train_in_folder(run, resume)
     finally:
         run.close()
 
 
-def run_in_folder(run: Run, resume: bool) -> TrainResult:
+def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
     """The run, in its locked folder: data, model and method, optimizer, steps, the final evaluation."""
     cfg, t = run.cfg, run.cfg.training
     corpus = read_corpus(run, cfg.data.reader or method_spec(cfg).reader)
@@ -197,7 +197,7 @@ def output_dim_sentences(cfg: TrainConfig, corpus: Any) -> list[str] | None:
     return sentences[:OUTPUT_DIM_PCA_SENTENCES]
 
 
-def count_steps(run: Run, method: Method) -> int:
+def count_steps(run: RunSetup, method: Method) -> int:
     """Steps of the run: epochs × batches per epoch, capped at max_steps; logs what a partial batch leaves out."""
     t = run.cfg.training
     steps_per_epoch = len(epoch_batches(method, run.cfg, 0, run.global_batch, run.world))
@@ -216,7 +216,7 @@ def count_steps(run: Run, method: Method) -> int:
 class StepLog:
     """Per step: the tracker, the progress bar, and every ``log_steps`` a metrics line with the throughput."""
 
-    def __init__(self, run: Run, total_steps: int, initial: int) -> None:
+    def __init__(self, run: RunSetup, total_steps: int, initial: int) -> None:
         self.run, self.every = run, run.cfg.training.log_steps
         enabled = run.cfg.training.progress and run.main
         self.bar = tqdm(total=total_steps, initial=initial, disable=not enabled, desc="train")

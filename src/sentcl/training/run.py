@@ -1,5 +1,6 @@
-"""A training run's pieces beside the step: where it runs (``Run``), its counters (``RunState``), its optimizer
-(``Optimization``), reading the corpus, opening the run folder, checkpoints and resuming from them."""
+"""A training run's pieces beside the step: where and how it runs (``RunSetup``), its counters (``RunState``),
+its optimizer (``Optimization``), reading the corpus, opening the run folder, checkpoints and resuming from
+them."""
 
 from __future__ import annotations
 
@@ -76,7 +77,7 @@ class MetricsLog:
 
 
 @dataclass
-class Run:
+class RunSetup:
     """Where and how the run executes: processes, device, folders; metrics and tracker once the folder opens."""
 
     cfg: TrainConfig
@@ -105,7 +106,7 @@ class Run:
         return self.cfg.training.batch_size * self.world
 
 
-def start_run(cfg: TrainConfig, resume: bool, resolved: Resolved) -> Run:
+def start_run(cfg: TrainConfig, resume: bool, resolved: Resolved) -> RunSetup:
     """Processes, threads, device; rank 0 checks the output folder (a model, another run, a broken resume) and
     locks it for the run. ``resolved``: the data folder, training file and device that ``validate`` resolved."""
     tcfg = cfg.training
@@ -124,12 +125,12 @@ def start_run(cfg: TrainConfig, resume: bool, resolved: Resolved) -> Run:
         logger.info("--resume with a changed setting: %s", change)
     world, rank = distributed.world_size(), distributed.rank()
     metrics = MetricsLog(out / "metrics.jsonl", enabled=main)
-    return Run(
+    return RunSetup(
         cfg, out, data_dir, train_path, device, is_dist, world, rank, main, changes, metrics, lock=lock
     )
 
 
-def read_corpus(run: Run, reader: str) -> Corpus:
+def read_corpus(run: RunSetup, reader: str) -> Corpus:
     """The training examples (streamed from disk with data.streaming); at least one global batch of them."""
     d = run.cfg.data
     if d.streaming:
@@ -145,7 +146,7 @@ def read_corpus(run: Run, reader: str) -> Corpus:
     return corpus
 
 
-def open_run_folder(run: Run, corpus: Corpus) -> Tracker:
+def open_run_folder(run: RunSetup, corpus: Corpus) -> Tracker:
     """Rank 0 writes config.json and provenance.json; the tracker starts; the data's line goes to metrics."""
     cfg = to_dict(run.cfg)
     if run.main:
@@ -224,7 +225,7 @@ class Optimization:
 
 
 def save_checkpoint(
-    run: Run, state: RunState, model: nn.Module, opt: Optimization, companion: Companion | None
+    run: RunSetup, state: RunState, model: nn.Module, opt: Optimization, companion: Companion | None
 ) -> None:
     """``checkpoint-<step>/`` (the model folder + training_state.pt), written atomically; the oldest pruned."""
     rngs = distributed.all_gather_object(rng_state())  # every rank's dropout stream, in rank order
@@ -244,7 +245,7 @@ def save_checkpoint(
     recover_run_folder(run.out)  # stale temporaries of an earlier interrupted write
 
 
-def resume_run(run: Run, opt: Optimization, companion: Companion | None) -> RunState:
+def resume_run(run: RunSetup, opt: Optimization, companion: Companion | None) -> RunState:
     """Load the newest readable checkpoint: weights, optimizer, schedule, scaler, RNG streams, companion."""
     found = load_latest_state(run.out)
     if found is None:
