@@ -2,7 +2,7 @@
 down the floors (but for a short allow-list, each with its reason in docs/architecture.md), every module on the
 map of docs/architecture.md and nothing on it that does not exist, no function over 90 lines, at most 10 modules
 at the root, no source file over 400 lines, one row normalisation (``sentcl.similarity.unit_rows``), and test
-files named for what they test (not "sweep", "seed 003" or "issue 15")."""
+files named for what they test, not for the sweep, paper seed or issue that found a case."""
 
 from __future__ import annotations
 
@@ -303,7 +303,7 @@ def test_test_files_are_named_for_what_they_test() -> None:
 
 def test_the_test_name_check(tmp_path: Path) -> None:
     for name in [
-        "test_sweep2_a.py",
+        "test_outside_sweep_a.py",
         "sub/test_Sweep_b.py",
         "test_seed003_c.py",
         "test_issue_15.py",
@@ -314,6 +314,6 @@ def test_the_test_name_check(tmp_path: Path) -> None:
     assert jargon_test_files(tmp_path) == [
         "sub/test_Sweep_b.py",
         "test_issue_15.py",
+        "test_outside_sweep_a.py",
         "test_seed003_c.py",
-        "test_sweep2_a.py",
     ]

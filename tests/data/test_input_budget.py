@@ -2,7 +2,7 @@
 of a line in bounded memory and counts the cut lines in a warning naming the file; every tokenizer call reads at
 most ``char_budget(max_length)`` characters of a text. Checked against hand-written splits of the bytes, with
 generated files (hypothesis), through the readers of encode, training, pairs and shards, and with a real 32 MB
-line encoded under a 1.5 GB address-space limit (sweep 3, FF_50mb_line_memcap: the tokenizer aborted)."""
+line encoded under a 1.5 GB address-space limit (reliability row FF_50mb_line_memcap: the tokenizer aborted)."""
 
 from __future__ import annotations
 
@@ -103,7 +103,7 @@ def test_bounded_texts_keep_the_tokens_the_model_reads(tiny_encoder: Any) -> Non
 def test_a_32_mb_line_encodes_under_a_1_5_gb_memory_limit(
     tmp_path: Path, tiny_bert: Path, tiny_encoder: Any
 ) -> None:
-    """Sweep 3, FF_50mb_line_memcap: the whole line went to the Rust tokenizer, which aborted (SIGABRT)."""
+    """Reliability row FF_50mb_line_memcap: the whole line went to the Rust tokenizer, which aborted (SIGABRT)."""
     words = ["the", "of", "and", "in", "to", "was"]
     line = " ".join(words[i % 6] for i in range(6_000_000))  # 19 MB of 1-token words
     big = tmp_path / "big.txt"

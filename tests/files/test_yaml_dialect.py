@@ -67,7 +67,7 @@ def test_scalars_yaml_11_reads_otherwise_are_refused_naming_key_and_line(text: s
 
 
 def test_set_seed_010_is_refused_not_run_as_seed_8() -> None:
-    """Sweep 3, CF_set_octal: ``--set training.seed=010`` ran with seed 8."""
+    """Reliability row CF_set_octal: ``--set training.seed=010`` ran with seed 8."""
     with pytest.raises(ConfigError, match=r"--set training.seed: '010' is 8 in YAML 1.1 but 10 in YAML 1.2"):
         _demo(["training.seed=010"])
     assert _demo(["training.seed=10"]).training.seed == 10
@@ -75,7 +75,7 @@ def test_set_seed_010_is_refused_not_run_as_seed_8() -> None:
 
 
 def test_set_seed_1_30_is_refused_not_run_as_seed_90() -> None:
-    """Sweep 3, CF_set_sexagesimal: ``--set training.seed=1:30`` ran with seed 90."""
+    """Reliability row CF_set_sexagesimal: ``--set training.seed=1:30`` ran with seed 90."""
     with pytest.raises(ConfigError, match=r"--set training.seed: '1:30' is 90 in YAML 1.1"):
         _demo(["training.seed=1:30"])
 
@@ -134,7 +134,7 @@ def test_any_plain_scalar_is_read_as_yaml_12_or_refused_as_ambiguous(text: str) 
 
 
 def test_an_error_in_a_set_value_names_the_set_not_the_recipe_ts_weight0() -> None:
-    """Sweep 3, TS_weight0: a bad value given with --set was reported '(in <sentcl>/recipes/distill_mse.yaml)',
+    """Reliability row TS_weight0: a bad value given with --set was reported '(in <sentcl>/recipes/distill_mse.yaml)',
     a file that holds no such value."""
     recipe = resolve_recipe("distill_mse")
     with pytest.raises(ConfigError) as err:

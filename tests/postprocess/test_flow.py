@@ -91,7 +91,7 @@ def test_flow_is_stored_with_the_model(tiny_bert: Path, tmp_path: Path) -> None:
 
 
 def test_a_flow_on_one_repeated_sentence_is_refused_for_that_cause_pp_flow_const() -> None:
-    """Sweep 3, PP_flow_const: 50 identical sentences gave 'the flow diverged at step 2 (NLL nan); lower
+    """Reliability row PP_flow_const: 50 identical sentences gave 'the flow diverged at step 2 (NLL nan); lower
     --learning-rate', the wrong cause."""
     with pytest.raises(ValueError, match="the 50 sentence vectors are all the same vector"):
         fit_flow(np.tile(np.linspace(-1, 1, 8), (50, 1)), steps=5)

@@ -133,7 +133,7 @@ def test_output_dim_starts_from_pca(st_tiny: Path, tmp_path: Path) -> None:
 
 
 def test_pca_of_one_repeated_sentence_is_refused_pp_pca_const() -> None:
-    """Sweep 3, PP_pca_const: 50 copies of one vector gave the identity's first rows, 'keeps 0.00%'."""
+    """Reliability row PP_pca_const: 50 copies of one vector gave the identity's first rows, 'keeps 0.00%'."""
     with pytest.raises(
         ValueError, match="fit.txt: the sentence vectors \\(50 sentences\\) vary in no direction"
     ):
@@ -141,7 +141,7 @@ def test_pca_of_one_repeated_sentence_is_refused_pp_pca_const() -> None:
 
 
 def test_pca_beyond_the_rank_is_refused_naming_it_pp_pca_rankdef() -> None:
-    """Sweep 3, PP_pca_rankdef: --dim 8 on 3 distinct sentences (rank 2) kept 6 directions of noise."""
+    """Reliability row PP_pca_rankdef: --dim 8 on 3 distinct sentences (rank 2) kept 6 directions of noise."""
     rng = np.random.default_rng(1)
     three = rng.normal(size=(3, 16))
     x = three[np.arange(21) % 3]  # (21, 16): rank 2 once centred

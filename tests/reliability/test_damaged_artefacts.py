@@ -1,4 +1,4 @@
-"""The third sweep's rows on files sentcl wrote and a user damaged: an index's ``index.json`` and ``rows.npy``,
+"""Rows of docs/reliability.md on files sentcl wrote and a user damaged: an index's ``index.json`` and ``rows.npy``,
 ids a damaged ``index.faiss`` returns, a run folder's ``results.json``, ``metrics.jsonl`` and report cache,
 and a grid's run summaries. Each goes through the one typed reader (``sentcl.files.read.read_typed_json``) and
 gives one error line naming the file and the field, never a traceback; the service refuses such an index at
@@ -189,7 +189,7 @@ def test_damaged_index(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture
 def test_service_refuses_a_damaged_index_at_start_up(
     row: str, kind: str, damage: Callable[[Path], None], message: str, tmp_path: Path, tiny_encoder: Any
 ) -> None:
-    """Sweep 3, SV_idx_*: the service answered every /search with a 500 'internal', or poor hits."""
+    """Reliability row SV_idx_*: the service answered every /search with a 500 'internal', or poor hits."""
     copy = tmp_path / "idx"
     shutil.copytree(BUILT[kind], copy)
     damage(copy)
@@ -319,7 +319,7 @@ def test_damaged_summary(case: Case, tmp_path: Path, capsys: pytest.CaptureFixtu
 def test_damaged_report_cache_is_said_and_computed_again(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """Sweep 3, R_cachebad: a truncated report_cache.json stopped the report with 'Expecting value: line 2
+    """Reliability row R_cachebad: a truncated report_cache.json stopped the report with 'Expecting value: line 2
     column 1'; it is sentcl's own cache, so it is named in a warning and computed again."""
     import sentcl.report.collect as collect
 

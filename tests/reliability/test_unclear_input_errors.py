@@ -1,4 +1,4 @@
-"""The third sweep's rows on user input that gave an unclear error or a silent wrong result: grid files
+"""Rows of docs/reliability.md on user input that gave an unclear error or a silent wrong result: grid files
 (``vary: {}``, a paper value that is text), mining bounds (NaN, inverted), an empty search query, a repeated
 ``--truncate-dims``, ``$SENTCL_DATA`` naming a file. Each row runs the real CLI in-process on the tiny random
 BERT (``tests/reliability/harness.py``): one error line naming the problem, no traceback, nothing written."""
@@ -104,7 +104,7 @@ def test_user_input_gets_one_clear_error(
 
 
 def test_repeated_truncate_dims_says_why(capsys: pytest.CaptureFixture[str]) -> None:
-    """Sweep 3, MISC_eval_truncdims_dup: "invalid parse_dims value: '384,384'" named a function, no reason."""
+    """Reliability row MISC_eval_truncdims_dup: "invalid parse_dims value: '384,384'" named a function, no reason."""
     from sentcl.cli import main
 
     with pytest.raises(SystemExit) as exit_:

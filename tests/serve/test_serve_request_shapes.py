@@ -38,7 +38,7 @@ def _want(encoder: Any, texts: list[str]) -> np.ndarray:
 def test_json_body_sent_with_curls_default_form_content_type_is_read_as_json(
     served: str, tiny_encoder: Any
 ) -> None:
-    """Sweep 3, SV_curl_form: ``curl -d '{...}'`` (application/x-www-form-urlencoded) got 422 'Input should
+    """Reliability row SV_curl_form: ``curl -d '{...}'`` (application/x-www-form-urlencoded) got 422 'Input should
     be a valid dictionary'."""
     out = subprocess.run(
         ["curl", "-s", "-X", "POST", f"{served}/embed", "-d", '{"inputs": "a dog"}'],
@@ -51,7 +51,7 @@ def test_json_body_sent_with_curls_default_form_content_type_is_read_as_json(
 
 
 def test_json_body_sent_as_text_plain_is_read_as_json(served: str, tiny_encoder: Any) -> None:
-    """Sweep 3, SV_ct_text."""
+    """Reliability row SV_ct_text."""
     resp = httpx.post(
         f"{served}/embed", content=b'{"inputs": ["a dog"]}', headers={"Content-Type": "text/plain"}
     )
@@ -67,7 +67,7 @@ def test_a_real_form_body_is_a_400_naming_the_content_type(served: str) -> None:
 
 
 def test_gzip_body_is_a_415_naming_content_encoding(served: str) -> None:
-    """Sweep 3, SV_gzip_small: answered 'the request body is not UTF-8 text'."""
+    """Reliability row SV_gzip_small: answered 'the request body is not UTF-8 text'."""
     body = gzip.compress(b'{"inputs": "a dog"}')
     resp = httpx.post(
         f"{served}/embed",
@@ -79,7 +79,7 @@ def test_gzip_body_is_a_415_naming_content_encoding(served: str) -> None:
 
 
 def test_v1_embeddings_honours_truncate_as_its_422_advises(served: str, tiny_encoder: Any) -> None:
-    """Sweep 3, SV_v1_long_text_trunc: "truncate": true was accepted and ignored."""
+    """Reliability row SV_v1_long_text_trunc: "truncate": true was accepted and ignored."""
     long = " ".join(["word"] * (tiny_encoder.max_length + 40))
     refused = httpx.post(f"{served}/v1/embeddings", json={"input": long})
     assert refused.status_code == 422 and '"truncate": true' in refused.json()["error"]
@@ -102,13 +102,13 @@ def test_v1_embeddings_honours_truncate_as_its_422_advises(served: str, tiny_enc
 def test_a_boolean_is_no_number_and_a_number_no_boolean(
     served: str, route: str, body: dict[str, Any], field: str
 ) -> None:
-    """Sweep 3, SV_dimbool: "dimensions": true returned a 1-d vector."""
+    """Reliability row SV_dimbool: "dimensions": true returned a 1-d vector."""
     resp = httpx.post(f"{served}{route}", json=body)
     assert resp.status_code == 422 and resp.json()["error"].startswith(f"body.{field}:")
 
 
 def test_token_ids_filling_the_model_length_are_refused_as_ids(served: str, tiny_encoder: Any) -> None:
-    """Sweep 3, SV_tok_exact_limit: max_length ids passed the id check, then failed as max_length + 2
+    """Reliability row SV_tok_exact_limit: max_length ids passed the id check, then failed as max_length + 2
     tokens once re-tokenised with [CLS] and [SEP]."""
     tok = tiny_encoder.tokenizer
     word = tok("dog", add_special_tokens=False)["input_ids"][0]
@@ -127,7 +127,7 @@ def test_token_ids_filling_the_model_length_are_refused_as_ids(served: str, tiny
 
 
 def test_only_special_token_ids_say_so(served: str, tiny_encoder: Any) -> None:
-    """Sweep 3, SV_tok_specials: [CLS] [SEP] was 'empty or holds only spaces'."""
+    """Reliability row SV_tok_specials: [CLS] [SEP] was 'empty or holds only spaces'."""
     tok = tiny_encoder.tokenizer
     resp = httpx.post(f"{served}/v1/embeddings", json={"input": [tok.cls_token_id, tok.sep_token_id]})
     assert resp.status_code == 400 and "all special tokens" in resp.json()["error"]
@@ -154,7 +154,7 @@ def test_token_ids_without_a_text_form_are_refused_naming_one(served: str, tiny_
 def test_serve_port_outside_0_to_65535_is_refused(
     port: str, tiny_bert: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Sweep 3, SO_port_70000: --port 70000 bound port 4464."""
+    """Reliability row SO_port_70000: --port 70000 bound port 4464."""
     with pytest.raises(SystemExit) as exit_:
         main(["serve", str(tiny_bert), "--port", port])
     assert exit_.value.code == 2

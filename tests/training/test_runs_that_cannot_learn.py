@@ -81,7 +81,7 @@ def refusal(overrides: list[str]) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------- the third sweep's rows
+# ---------------------------------------------------------------- rows of docs/reliability.md
 
 
 def test_batch_size_1_is_refused_for_in_batch_negatives() -> None:
