@@ -7,8 +7,12 @@ normalisation. ``token_type_ids`` is not an input: sentcl encodes single sentenc
 tokenizer files and ``sentcl_onnx.json`` (pooler, max_length, dim, normalize default, quantisation).
 
 fp32 export: the TorchScript exporter, then onnxruntime's transformer fusions (attention, LayerNorm, GELU)
-when the backbone is one it knows. ``int8``: onnxruntime's dynamic quantisation of that graph (int8 weights,
-one scale per output channel; activations quantised per batch).
+when the backbone is one it knows. ``int8``: onnxruntime's dynamic quantisation (int8 weights, one scale per
+output channel; activations quantised per batch) of the **unfused** traced graph. Measured at one thread
+(``python -m bench.onnx_int8``, bench/results/onnx_int8_variants.json): quantising the fused graph turns its
+Attention into QAttention, which runs slower than the weight MatMuls that onnxruntime's own session
+optimisations turn into DynamicQuantizeMatMul / MatMulIntegerToFloat beside an unfused fp32 attention; int8
+weights with int8 activations and per-output-channel scales are the fast and close choice on this CPU.
 """
 
 from __future__ import annotations
@@ -85,8 +89,11 @@ def _eager_attention(backbone: nn.Module) -> Iterator[None]:
         setter(before)
 
 
-def _fuse(src: Path, dst: Path, model_type: str, heads: int, hidden: int) -> bool:
-    """onnxruntime's transformer fusions; False (and src copied) where the backbone is not one it knows."""
+def fuse_graph(
+    src: Path, dst: Path, model_type: str, heads: int, hidden: int, multi_head_attention: bool = False
+) -> bool:
+    """onnxruntime's transformer fusions; False (and src copied) where the backbone is not one it knows.
+    ``multi_head_attention``: fuse the attention core only (MultiHeadAttention), the Q/K/V MatMuls kept."""
     fusion_type = _ORT_FUSION_TYPES.get(model_type)
     if fusion_type is None:
         logger.warning(
@@ -94,9 +101,19 @@ def _fuse(src: Path, dst: Path, model_type: str, heads: int, hidden: int) -> boo
         )
         shutil.copyfile(src, dst)
         return False
+    from onnxruntime.transformers.fusion_options import FusionOptions
     from onnxruntime.transformers.optimizer import optimize_model
 
-    fused = optimize_model(str(src), model_type=fusion_type, num_heads=heads, hidden_size=hidden, opt_level=1)
+    options = FusionOptions(fusion_type)
+    options.use_multi_head_attention = multi_head_attention
+    fused = optimize_model(
+        str(src),
+        model_type=fusion_type,
+        num_heads=heads,
+        hidden_size=hidden,
+        opt_level=1,
+        optimization_options=options,
+    )
     fused.save_model_to_file(str(dst))
     return True
 
@@ -167,7 +184,8 @@ def _quiet(verbose: bool) -> Iterator[None]:
         ort.set_default_logger_severity(2)
 
 
-def _trace(encoder: nn.Module, raw: Path) -> None:
+def trace_graph(encoder: nn.Module, raw: Path) -> None:
+    """The encoder's fp32 graph as the TorchScript exporter writes it (no fusions): ``raw``."""
     ids = encoder.tokenizer(["a b c d", "a"], padding=True, return_tensors="pt")
     axes = {name: {0: "batch", 1: "sequence"} for name in INPUTS}
     with warnings.catch_warnings(), torch.no_grad(), _eager_attention(encoder.backbone):
@@ -184,7 +202,16 @@ def _trace(encoder: nn.Module, raw: Path) -> None:
         )
 
 
-def _quantize(src: Path, dst: Path) -> None:
+def quantize_graph(
+    src: Path,
+    dst: Path,
+    per_channel: bool = True,
+    weight_type: str = "qint8",
+    op_types: list[str] | None = None,
+) -> None:
+    """onnxruntime's dynamic quantisation of ``src`` into ``dst``: ``weight_type`` ``qint8`` or ``quint8``,
+    one scale per output channel or per tensor, ``op_types`` (None: every op type it quantises). The export
+    uses the defaults; ``bench.onnx_int8`` measures the others."""
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
 
@@ -194,8 +221,9 @@ def _quantize(src: Path, dst: Path) -> None:
         quantize_dynamic(
             str(src),
             str(dst),
-            per_channel=True,
-            weight_type=QuantType.QInt8,
+            per_channel=per_channel,
+            weight_type={"qint8": QuantType.QInt8, "quint8": QuantType.QUInt8}[weight_type],
+            op_types_to_quantize=op_types,
             extra_options={"DefaultTensorType": TensorProto.FLOAT},  # fused ops defeat shape inference
         )
     finally:
@@ -208,12 +236,14 @@ def _write_export(
     """The whole export into ``folder`` (a fresh temporary folder); ``work`` holds the intermediate graphs."""
     config = encoder.backbone.config
     raw, fused = work / "raw.onnx", work / "fused.onnx"
-    _trace(encoder, raw)
-    did_fuse = _fuse(raw, fused, config.model_type, config.num_attention_heads, config.hidden_size)
-    facts = _graph_facts(fused, encoder)  # measured on the fp32 graph, which int8 approximates
-    if int8:
-        _quantize(fused, folder / ONNX_MODEL)
+    trace_graph(encoder, raw)
+    did_fuse = False
+    if int8:  # the unfused graph quantises to the faster int8 graph (the module's docstring)
+        facts = _graph_facts(raw, encoder)  # measured on the fp32 graph, which int8 approximates
+        quantize_graph(raw, folder / ONNX_MODEL)
     else:
+        did_fuse = fuse_graph(raw, fused, config.model_type, config.num_attention_heads, config.hidden_size)
+        facts = _graph_facts(fused, encoder)
         shutil.copyfile(fused, folder / ONNX_MODEL)
     if openvino:
         _to_openvino(folder / ONNX_MODEL, folder / OPENVINO_MODEL)
