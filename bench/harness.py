@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Callable, Iterable, Mapping
@@ -18,6 +19,7 @@ from typing import Any
 
 from bench.common import machine_info, read_sentences, worker_env, write_json
 from sentcl.data.sampler import batches, epoch_permutation
+from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
 from sentcl.files.paths import data_file, resolve_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +57,28 @@ def parser(
     p.add_argument("--output", default=f"bench/results/{name}.json")
     if worker is not None:
         p.add_argument("--worker", type=worker, default=None, help=argparse.SUPPRESS)
+    return p
+
+
+def index_parser(
+    doc: str | None, name: str, embeddings_help: str, finished_help: str
+) -> argparse.ArgumentParser:
+    """The options the index benchmarks on real sentences share (bench/index_real.py, bench/index_binary.py):
+    --model, --data-dir, --cache, --embeddings, --n, --finished-only, --target-recall, --rounds, --one-query,
+    --threads, --seed and --output (bench/results/NAME.json); each adds its own."""
+    p = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--model", default="all-MiniLM-L6-v2")
+    p.add_argument("--data-dir", default=os.environ.get(DATA_ENV, str(Path(*DATA_DIR_DEFAULT))))
+    p.add_argument("--cache", default="runs/bench-real", help="Corpus, shards and query embeddings.")
+    p.add_argument("--embeddings", help=embeddings_help)
+    p.add_argument("--n", type=int, help="Use only the first N corpus rows (default: all).")
+    p.add_argument("--finished-only", action="store_true", help=finished_help)
+    p.add_argument("--target-recall", type=float, default=0.95)
+    p.add_argument("--rounds", type=int, default=3)
+    p.add_argument("--one-query", type=int, default=200, help="Queries timed one at a time.")
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--output", default=f"bench/results/{name}.json")
     return p
 
 

@@ -24,7 +24,6 @@ One faiss thread (``--threads``). ``point(...)`` is the function another bench c
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 import time
@@ -36,7 +35,6 @@ import numpy as np
 from bench import harness
 from bench.common import format_table, write_json
 from bench.index_real import encoded, prefix, timed
-from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
 
 POINTS = {"binary": ("binary", {}), "binary-hnsw": ("binary", {"binary_index": "hnsw"}), "int8": ("int8", {})}
 K = 10
@@ -141,22 +139,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--model", default="all-MiniLM-L6-v2")
-    p.add_argument("--data-dir", default=os.environ.get(DATA_ENV, str(Path(*DATA_DIR_DEFAULT))))
-    p.add_argument("--cache", default="runs/bench-real", help="Corpus, shards and query embeddings.")
-    p.add_argument(
-        "--embeddings", help="A finished shard folder of the same model's vectors (bench/index_real.py)."
+    p = harness.index_parser(
+        __doc__,
+        "index_binary",
+        "A finished shard folder of the same model's vectors (bench/index_real.py).",
+        "The shards finished so far; encode nothing.",
     )
-    p.add_argument("--n", type=int, help="Use only the first N corpus rows (default: all).")
-    p.add_argument("--finished-only", action="store_true", help="The shards finished so far; encode nothing.")
     p.add_argument("--points", default=",".join(POINTS))
-    p.add_argument("--target-recall", type=float, default=0.95)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--one-query", type=int, default=200, help="Queries timed one at a time.")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", default="bench/results/index_binary.json")
     args = p.parse_args(argv)
     head = harness.header("index_binary", args, args.threads, argv=argv)
     result = run(args)

@@ -29,7 +29,6 @@ One faiss thread (``--threads``) for every side.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import time
 from pathlib import Path
@@ -41,7 +40,6 @@ from bench import harness
 from bench.common import format_table, median, write_json
 from bench.index_corpus import build as build_corpus
 from bench.index_corpus import stsb_test_sentences
-from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
 
 TYPES = ("ivf", "hnsw", "ivfpq")
 
@@ -198,26 +196,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--real", action="store_true", help="(the switch bench.index passes on)")
-    p.add_argument("--model", default="all-MiniLM-L6-v2")
-    p.add_argument("--data-dir", default=os.environ.get(DATA_ENV, str(Path(*DATA_DIR_DEFAULT))))
-    p.add_argument("--cache", default="runs/bench-real", help="Corpus, shards and query embeddings.")
-    p.add_argument(
-        "--embeddings",
-        help="A finished shard folder of real sentences encoded with --model, used as the corpus instead of "
+    p = harness.index_parser(
+        __doc__,
+        "index_real",
+        "A finished shard folder of real sentences encoded with --model, used as the corpus instead of "
         "encoding the offline corpus (its query embeddings are cached under --cache).",
+        "Use the shards finished so far (from line 1) and encode nothing more.",
     )
-    p.add_argument("--n", type=int, help="Use only the first N corpus rows (default: all).")
+    p.add_argument("--real", action="store_true", help="(the switch bench.index passes on)")
     p.add_argument("--types", default=",".join(TYPES))
     p.add_argument("--hnsw-m", type=int, help="HNSW links per node (default: sentcl index build's).")
     p.add_argument(
         "--nlist", type=int, help="IVF cells at every size (default: sentcl index build's formula)."
-    )
-    p.add_argument(
-        "--finished-only",
-        action="store_true",
-        help="Use the shards finished so far (from line 1) and encode nothing more.",
     )
     p.add_argument(
         "--sizes",
@@ -231,12 +221,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         help="Tune on a seeded sample of N STS-B queries as a user's own queries (sentcl index build --queries FILE: "
         "tuned to the target itself) and measure on the others (default 0: held-out corpus rows).",
     )
-    p.add_argument("--target-recall", type=float, default=0.95)
-    p.add_argument("--rounds", type=int, default=3)
-    p.add_argument("--one-query", type=int, default=200, help="Queries timed one at a time.")
-    p.add_argument("--threads", type=int, default=1)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--output", default="bench/results/index_real.json")
     args = p.parse_args(argv)
     head = harness.header("index_real", args, args.threads, argv=argv)
     result = run(args)

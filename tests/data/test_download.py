@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import logging
 import socket
-import tarfile
 import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.archives import tar_archive
 from helpers.http_mirror import Mirror, serving
 
 from sentcl.cli import main
@@ -36,28 +37,11 @@ def _file_source(server: Mirror, name: str, body: bytes, sha: str | None = None)
     return {"wiki1m": Source("wiki1m", f"{server.base}/{name}", sha, f"corpora/{name}")}
 
 
+_tar_gz = functools.partial(tar_archive, compression="gz")
+
+
 def _sha(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
-
-
-def _tar_gz(
-    members: dict[str, bytes], links: dict[str, str] | None = None, hard: dict[str, str] | None = None
-) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-        for name, target in (links or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            archive.addfile(info)
-        for name, target in (hard or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.LNKTYPE, target
-            archive.addfile(info)
-    return buffer.getvalue()
 
 
 def _zip(members: dict[str, bytes]) -> bytes:

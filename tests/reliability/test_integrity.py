@@ -35,6 +35,11 @@ def flip(path: Path, at: int, bit: int = 0) -> None:
     path.write_bytes(bytes(data))
 
 
+def build_flat_index(shards: Path, out: Path) -> int:
+    """``sentcl index build`` of an exact (flat) index over a shard folder; the CLI's exit status."""
+    return main(["index", "build", "--embeddings", str(shards), "--type", "flat", "--output", str(out)])
+
+
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Shards of 120 clustered 8-d vectors (3 shards) and a flat and an ivf index over them."""
@@ -158,21 +163,7 @@ def test_an_index_refuses_re_encoded_shards_ix_stale_index(
     corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
     encode = ["encode", "--model", str(tiny_bert), "--input", str(corpus), "--output", str(tmp_path / "sh")]
     assert main([*encode, "--shard-size", "10"]) == 0
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--embeddings",
-                str(tmp_path / "sh"),
-                "--type",
-                "flat",
-                "--output",
-                str(tmp_path / "ix"),
-            ]
-        )
-        == 0
-    )
+    assert build_flat_index(tmp_path / "sh", tmp_path / "ix") == 0
     search = ["search", "--model", str(tiny_bert), "--index", str(tmp_path / "ix"), "--query", "a dog"]
     assert main(search) == 0
     corpus.write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")
@@ -203,21 +194,7 @@ def test_a_model_whose_middle_bytes_changed_is_another_model(
         "10",
     ]
     assert main(encode) == 0
-    assert (
-        main(
-            [
-                "index",
-                "build",
-                "--embeddings",
-                str(tmp_path / "sh"),
-                "--type",
-                "flat",
-                "--output",
-                str(tmp_path / "ix"),
-            ]
-        )
-        == 0
-    )
+    assert build_flat_index(tmp_path / "sh", tmp_path / "ix") == 0
     weights = next(model.glob("*.safetensors"))
     size = weights.stat().st_size
     flip(weights, size // 2 - (size // 2) % 4)  # the lowest byte of a float in the middle of the file

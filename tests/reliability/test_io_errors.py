@@ -13,14 +13,12 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import io
 import json
 import os
 import resource
 import shutil
 import subprocess
 import sys
-import tarfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -28,6 +26,7 @@ import numpy as np
 import pytest
 import yaml
 from harness import Case, parametrize, run_case
+from helpers.archives import tar_archive
 from helpers.data import tiny_recipe, write, write_corpus
 from helpers.http_mirror import Mirror, serving
 
@@ -564,21 +563,7 @@ def pins(data_dir: Path) -> str:
     return path.read_text() if path.exists() else ""
 
 
-def tar(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-        for name, target in (links or {}).items():
-            info = tarfile.TarInfo(name)
-            info.type, info.linkname = tarfile.SYMTYPE, target
-            archive.addfile(info)
-    return buffer.getvalue()
-
-
-GOOD_TAR = tar({MARKER: b"dev\n", "SICK/SICK_trial.txt": b"sick\n", "MR/rt-polarity.pos": b"good\n"})
+GOOD_TAR = tar_archive({MARKER: b"dev\n", "SICK/SICK_trial.txt": b"sick\n", "MR/rt-polarity.pos": b"good\n"})
 
 
 def test_w17_cut_without_length_is_not_installed_nor_pinned(
@@ -640,7 +625,7 @@ def senteval(mirror: Mirror, name: str, body: bytes) -> dict[str, Source]:
 
 
 def test_w08_refused_archive_leaves_no_pin(mirror: Mirror, tmp_path: Path) -> None:
-    hostile = tar({MARKER: b"x"}, {"STS/link": "../../../evil"})
+    hostile = tar_archive({MARKER: b"x"}, {"STS/link": "../../../evil"})
     with pytest.raises(Exception, match="refusing the archive"):
         download(["senteval"], tmp_path, senteval(mirror, "se.tar", hostile))
     assert pins(tmp_path) == ""
@@ -661,7 +646,7 @@ def test_w15_cut_tar_is_refused_and_not_pinned(mirror: Mirror, tmp_path: Path) -
 
 def test_w14_archive_without_marker_is_not_reused(mirror: Mirror, tmp_path: Path) -> None:
     with pytest.raises(Exception, match=r"archive has no STS/STSBenchmark/sts-dev\.csv"):
-        download(["senteval"], tmp_path, senteval(mirror, "se.tar", tar({"other.txt": b"x"})))
+        download(["senteval"], tmp_path, senteval(mirror, "se.tar", tar_archive({"other.txt": b"x"})))
     assert not (tmp_path / ".downloads" / "se.tar").exists() and pins(tmp_path) == ""
     download(["senteval"], tmp_path, senteval(mirror, "se.tar", GOOD_TAR), force=True)
     assert (tmp_path / "senteval" / MARKER).read_bytes() == b"dev\n"
@@ -670,7 +655,7 @@ def test_w14_archive_without_marker_is_not_reused(mirror: Mirror, tmp_path: Path
 def test_w14_force_discards_a_cached_archive(mirror: Mirror, tmp_path: Path) -> None:
     cached = tmp_path / ".downloads" / "se.tar"
     cached.parent.mkdir()
-    cached.write_bytes(tar({"other.txt": b"x"}))  # left by an older run: no marker inside
+    cached.write_bytes(tar_archive({"other.txt": b"x"}))  # left by an older run: no marker inside
     download(["senteval"], tmp_path, senteval(mirror, "se.tar", GOOD_TAR), force=True)
     assert (tmp_path / "senteval" / MARKER).read_bytes() == b"dev\n"
 
