@@ -35,6 +35,21 @@ def flip(path: Path, at: int, bit: int = 0) -> None:
     path.write_bytes(bytes(data))
 
 
+def encode_args(model: Path, corpus: Path, out: Path) -> list[str]:
+    """``sentcl encode`` of ``corpus`` with ``model`` into shards of 10 lines in ``out``."""
+    return [
+        "encode",
+        "--model",
+        str(model),
+        "--input",
+        str(corpus),
+        "--output",
+        str(out),
+        "--shard-size",
+        "10",
+    ]
+
+
 def build_flat_index(shards: Path, out: Path) -> int:
     """``sentcl index build`` of an exact (flat) index over a shard folder; the CLI's exit status."""
     return main(["index", "build", "--embeddings", str(shards), "--type", "flat", "--output", str(out)])
@@ -182,17 +197,7 @@ def test_a_model_whose_middle_bytes_changed_is_another_model(
     shutil.copytree(tiny_bert, model)
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"word {i}\n" for i in range(20)), encoding="utf-8")
-    encode = [
-        "encode",
-        "--model",
-        str(model),
-        "--input",
-        str(corpus),
-        "--output",
-        str(tmp_path / "sh"),
-        "--shard-size",
-        "10",
-    ]
+    encode = encode_args(model, corpus, tmp_path / "sh")
     assert main(encode) == 0
     assert build_flat_index(tmp_path / "sh", tmp_path / "ix") == 0
     weights = next(model.glob("*.safetensors"))
@@ -211,17 +216,7 @@ def test_a_killed_multi_process_encode_is_not_resumed_with_other_settings_di_res
 ) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"word {i}\n" for i in range(30)), encoding="utf-8")
-    encode = [
-        "encode",
-        "--model",
-        str(tiny_bert),
-        "--input",
-        str(corpus),
-        "--output",
-        str(tmp_path / "sh"),
-        "--shard-size",
-        "10",
-    ]
+    encode = encode_args(tiny_bert, corpus, tmp_path / "sh")
     assert main(encode) == 0
     (tmp_path / "sh" / "manifest.json").unlink()  # what a killed torchrun encode leaves: shards, no manifest
     (tmp_path / "sh" / "shard-00002.json").unlink()
