@@ -32,6 +32,7 @@ import hashlib
 import json
 import logging
 import os
+import re
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ CACHE_DIR = "fingerprints"
 RECORD_MAX_BYTES = 16 << 20
 logger = logging.getLogger(__name__)
 _memo: dict[str, tuple[tuple[int, ...], str]] = {}
+_HEX64 = re.compile(r"[0-9a-f]{64}")
 _from_cache: set[str] = set()  # resolved paths whose last digest came from a cache, not a read
 _said: list[bool] = [False]  # the once-per-process line of a check that used cached digests
 
@@ -69,8 +71,14 @@ def _cached(name: str, key: tuple[int, ...]) -> str | None:
         row = json.loads(_entry(name).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
-    ok = isinstance(row, dict) and row.get("path") == name and tuple(row.get("key", ())) == key
-    return str(row["sha256"]) if ok and isinstance(row.get("sha256"), str) else None
+    ok = (
+        isinstance(row, dict)
+        and row.get("path") == name
+        and isinstance(row.get("key"), list)  # a damaged entry (any other value) is no entry
+        and tuple(row["key"]) == key
+    )
+    digest = row.get("sha256") if ok else None
+    return digest if isinstance(digest, str) and _HEX64.fullmatch(digest) else None
 
 
 def _store(name: str, key: tuple[int, ...], digest: str) -> None:
