@@ -415,16 +415,20 @@ def test_a_users_markdown_folder_is_not_taken_for_an_experiments_pages(
 def test_an_experiment_folder_written_before_markers_is_known_by_its_pages_exact_files(
     tmp_path: Path,
 ) -> None:
+    """An old pages folder (no marker) is known by a page's .md, its .png and its runs/, all three."""
     from sentcl.files.output import OutputRefused, claim_folder
 
     old = tmp_path / "old"
     old.mkdir()
     (old / "t-cpu.md").write_text("# page\n", encoding="utf-8")
-    known = ["t-cpu.md", "t-cpu.png"]
-    with pytest.raises(OutputRefused, match="files sentcl did not write"):  # the page alone: not enough
-        claim_folder(old, "experiment", "--output", known=known)
     (old / "t-cpu.png").write_bytes(b"\x89PNG")
-    assert claim_folder(old, "experiment", "--output", known=known)  # its page and plot: sentcl's own
+    with pytest.raises(OutputRefused, match="files sentcl did not write"):  # page and plot alone: not enough
+        claim_folder(old, "experiment", "--output")
+    (old / "t-cpu" / "runs").mkdir(parents=True)
+    assert claim_folder(old, "experiment", "--output")  # another grid's pages: sentcl's own folder
+    mine = tmp_path / "mine"
+    (mine / "g-cpu" / "runs").mkdir(parents=True)
+    assert claim_folder(mine, "experiment", "--output", known=["g-cpu/runs"])  # this grid's own summaries
 
 
 def test_experiment_output_that_is_a_file_is_refused_before_any_point_trains_g_output_file_fresh(

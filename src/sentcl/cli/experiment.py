@@ -85,11 +85,10 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.output is None:
         args.output = default_output(Path.cwd())
-    # the pages' folder: new, empty or earlier pages (never a file, a model or a run), before any point trains
+    # the pages' folder: new, empty or earlier pages (never a file, a model or a run), before any point trains;
+    # this grid's own summaries folder shows an earlier pages folder of it (sentcl.files.output)
     page = f"{spec.name}-{args.variant}"  # this grid's page, and its folder (summaries, side tables)
-    prepare_folder(
-        args.output, "experiment", "--output", [Input(Path(args.grid), "GRID")], [f"{page}.md", f"{page}.png"]
-    )
+    prepare_folder(args.output, "experiment", "--output", [Input(Path(args.grid), "GRID")], [f"{page}/runs"])
     summaries = summaries_dir(args.output, spec, args.variant)
     if not args.from_summaries:
         ran = run_grid(spec, args.variant, args.runs_dir, overrides)

@@ -52,7 +52,7 @@ LEGACY: dict[str, tuple[str, ...]] = {
     "run": ("metrics.jsonl", "provenance.json", "checkpoint-*", "best", "results.json"),
     "report": ("report.md", "report_cache.json"),
     "search-index": ("fingerprint.json", "embeddings.npy"),
-    "experiment": (),  # marker-only: an old experiment's folder is known by its page's exact files
+    "experiment": (),  # an old pages folder: ``_old_pages`` (a page's .md, its .png and its runs/)
     "teacher-cache": ("teacher.json",),
     "model": (),
     "summary": ("results.json",),
@@ -115,7 +115,18 @@ def write_marker(folder: Path, kind: str) -> None:
     )
 
 
+def _old_pages(folder: Path) -> bool:
+    """An experiment's pages written before markers: some page ``NAME.md`` beside its plot ``NAME.png`` and its
+    run summaries ``NAME/runs/`` (what every older ``sentcl experiment`` wrote), not any Markdown file."""
+    return any(
+        (folder / f"{md.stem}.png").is_file() and (folder / md.stem / "runs").is_dir()
+        for md in folder.glob("*.md")
+    )
+
+
 def _legacy(folder: Path, kind: str) -> bool:
+    if kind == "experiment" and _old_pages(folder):
+        return True
     return any(any(folder.glob(pattern)) for pattern in LEGACY.get(kind, ()))
 
 
