@@ -10,12 +10,13 @@ Points (``--points``, default all of them; ``--static NAME=FOLDER`` adds a stati
 
 - sentcl: ``teacher`` (PyTorch), ``teacher-onnx`` and ``teacher-onnx-int8`` (``sentcl.interop.onnx``'s export,
   run by onnxruntime), ``teacher-openvino`` (``sentcl export --format openvino``, run by OpenVINO), the layer
-  students ``l3`` [0, 2, 4] and ``l2`` [0, 5] in PyTorch and int8 ONNX, and
-  ``l3-pca128`` (the 3-layer student with a 128-d PCA Dense layer). The layer students are cut here from the
-  teacher: the trained students' weights are not kept, and a cut runs at the trained student's speed (same
-  shapes). Their STS averages are therefore the committed ones of the distillation grid
-  (docs/results/distillation-cpu/runs, mean over seeds; the int8 3-layer student's from
-  bench/results/distill_speed.json); the result says which figure came from where.
+  students ``l3`` and ``l2`` in PyTorch and int8 ONNX, and ``l3-pca128`` (the 3-layer student with a 128-d
+  PCA Dense layer). ``--student l3=FOLDER`` runs a layer student from its trained folder (and exports that for
+  its int8 point); its STS average is then measured here. A layer student without a trained folder is cut from
+  the teacher (``l3`` [0, 2, 4], ``l2`` [0, 5]): a cut runs at the trained student's speed (same shapes), and
+  its STS average is the committed one of the distillation grid (docs/results/distillation-cpu/runs, mean over
+  seeds; the int8 3-layer student's from bench/results/distill_speed.json); the result says which figure came
+  from where.
 - peers, run by ``--peer-python`` (``bench/st_peer.py``; sentence-transformers' ONNX and OpenVINO backends
   need transformers<4.58): ``st`` (sentence-transformers, PyTorch), ``st-onnx``, ``st-openvino``, and
   ``model2vec`` (Model2Vec's own ``distill`` of the teacher with its defaults, built once into
@@ -46,6 +47,8 @@ from bench import harness
 from bench.common import format_table, median, set_threads
 from bench.distill_speed import folder_size, stsb_test_sentences
 from bench.frontier_points import POINTS, Point, build_points, reference_sts
+from bench.frontier_side import SEARCH_RESULTS, SERVE_RESULT, search_points, serve_point
+from bench.harness import ROOT
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.paths import resolve_data_dir
 
@@ -66,6 +69,20 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--teacher", default=harness.DEFAULT_MODEL, help="teacher folder or short name")
     p.add_argument("--points", default=",".join(POINTS), help="comma-separated; valid: " + ", ".join(POINTS))
     p.add_argument("--static", action="append", default=[], metavar="NAME=FOLDER", help="a static student")
+    p.add_argument(
+        "--student",
+        action="append",
+        default=[],
+        metavar="NAME=FOLDER",
+        help="a layer student (l3, l2, l3-pca128) from its trained folder, scored here, not cut from the teacher",
+    )
+    p.add_argument(
+        "--search-result",
+        action="append",
+        default=None,
+        help=f"a committed bench.index_binary result (default: {', '.join(SEARCH_RESULTS)})",
+    )
+    p.add_argument("--serve-result", default=SERVE_RESULT, help="a committed bench.serve_load result")
     p.add_argument("--peer-python", default=None, help="interpreter of the peers (make bench-peer-venv)")
     p.add_argument("--cache-dir", default="runs/frontier-cache", help="Model2Vec's distilled folder, kept")
     p.add_argument("--sentences", type=int, default=1000, help="the first N distinct STS-B test sentences")
@@ -75,6 +92,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     args = p.parse_args(argv)
     args.model = args.teacher
     args.argv = argv
+    args.search_result = args.search_result or list(SEARCH_RESULTS)
     if args.output is None:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%d-%H%M")
         args.output = f"bench/results/frontier/frontier-{stamp}.json"
@@ -142,7 +160,7 @@ def sts_column(
     column: dict[str, dict[str, Any]] = {}
     for name, point in points.items():
         key = "teacher" if name in SAME_AS_TEACHER else name
-        if key in committed:
+        if key in committed and not point.trained:
             column[name] = committed[key]
         elif point.measure_sts and not args.no_sts:
             start = time.perf_counter()
@@ -169,7 +187,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         info = {n: p.describe() for n, p in points.items()}
     rows = {n: {**info[n], **speeds[n], "size": sizes[n], "sts": sts[n]} for n in speeds}
     config = {**head["config"], "max_length": max_length}
-    return {**head, "config": config, "sentences": len(sentences), "points": rows}
+    side = {
+        "search": search_points(ROOT, args.search_result),
+        "service": serve_point(ROOT, args.serve_result),
+    }
+    return {**head, "config": config, "sentences": len(sentences), "points": rows, **side}
 
 
 def report(res: dict[str, Any]) -> str:

@@ -166,13 +166,60 @@ def builds(root: Path, run: dict[str, Any]) -> str:
     )
 
 
-def page(path: Path, run: dict[str, Any], built: str = "") -> str:
+def students_note(run: dict[str, Any]) -> str:
+    """What the layer-student rows are: trained folders scored here, or cuts carrying committed averages."""
+    rows = run["points"]
+    trained = [n for n, r in rows.items() if r.get("trained_from")]
+    cut = [n for n, r in rows.items() if r["runtime"] == "pytorch" and n != "teacher" and n not in trained]
+    cut = [n for n in cut if rows[n]["family"] == "sentcl"]
+    note = ""
+    if trained:
+        note += (
+            " The layer students "
+            + ", ".join(f"`{n}`" for n in trained)
+            + " run from their trained folders (`"
+            + "`, `".join(rows[n]["trained_from"] for n in trained)
+            + "`; the int8 points are their exports) and are scored in this run."
+        )
+    if cut:
+        note += (
+            " The layer students "
+            + ", ".join(f"`{n}`" for n in cut)
+            + " are the teacher's layers cut in the run "
+            "(their trained weights are not kept; a cut has the same shapes, so the same speed) and carry the "
+            "trained students' committed averages."
+        )
+    return note
+
+
+def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
+    """The search and service points and the targets, where the run has them."""
+    from bench.frontier_side import search_table, serve_table
+    from bench.frontier_targets import targets
+
+    text = ""
+    if run.get("search"):
+        text += (
+            "\n\n## Search points\n\nCompressed indexes of the real offline sentences (the teacher's vectors), "
+            "recall@10 against exact search, memory against the float index's, queries per second at one thread "
+            "against the exact flat index's in the same run:\n\n" + search_table(run["search"])
+        )
+    if run.get("service"):
+        text += (
+            "\n\n## The service\n\n`sentcl serve` (the teacher, 16 clients) against the same model's "
+            "in-process encode, alternating rounds:\n\n" + serve_table(run["service"])
+        )
+    return text + "\n\n## Targets\n\n" + targets(run, root, verdict)
+
+
+def page(path: Path, run: dict[str, Any], built: str = "", root: Path = ROOT) -> str:
     machine = run["machine"]
     load = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_start", []))
     ours = pareto(scored(run, "sentcl"))
     above = above_frontier(run)
     verdict = "".join(f"\n- Above sentcl's frontier: {why_above(run, name)}." for name in above)
     verdict = f"\n{verdict}" if verdict else " No peer point lies above sentcl's frontier."
+    short = "none lies above it" if not above else "above it: " + ", ".join(above) + " (see above)"
     return f"""# The CPU frontier: quality against speed, one thread
 
 Every point encodes the same {run["sentences"]} distinct STS-B test sentences, batch
@@ -183,10 +230,8 @@ first) and each timing repeats until {run["config"]["min_seconds"]} s have passe
 rates move between runs: **the speed column is the median of each point's ratio to the teacher's PyTorch rate
 in the same round**, which is what compares. STS is the seven-task average (STS12-16, STS-B test, SICK-R test;
 Spearman x 100) by `sentcl eval`'s path; where a point's model was already scored the committed figure is
-reused, as the last column says. The layer students here are the teacher's layers cut in the run (the trained
-students' weights are not kept; a cut has the same shapes, so the same speed) and carry the trained students'
-committed averages. "CPU s per s" is the CPU time the point's process used per second of its timing: about
-the share of one core it got (never above one: one thread each).
+reused, as the last column says.{students_note(run)} "CPU s per s" is the CPU time the point's process used per
+second of its timing: about the share of one core it got (never above one: one thread each).
 
 {table(run)}
 
@@ -198,7 +243,7 @@ sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdic
 {run["command"]}
 ```
 
-(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.)
+(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.){side_sections(run, short, root)}
 """
 
 
@@ -207,7 +252,7 @@ def build(root: Path = ROOT, plot_to: Path | None = None) -> str:
     path, run = newest_run(root)
     if plot_to is not None:
         plot(run, plot_to)
-    return page(path, run, builds(root, run))
+    return page(path, run, builds(root, run), root)
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -78,9 +78,13 @@ class Point:
     max_length: int
     measure_sts: bool = True
     no_sts_reason: str | None = None
+    trained: bool = False  # a layer student from its trained folder (not a cut of the teacher)
 
     def describe(self) -> dict[str, Any]:
-        return {"family": self.family, "runtime": self.runtime, "folder": self.folder.name}
+        row = {"family": self.family, "runtime": self.runtime, "folder": self.folder.name}
+        return (
+            {**row, "trained_from": str(self.folder)} if self.trained and self.runtime == "pytorch" else row
+        )
 
 
 def reference_sts(root: Path = ROOT) -> dict[str, dict[str, Any]]:
@@ -103,8 +107,11 @@ def reference_sts(root: Path = ROOT) -> dict[str, dict[str, Any]]:
     return found
 
 
-def sentcl_point(name: str, model: Any, folder: Path, runtime: str, batch: int, max_length: int) -> Point:
-    """A model that runs in this process (a SentenceEncoder, an OnnxEncoder, a static student)."""
+def sentcl_point(
+    name: str, model: Any, folder: Path, runtime: str, batch: int, max_length: int, trained: bool = False
+) -> Point:
+    """A model that runs in this process (a SentenceEncoder, an OnnxEncoder, a static student); ``trained``:
+    a layer student (or its export) from its trained folder, scored here."""
     from sentcl.evaluation.embedding import evaluation_encode_fn
 
     def encode_timed(sentences: list[str]) -> tuple[float, float, np.ndarray]:
@@ -120,8 +127,9 @@ def sentcl_point(name: str, model: Any, folder: Path, runtime: str, batch: int, 
         encode_timed,
         lambda: evaluation_encode_fn(model, batch, max_length),
         max_length,
-        measure_sts=name not in NOT_SCORED,
-        no_sts_reason=NOT_SCORED.get(name),
+        measure_sts=trained or name not in NOT_SCORED,
+        no_sts_reason=None if trained else NOT_SCORED.get(name),
+        trained=trained,
     )
 
 
@@ -155,6 +163,30 @@ def model2vec_folder(python: str, teacher: Path, cache: Path) -> Path:
         print(f"model2vec distill: {time.perf_counter() - start:.0f} s", flush=True)
         partial.rename(out)
     return out
+
+
+def trained_students(specs: list[str]) -> dict[str, Path]:
+    """``--student NAME=FOLDER`` specs: a layer-student point (one of CUTS) run from its trained folder."""
+    found: dict[str, Path] = {}
+    for spec in specs:
+        name, _, folder = spec.partition("=")
+        if name not in CUTS or not folder:
+            raise ValueError(f"--student {spec!r}: NAME=FOLDER with NAME one of {', '.join(CUTS)}")
+        if not Path(folder, "config.json").is_file():
+            raise ValueError(f"--student {spec!r}: {folder} has no config.json (a saved model folder)")
+        found[name] = Path(folder)
+    return found
+
+
+def layer_student(
+    teacher_dir: Path, name: str, work: Path, sentences: list[str], trained: dict[str, Path]
+) -> tuple[Any, Path]:
+    """A layer-student point's model and folder: its trained folder if given, else cut from the teacher."""
+    from sentcl.modeling.encoder import SentenceEncoder
+
+    if name in trained:
+        return SentenceEncoder.from_pretrained(str(trained[name])).eval(), trained[name]
+    return cut_student(teacher_dir, name, work, sentences)
 
 
 def cut_student(teacher_dir: Path, name: str, work: Path, sentences: list[str]) -> tuple[Any, Path]:
@@ -196,15 +228,17 @@ def build_points(
     with tempfile.TemporaryDirectory(prefix="sentcl-frontier-") as tmp:
         work = Path(tmp)
         models: dict[str, Any] = {"teacher": teacher}
+        trained = trained_students(args.student)
         for name in [n for n in names if n in CUTS]:
-            models[name], folder = cut_student(teacher_dir, name, work, sentences)
-            points[name] = sentcl_point(name, models[name], folder, "pytorch", args.batch_size, ml)
+            models[name], folder = layer_student(teacher_dir, name, work, sentences, trained)
+            own = name in trained
+            points[name] = sentcl_point(name, models[name], folder, "pytorch", args.batch_size, ml, own)
         for name in [n for n in names if ("-onnx" in n or "-openvino" in n) and n in SENTCL_POINTS]:
             base, int8, ov = name.split("-")[0], name.endswith("int8"), name.endswith("openvino")
             folder = export_onnx(models[base], work / name, int8=int8, openvino=ov)
             runtime = "openvino" if ov else "onnx-int8" if int8 else "onnx"
             onnx = OnnxEncoder(folder, threads=args.threads)
-            points[name] = sentcl_point(name, onnx, folder, runtime, args.batch_size, ml)
+            points[name] = sentcl_point(name, onnx, folder, runtime, args.batch_size, ml, base in trained)
         for spec in args.static:
             label, _, path = spec.partition("=")
             model = open_model(path, threads=args.threads)

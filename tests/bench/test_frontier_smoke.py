@@ -74,3 +74,39 @@ def test_committed_sts_is_the_mean_of_the_seeds_task_scores() -> None:
         assert found[point]["avg"] == pytest.approx(sum(per_seed) / len(per_seed), abs=1e-9)
         assert str(GRID / folder) in found[point]["source"]
     assert found["l3"]["avg"] == pytest.approx(73.29, abs=0.005)  # the distillation page's figure
+
+
+@pytest.mark.slow
+def test_a_trained_student_is_run_from_its_folder_and_scored(tmp_path: Path, data_dir: Path) -> None:
+    """--student l3=FOLDER: the point runs that folder (its size, its vectors) and its STS average and its int8
+    export's are measured here, not borrowed; the run carries the committed search and service rows."""
+    from bench import frontier
+    from sentcl.modeling.encoder import SentenceEncoder
+    from sentcl.modeling.student import keep_layers
+
+    teacher = st_folder(tmp_path / "teacher", build_tiny_bert(tmp_path / "bert6", layers=6), "mean", [], True)
+    student = SentenceEncoder.from_pretrained(str(teacher))
+    keep_layers(student.backbone, [0, 3, 5], str(teacher))
+    student.save_pretrained(tmp_path / "trained")
+    out = tmp_path / "frontier.json"
+    argv = ["--teacher", str(teacher), "--points", "teacher,l3,l3-onnx-int8", "--rounds", "1"]
+    argv += ["--student", f"l3={tmp_path / 'trained'}", "--sentences", "50", "--min-seconds", "0"]
+    frontier.main([*argv, "--data-dir", str(data_dir), "--output", str(out)])
+    data = json.loads(out.read_text(encoding="utf-8"))
+    l3, int8 = data["points"]["l3"], data["points"]["l3-onnx-int8"]
+    assert l3["trained_from"] == str(tmp_path / "trained")
+    files = [f for f in (tmp_path / "trained").rglob("*") if f.is_file()]
+    assert l3["size"]["bytes"] == sum(f.stat().st_size for f in files)
+    for row in (l3, int8):
+        assert row["sts"]["source"] == "measured in this run" and 0 < abs(row["sts"]["avg"]) < 100
+    assert data["search"] and data["service"]["errors"] >= 0
+
+
+def test_a_bad_student_spec_is_refused(tmp_path: Path, data_dir: Path) -> None:
+    from bench import frontier
+
+    argv = ["--points", "teacher,l3", "--output", str(tmp_path / "x.json"), "--data-dir", str(data_dir)]
+    with pytest.raises(ValueError, match="NAME one of"):
+        frontier.main([*argv, "--student", "l9=/tmp"])
+    with pytest.raises(ValueError, match="no config.json"):
+        frontier.main([*argv, "--student", f"l3={tmp_path}"])
