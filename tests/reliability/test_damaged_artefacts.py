@@ -170,6 +170,13 @@ INDEX_CASES = [
         # the SHA-256 that index.json records catches it at open (an index without records: at search)
         r"index\.faiss (returned id 1000000\d{3}, outside its 120 vectors: the file is damaged|changed since it was written)",
     ),  # fmt: skip
+    Case(
+        "FXC_ivf_ids_norowmap",
+        damaged_index(
+            "ivf", lambda i: (inverted_list_ids(10**9)(i), (i / "rows.npy").unlink(missing_ok=True))
+        ),
+        r"index\.faiss (returned id 1000000\d{3}, outside its 120 vectors|changed since it was written)|rows\.npy",
+    ),  # fmt: skip
 ]
 
 

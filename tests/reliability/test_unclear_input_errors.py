@@ -89,6 +89,14 @@ CASES = [
         r"--query number 1 is empty",
     ),
     Case(
+        "EV_data_file",
+        data_env_is_a_file(
+            lambda f: ["train", "--config", "demo", "--set", f"training.output_dir={f / 'run'}"]
+        ),
+        r"afile\.txt \(from \$SENTCL_DATA\) is a file, not a folder",
+        check=nothing_written("run"),
+    ),
+    Case(
         "EV_data_eval_file",
         data_env_is_a_file(lambda f: ["eval", "--model", str(ENV["model"]), "--tasks", "stsb_dev"]),
         r"afile\.txt \(from \$SENTCL_DATA\) is a file, not a folder",
