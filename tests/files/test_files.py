@@ -67,3 +67,25 @@ def test_read_yaml_names_the_file(tmp_path: Path) -> None:
         read_yaml(path, "grid file", DataFormatError)
     with pytest.raises(ValueError, match=r"config file .*nope\.yaml does not exist"):
         read_yaml(tmp_path / "nope.yaml", "config file")
+
+
+def test_a_relative_training_file_is_looked_up_in_the_working_folder_first_cf_relpath(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """CF_relpath: data.train_file=./small.txt with small.txt in the working folder was looked up only in the
+    data folder ('missing data file $DATA/small.txt'); the guide says the working folder comes first."""
+    from helpers.data import write_small_sts
+
+    from sentcl.config import TrainConfig, load_config
+    from sentcl.training.validation import check_files
+
+    data = write_small_sts(tmp_path / "data")
+    (data / "small.txt").write_text("in the data folder\n", encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    monkeypatch.chdir(work)
+    sets = [f"data.data_dir={data}", "data.train_file=./small.txt", "eval.final_tasks=[]"]
+    cfg = load_config(TrainConfig, None, sets)
+    assert check_files(cfg)[1].resolve() == (data / "small.txt").resolve()  # not here: the data folder's
+    (work / "small.txt").write_text("in the working folder\n", encoding="utf-8")
+    assert check_files(cfg)[1].resolve() == (work / "small.txt").resolve()  # here: the working folder's
