@@ -10,36 +10,12 @@ from typing import Any
 import numpy as np
 import pytest
 from helpers.data import VERY_MIXED_LENGTH_SENTENCES
+from helpers.passes import brute_force
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import sentcl.modeling.encoder as encoder_module
 from sentcl.modeling.batching import length_sorted_batches, plan_batches
-
-
-def allowed(lengths: list[int], batch_size: int, max_cells: int, max_padding: float) -> bool:
-    """The rule read directly: one pass of these sentences (longest first) is allowed."""
-    if len(lengths) == 1:
-        return True
-    cells = len(lengths) * max(lengths)
-    padding = sum(max(lengths) - n for n in lengths)
-    return len(lengths) <= batch_size and cells <= max_cells and padding <= max_padding * sum(lengths)
-
-
-def brute_force(
-    lengths: list[int], batch_size: int, max_cells: int, max_padding: float
-) -> list[tuple[int, int]]:
-    """Each pass the longest run from where the last ended that the rule allows, trying every end."""
-    spans, start = [], 0
-    while start < len(lengths):
-        end = max(
-            e
-            for e in range(start + 1, len(lengths) + 1)
-            if allowed(lengths[start:e], batch_size, max_cells, max_padding)
-        )
-        spans.append((start, end))
-        start = end
-    return spans
 
 
 @settings(max_examples=300, deadline=None)

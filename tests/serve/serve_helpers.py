@@ -61,3 +61,30 @@ def running_server(app: Any, **config: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(timeout=10)
+
+
+class SteppedEncoder:
+    """Wraps an encoder: every encode call records its sentences, then waits for the test to ``step()`` it
+    (at most ``timeout_s``), so that a test decides when each pass finishes. A call holding a sentence that
+    contains ``fail_on`` raises once released."""
+
+    def __init__(self, inner: Any, fail_on: str = "\0", timeout_s: float = 10.0) -> None:
+        self.inner = inner
+        self.tokenizer = inner.tokenizer
+        self.max_length = inner.max_length
+        self.embedding_dim = inner.embedding_dim
+        self.calls: list[list[str]] = []
+        self.permits = threading.Semaphore(0)
+        self.fail_on = fail_on
+        self.timeout_s = timeout_s
+
+    def encode(self, sentences: list[str], **kwargs: Any) -> np.ndarray:
+        self.calls.append(list(sentences))
+        assert self.permits.acquire(timeout=self.timeout_s), "the test never stepped this call"
+        if any(self.fail_on in s for s in sentences):
+            raise RuntimeError(f"cannot encode {self.fail_on!r}")
+        return self.inner.encode(sentences, **kwargs)
+
+    def step(self, calls: int = 1) -> None:
+        for _ in range(calls):
+            self.permits.release()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 from pathlib import Path
 
 from sentcl.cli.options import add_model_options, load_model, positive_int
@@ -39,19 +40,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     for action in p._actions:  # the shared --batch-size, with the service's meaning and default
         if action.dest == "batch_size":
             action.default = 16
-            action.help = "Sentences per forward pass inside an encode call (default 16)."
+            action.help = (
+                "Sentences per forward pass at most (default 16): waiting sentences are sorted by length and "
+                "cut into passes that pad little (--max-batch-tokens, docs/performance.md, 'Serving')."
+            )
     p.add_argument(
         "--max-batch-size",
         type=positive_int,
         default=128,
-        help="Sentences gathered into one encode call (default 128); it runs them sorted by length in "
-        "passes of --batch-size (default 16 here: small passes pad mixed lengths less).",
+        help="Sentences per encode call at most (default 128; a call is one pass of at most --batch-size).",
+    )
+    p.add_argument(
+        "--workers",
+        type=positive_int,
+        help="Encode threads, each running its own passes on --threads / --workers PyTorch threads "
+        "(default: one per thread, so that no pass waits on another thread of its own).",
     )
     p.add_argument(
         "--max-client-batch", type=positive_int, default=32, help="Inputs per request (413 above)."
     )
     p.add_argument(
-        "--max-batch-tokens", type=positive_int, default=16384, help="Tokens per encode call (default 16384)."
+        "--max-batch-tokens",
+        type=positive_int,
+        default=4096,
+        help="Padded cells per pass at most: sentences × the longest one's tokens (default 4096).",
     )
     p.add_argument(
         "--max-wait-ms", type=float, default=5.0, help="How long a request waits for others to batch with."
@@ -158,6 +170,13 @@ def api_key_from(args: argparse.Namespace) -> str | None:
     return key
 
 
+def encode_threads(args: argparse.Namespace) -> tuple[int, int]:
+    """``(threads, workers)``: ``--threads`` (default $OMP_NUM_THREADS, else the CPUs this process may use)
+    and ``--workers`` (default one per thread)."""
+    threads = args.threads or int(os.environ.get("OMP_NUM_THREADS", "0") or 0) or len(os.sched_getaffinity(0))
+    return threads, args.workers or threads
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401 - the extra's check
@@ -176,7 +195,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("no model: give MODEL or --model")
     if args.max_wait_ms < 0:
         raise ValueError(f"--max-wait-ms must be >= 0, got {args.max_wait_ms}")
+    threads, workers = encode_threads(args)
     limits = Limits(
+        workers=workers,
         max_client_batch=args.max_client_batch,
         max_batch_size=args.max_batch_size,
         encode_batch_size=args.batch_size,
@@ -194,10 +215,9 @@ def run(args: argparse.Namespace) -> int:
     sock = bind(args.host, args.port)  # before loading anything: a busy port fails at once
     try:
         logger.info("bound %s; loading %s", url_of(sock), args.model)
-        if args.threads:
-            import torch
+        import torch
 
-            torch.set_num_threads(args.threads)
+        torch.set_num_threads(max(1, threads // workers))  # each worker's share
         if not args.keep_malloc_threshold:
             from sentcl.training.allocator import fix_mmap_threshold
 

@@ -1,26 +1,30 @@
-"""Micro-batching: concurrent requests are gathered into one ``encode`` call.
+"""Continuous batching: the sentences of concurrent requests wait in one pool, and each free encode worker
+takes the next length-homogeneous sub-batch from it.
 
-A request's sentences wait in a queue. The worker takes the oldest request and adds the following ones
-while the batch stays within ``max_batch_size`` sentences and ``max_batch_tokens`` tokens, waiting at most
-``max_wait_s`` after the oldest request arrived (requests that queued during the previous encode are
-therefore taken at once). Encoding runs in one worker thread, off the event loop, so that the loop keeps
-answering (``/health``, queueing) while a batch encodes. A request is never split across encode calls.
+A request's sentences join the pool with their token counts. A free worker sorts the pool longest first, cuts
+it with the rule every ``encode`` uses (``modeling.batching.plan_batches``: at most ``max_batch_size``
+sentences, ``max_batch_tokens`` padded cells and ``max_padding`` of padding per pass) and encodes the pass that
+holds the oldest waiting sentence, so every sentence is taken in bounded time. A request is answered as soon
+as all its sentences are encoded: it never waits for a slower pass of other requests' sentences. While the
+pool holds less than a full pass, a worker waits at most ``max_wait_s`` after the oldest sentence arrived.
+Encoding runs in ``workers`` threads, off the event loop, which keeps answering (``/health``, queueing).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import time
-from collections import deque
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
+from sentcl.modeling.batching import MAX_PADDING, plan_batches
 from sentcl.serve.limits import ServiceError
-from sentcl.types import EncodeFn
 
 
 class QueueFull(ServiceError):
@@ -30,132 +34,162 @@ class QueueFull(ServiceError):
         )
 
 
-@dataclass
+@dataclass(eq=False)
 class _Job:
-    texts: list[str]
-    tokens: int
+    """One request: its sentences, the rows encoded so far, and the future its route awaits."""
+
+    inputs: list[Any]
     future: asyncio.Future[np.ndarray]
+    left: int  # sentences not yet encoded
+    rows: np.ndarray | None = None  # (n, D) once the first of its passes is back
+
+
+@dataclass(eq=False)
+class _Item:
+    """One sentence in the pool: its request, its row there, its token count and its arrival order."""
+
+    job: _Job
+    row: int
+    length: int
+    seq: int
     arrived: float = field(default_factory=time.monotonic)
 
 
+def next_pass(pool: list[_Item], max_sentences: int, max_cells: int, max_padding: float) -> list[_Item]:
+    """The pass, cut from ``pool`` sorted longest first by ``plan_batches``, that holds its oldest sentence."""
+    ranked = sorted(pool, key=lambda item: (-item.length, item.seq))
+    spans = plan_batches([item.length for item in ranked], max_sentences, max_cells, max_padding)
+    oldest = min(range(len(ranked)), key=lambda i: ranked[i].seq)
+    start, end = next(span for span in spans if span[0] <= oldest < span[1])
+    return ranked[start:end]
+
+
 class MicroBatcher:
-    """Gathers submitted sentence lists into batches for ``encode`` (see the module's docstring)."""
+    """The pool of waiting sentences and the workers that encode it (see the module's docstring)."""
 
     def __init__(
         self,
-        encode: EncodeFn,
+        encode: Callable[[list[Any]], np.ndarray],
         *,
-        max_batch_size: int = 128,
-        max_batch_tokens: int = 16384,
+        workers: int = 1,
+        max_batch_size: int = 16,
+        max_batch_tokens: int = 4096,
+        max_padding: float = MAX_PADDING,
         max_wait_s: float = 0.005,
         max_queue: int = 1024,
         on_batch: Callable[[int, float], None] | None = None,
     ) -> None:
-        self.encode = encode
+        self.encode = encode  # a pass's inputs -> their embeddings (n, D)
+        self.workers = workers
         self.max_batch_size = max_batch_size
         self.max_batch_tokens = max_batch_tokens
+        self.max_padding = max_padding
         self.max_wait_s = max_wait_s
         self.max_queue = max_queue
         self.on_batch = on_batch  # (sentences, seconds) after every encode call
-        self._jobs: deque[_Job] = deque()
-        self._waiting = 0  # sentences in _jobs
-        self._inflight: list[_Job] = []  # the batch being encoded
+        self._pool: list[_Item] = []
+        self._jobs: set[_Job] = set()  # every request not yet answered
+        self._seq = itertools.count()
         self._wake: asyncio.Event | None = None
-        self._worker: asyncio.Task[None] | None = None
-        self.executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sentcl-encode")
+        self._tasks: list[asyncio.Task[None]] = []
+        self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sentcl-encode")
 
     @property
     def depth(self) -> int:
         """Sentences waiting (not yet in an encode call)."""
-        return self._waiting
+        return len(self._pool)
 
-    async def submit(self, texts: list[str], tokens: int) -> np.ndarray:
-        """The embeddings (len(texts), D) of ``texts``; raises QueueFull when the queue has no room."""
-        if self._waiting + len(texts) > self.max_queue:
-            raise QueueFull(self._waiting, self.max_queue)
-        self._ensure_worker()
-        job = _Job(texts, tokens, asyncio.get_running_loop().create_future())
-        self._jobs.append(job)
-        self._waiting += len(texts)
+    async def submit(self, inputs: list[Any], lengths: list[int]) -> np.ndarray:
+        """The embeddings (len(inputs), D) of ``inputs`` (what ``encode`` takes; ``lengths``: their token
+        counts as the model reads them); raises QueueFull when the pool has no room."""
+        if len(self._pool) + len(inputs) > self.max_queue:
+            raise QueueFull(len(self._pool), self.max_queue)
+        self._ensure_workers()
+        job = _Job(inputs, asyncio.get_running_loop().create_future(), left=len(inputs))
+        self._jobs.add(job)
+        job.future.add_done_callback(lambda _: self._jobs.discard(job))
+        self._pool += [_Item(job, i, n, next(self._seq)) for i, n in enumerate(lengths)]
         assert self._wake is not None
         self._wake.set()
         return await job.future
 
-    def _ensure_worker(self) -> None:
-        if self._worker is None or self._worker.done():
-            self._wake = asyncio.Event()
-            self._worker = asyncio.get_running_loop().create_task(self._run(), name="sentcl-batcher")
+    def _ensure_workers(self) -> None:
+        if self._tasks and not all(task.done() for task in self._tasks):
+            return
+        self._wake = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self._run(), name=f"sentcl-batcher-{i}") for i in range(self.workers)]
 
     async def close(self) -> None:
-        pending = [*self._inflight, *self._jobs]  # cancelling the worker clears _inflight
-        if self._worker is not None:
-            self._worker.cancel()
+        """Stop the workers; every request not yet answered gets 503."""
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
             with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-        for job in pending:
+                await task
+        for job in list(self._jobs):
             if not job.future.done():
                 job.future.set_exception(ServiceError(503, "unavailable", "the service is shutting down"))
+        self._pool = []
         self._jobs.clear()
-        self._inflight = []
-        self._waiting = 0
         self.executor.shutdown(wait=False, cancel_futures=True)
 
-    def _take(self) -> _Job:
-        job = self._jobs.popleft()
-        self._waiting -= len(job.texts)
-        return job
-
-    async def _gather(self) -> list[_Job]:
-        """The next batch: the oldest job plus those that fit, waiting until the oldest's deadline."""
+    async def _wait(self, timeout: float | None) -> bool:
+        """Wait for a submit (at most ``timeout`` s); False when the time ran out."""
         assert self._wake is not None
-        while not self._jobs:
-            self._wake.clear()
-            await self._wake.wait()
-        batch = [self._take()]
-        size, tokens = len(batch[0].texts), batch[0].tokens
-        deadline = batch[0].arrived + self.max_wait_s
-        while size < self.max_batch_size and tokens < self.max_batch_tokens:
-            if not self._jobs:
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    break
-                self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), remaining)
-                except TimeoutError:
-                    break
+        self._wake.clear()
+        try:
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def _take(self) -> list[_Item]:
+        """The next pass, once the pool holds a full pass or its oldest sentence has waited ``max_wait_s``.
+        The pass is chosen and removed from the pool with no await between: another worker cannot take the
+        same sentences (a sentence encoded twice would answer its request before its other rows are in)."""
+        while True:
+            self._pool = [item for item in self._pool if not item.job.future.done()]  # done: client gone
+            if not self._pool:
+                await self._wait(None)
                 continue
-            nxt = self._jobs[0]
-            if size + len(nxt.texts) > self.max_batch_size or tokens + nxt.tokens > self.max_batch_tokens:
-                break  # it opens the next batch
-            batch.append(self._take())
-            size, tokens = size + len(nxt.texts), tokens + nxt.tokens
-        return batch
+            remaining = min(item.arrived for item in self._pool) + self.max_wait_s - time.monotonic()
+            if len(self._pool) < self.max_batch_size and remaining > 0:
+                await self._wait(remaining)  # a submit or the deadline: look again
+                continue
+            chosen = next_pass(self._pool, self.max_batch_size, self.max_batch_tokens, self.max_padding)
+            taken = set(map(id, chosen))
+            self._pool = [item for item in self._pool if id(item) not in taken]
+            return chosen
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            batch = [job for job in await self._gather() if not job.future.done()]  # done: client gone
-            if not batch:
-                continue
-            texts = [t for job in batch for t in job.texts]
+            items = await self._take()
+            inputs = [item.job.inputs[item.row] for item in items]
             start = time.perf_counter()
-            self._inflight = batch
             try:
-                emb = await loop.run_in_executor(self.executor, self.encode, texts)  # (N, D)
-            except Exception as err:  # noqa: BLE001 - every waiting request gets the failure
+                emb = await loop.run_in_executor(self.executor, self.encode, inputs)  # (n, D)
+            except Exception as err:  # noqa: BLE001 - every request in the pass gets the failure
                 failure = ServiceError(500, "backend", f"encoding failed: {type(err).__name__}: {err}")
-                for job in batch:
-                    if not job.future.done():
-                        job.future.set_exception(failure)
+                for item in items:
+                    if not item.job.future.done():
+                        item.job.future.set_exception(failure)
                 continue
-            finally:
-                self._inflight = []
             if self.on_batch is not None:
-                self.on_batch(len(texts), time.perf_counter() - start)
-            offset = 0
-            for job in batch:
-                rows = emb[offset : offset + len(job.texts)]  # (n_job, D)
-                offset += len(job.texts)
-                if not job.future.done():
-                    job.future.set_result(rows)
+                self.on_batch(len(inputs), time.perf_counter() - start)
+            self._answer(items, emb)
+
+    @staticmethod
+    def _answer(items: list[_Item], emb: np.ndarray) -> None:
+        """Write each row into its request; answer the requests whose last sentence this was."""
+        for item, row in zip(items, emb, strict=True):
+            job = item.job
+            if job.future.done():
+                continue
+            if job.rows is None:
+                job.rows = np.empty((len(job.inputs), emb.shape[1]), dtype=emb.dtype)  # (n, D)
+            job.rows[item.row] = row
+            job.left -= 1
+            if not job.left:
+                job.future.set_result(job.rows)

@@ -14,12 +14,11 @@ class Limits:
     """What one request and the whole queue may ask for."""
 
     max_client_batch: int = 32  # inputs per request (413 above)
-    max_batch_size: int = 128  # sentences per encode call
-    # sentences per forward pass inside an encode call: the call sorts its sentences by length, so smaller
-    # passes pad less (a micro-batch mixes lengths, unlike a whole sorted corpus)
-    encode_batch_size: int = 16
-    max_batch_tokens: int = 16384  # tokens per encode call (sum over its sentences)
-    max_wait_ms: float = 5.0  # how long the first request of a batch waits for others
+    max_batch_size: int = 128  # sentences per encode call at most (a pass holds min(this, encode_batch_size))
+    encode_batch_size: int = 16  # sentences per forward pass (one pass per encode call)
+    max_batch_tokens: int = 4096  # padded cells per pass: sentences × the longest one's tokens
+    max_wait_ms: float = 5.0  # how long the oldest waiting sentence waits for a full pass
+    workers: int = 1  # encode threads, each running its own passes
     max_queue: int = 1024  # sentences waiting to be encoded (429 above)
     max_body_bytes: int = 2_000_000  # request body (413 above)
     max_k: int = 100  # hits per search query

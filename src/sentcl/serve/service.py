@@ -4,7 +4,9 @@ search index, the metrics, and the checks every request's inputs pass before the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -15,6 +17,7 @@ from sentcl.files.read import preview
 from sentcl.serve.batching import MicroBatcher
 from sentcl.serve.limits import Limits, ServiceError
 from sentcl.serve.metrics import Metrics
+from sentcl.serve.passes import Input, encode_ids, runs_packed
 from sentcl.serve.text import char_budget, check_blank, check_token_ids, check_unicode, chunks, cut
 
 
@@ -44,12 +47,16 @@ class Service:
         self.encoder: Any = None
         self._count_tokenizer: Any = None
         self.n_special = 0
+        self._packed, self._pad_id = False, 0  # set_encoder: passes by the packed forward on ids
         self._count_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sentcl-count")
         self.load_error: str | None = None
         self.metrics = Metrics(queue_depth=lambda: self.batcher.depth)
+        self._views = threading.local()  # each encode thread's encoder: its own tokenizer
+        self._shared_encoder = threading.Lock()  # held by threads that could not get their own tokenizer
         self.batcher = MicroBatcher(
             self._encode,
-            max_batch_size=limits.max_batch_size,
+            workers=limits.workers,
+            max_batch_size=min(limits.max_batch_size, limits.encode_batch_size),
             max_batch_tokens=limits.max_batch_tokens,
             max_wait_s=limits.max_wait_ms / 1000,
             max_queue=limits.max_queue,
@@ -70,37 +77,71 @@ class Service:
             self._count_tokenizer = None
         tokenizer = self._count_tokenizer or encoder.tokenizer
         self.n_special = len(tokenizer("")["input_ids"])  # [CLS] [SEP]: what an input without text gives
+        self._packed = runs_packed(encoder)
+        if self._packed:
+            encoder.eval()  # the packed forward runs the modules as they are: no dropout
+            self._pad_id = tokenizer.pad_token_id or 0
         self.encoder = encoder
 
     def _on_batch(self, sentences: int, seconds: float) -> None:
         self.metrics.batch.observe(sentences)
         self.metrics.encode.observe(seconds)
 
-    def _encode(self, texts: list[str]) -> np.ndarray:
-        emb = self.encoder.encode(
-            texts, batch_size=self.limits.encode_batch_size, max_length=self.max_length, normalize=False
-        )
+    def _encoder_of_this_thread(self) -> Any:
+        """The calling encode thread's own encoder: a shallow copy of the loaded one with its own tokenizer (a
+        Rust tokenizer used from two threads at once raises "Already borrowed"). None where the tokenizer
+        cannot be copied: every thread then uses the loaded encoder in turn."""
+        if self._count_tokenizer is None:
+            return None
+        view = getattr(self._views, "encoder", None)
+        if view is None or view.__dict__.get("_sentcl_source") is not self.encoder:
+            try:
+                view = copy.copy(self.encoder)
+                view.tokenizer = copy.deepcopy(self._count_tokenizer)
+                view.__dict__["_sentcl_source"] = self.encoder
+            except Exception:  # noqa: BLE001 - an encoder that cannot be copied: take turns
+                return None
+            self._views.encoder = view
+        return view
+
+    def _encode(self, inputs: list[Input]) -> np.ndarray:
+        if self._packed:  # ids in, no tokenizer: the threads share the encoder
+            return encode_ids(self.encoder, [x.ids for x in inputs], self._pad_id)  # (N, D)
+        texts = [x.text for x in inputs]
+        view = self._encoder_of_this_thread()
+        kwargs = {"batch_size": len(texts), "max_length": self.max_length, "normalize": False}
+        if view is None:
+            with self._shared_encoder:
+                emb = self.encoder.encode(texts, **kwargs)
+        else:
+            emb = view.encode(texts, **kwargs)
         return np.asarray(emb, dtype=np.float32)  # (N, D)
 
-    def _token_counts(self, texts: list[str]) -> list[int]:
-        tokenizer = self._count_tokenizer or self.encoder.tokenizer
-        return [len(ids) for ids in tokenizer(texts, truncation=False)["input_ids"]]
+    def _token_ids(self, texts: list[str], limit: int | None) -> list[list[int]]:
+        """Each text's token ids, specials included: all of them (``limit`` None), or cut as the model reads
+        them (truncated to ``limit``)."""
+        cut_at = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
+        if self._count_tokenizer is None:
+            with self._shared_encoder:
+                return list(self.encoder.tokenizer(texts, **cut_at)["input_ids"])
+        return list(self._count_tokenizer(texts, **cut_at)["input_ids"])
 
     async def _run_tokenizer(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` in the counting thread (the encode thread where the tokenizer could not be copied)."""
         executor = self._count_executor if self._count_tokenizer is not None else self.batcher.executor
         return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
 
-    async def count_tokens(self, texts: list[str]) -> list[int]:
-        """Tokens of each text (specials included), in bounded chunks so other requests interleave."""
-        counts: list[int] = []
+    async def token_ids(self, texts: list[str], limit: int | None = None) -> list[list[int]]:
+        """``_token_ids`` in the counting thread, in bounded chunks so other requests interleave."""
+        ids: list[list[int]] = []
         for group in chunks(texts):
-            counts += await self._run_tokenizer(self._token_counts, group)
-        return counts
+            ids += await self._run_tokenizer(self._token_ids, group, limit)
+        return ids
 
     def _decode(self, ids: list[list[int]]) -> list[str]:
         tokenizer = self._count_tokenizer or self.encoder.tokenizer
-        return [tokenizer.decode(row, skip_special_tokens=True) for row in ids]
+        with contextlib.nullcontext() if self._count_tokenizer is not None else self._shared_encoder:
+            return [tokenizer.decode(row, skip_special_tokens=True) for row in ids]
 
     async def decode(self, ids: list[list[int]], truncate: bool | None) -> list[str]:
         """Token-id inputs as text (the model's tokenizer), after ``text.check_token_ids``."""
@@ -135,7 +176,8 @@ class Service:
         """Token ids are read as the text they decode to: refuse ids whose text the tokenizer reads as more
         tokens than were sent (ids such as BERT's [unused0] have no text form: 250 of them are 1,002 tokens),
         naming such an id; the model would otherwise embed other tokens than the client sent."""
-        counts = await self.count_tokens(texts)
+        ids = await self.token_ids(texts)
+        counts = [len(row) for row in ids]
         grown = next((i for i, n in enumerate(counts) if n - self.n_special > len(kept[i])), None)
         if grown is None:
             return
@@ -185,7 +227,8 @@ class Service:
             )
         texts = [cut(t, budget) for t in texts]
         check_blank(texts)
-        counts = await self.count_tokens(texts)
+        ids = await self.token_ids(texts)
+        counts = [len(row) for row in ids]
         unread = next((i for i, n in enumerate(counts) if n <= self.n_special), None)
         if unread is not None:
             raise ServiceError(400, "empty", f"input {unread} holds no token the model reads")
@@ -197,5 +240,11 @@ class Service:
                 f"input {over} has {counts[over]} tokens; the model takes {limit}"
                 ' (send "truncate": true to cut it)',
             )
-        used = sum(min(n, limit) for n in counts)
-        return await self.batcher.submit(texts, used), used
+        long = [
+            i for i, n in enumerate(counts) if n > limit
+        ]  # truncated: tokenised again, cut as encode cuts
+        for i, row in zip(long, await self.token_ids([texts[i] for i in long], limit), strict=True):
+            ids[i] = row
+        lengths = [len(row) for row in ids]
+        inputs = [Input(text, row) for text, row in zip(texts, ids, strict=True)]
+        return await self.batcher.submit(inputs, lengths), sum(lengths)
