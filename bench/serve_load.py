@@ -50,6 +50,12 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64, help="in-process batch")
     parser.add_argument("--serve-batch-size", type=int, default=16, help="the service's --batch-size")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        default=None,
+        help="the service's --workers (default: the service's, 1 a thread)",
+    )
     parser.add_argument("--max-length", type=int, default=128, help="truncation on both sides")
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--threads", type=int, default=2)
@@ -102,6 +108,7 @@ def start_service(args: argparse.Namespace, port: int) -> subprocess.Popen:
     cmd += ["--max-wait-ms", str(args.max_wait_ms), "--max-client-batch", str(args.max_sentences)]
     cmd += ["--max-queue", str(args.clients * args.max_sentences * 2), "--auto-truncate"]
     cmd += ["--keep-malloc-threshold"] if args.keep_malloc_threshold else []
+    cmd += ["--workers", str(args.workers)] if args.workers else []
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
     proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
