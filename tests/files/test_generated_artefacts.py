@@ -154,3 +154,90 @@ def test_a_damaged_fingerprint_cache_entry_is_hashed_again(
     damage(entry, how, data)
     fingerprint._memo.clear()
     assert fingerprint.file_sha256(target) == truth  # a damaged entry is no entry: read again
+
+
+SENTCL_JSON = {
+    "pooler": "cls",
+    "mlp_only_train": True,
+    "max_length": 32,
+    "normalize": False,
+    "dense": ["2_Dense"],
+    "truncate_dim": 16,
+}
+
+
+@HYP
+@given(how=HOW, data=st.data())
+def test_a_damaged_sentcl_json_is_read_or_names_the_file(
+    tmp_path_factory: pytest.TempPathFactory, how: str, data: st.DataObject
+) -> None:
+    from sentcl.modeling.sentcl_json import read_sentcl_json
+
+    folder = tmp_path_factory.mktemp("sj")
+    (folder / "sentcl.json").write_text(json.dumps(SENTCL_JSON), encoding="utf-8")
+    damage(folder / "sentcl.json", how, data)
+    try:
+        meta = read_sentcl_json(folder)
+    except (ValueError, OSError) as err:
+        assert "sentcl.json" in str(err), err
+    else:
+        assert meta is None or isinstance(meta, dict)
+
+
+# ---- readers of the user's files that the other generated tests do not reach
+
+TEXT = st.lists(
+    st.sampled_from(
+        [*'ab ,"\t\n\r{}[]:é\x00\u2028', "a dog", "sent0", "anchor", "positive", '"text"', '"_id"']
+    ),
+    max_size=40,
+).map("".join)
+
+
+@HYP
+@given(text=TEXT, suffix=st.sampled_from([".csv", ".tsv", ".jsonl"]))
+def test_mine_pairs_and_nli_tables_are_read_or_name_the_file(
+    tmp_path_factory: pytest.TempPathFactory, text: str, suffix: str
+) -> None:
+    """``mine --pairs`` (``sentcl.index.pairs``) and the NLI readers over generated text: pairs of strings,
+    or a user error naming the file; the file is never changed."""
+    from sentcl.cli.options import USER_ERRORS
+    from sentcl.data.nli import read_nli_csv, read_nli_jsonl
+    from sentcl.index.pairs import read_pairs
+
+    path = tmp_path_factory.mktemp("t") / f"in{suffix}"
+    path.write_text(text, encoding="utf-8", newline="")
+    before = path.read_bytes()
+    readers = [lambda: read_pairs(path, None, None)]
+    readers.append(lambda: read_nli_jsonl(path) if suffix == ".jsonl" else read_nli_csv(path))
+    for read in readers:
+        try:
+            got = read()
+        except USER_ERRORS as err:
+            assert str(path) in str(err) or path.name in str(err), err
+        else:
+            examples = got if isinstance(got, list) else list(getattr(got, "examples", got))
+            assert all(all(isinstance(x, str) for x in ex) for ex in examples)
+    assert path.read_bytes() == before
+
+
+@HYP
+@given(which=st.sampled_from(["corpus.jsonl", "queries.jsonl", "qrels/test.tsv"]), text=TEXT)
+def test_a_beir_folder_with_any_file_damaged_is_read_or_names_it(
+    tmp_path_factory: pytest.TempPathFactory, which: str, text: str
+) -> None:
+    from sentcl.cli.options import USER_ERRORS
+    from sentcl.evaluation.retrieval_eval import read_beir
+
+    folder = tmp_path_factory.mktemp("beir")
+    (folder / "qrels").mkdir()
+    (folder / "corpus.jsonl").write_text('{"_id": "d1", "text": "a dog"}\n{"_id": "d2", "text": "a cat"}\n')
+    (folder / "queries.jsonl").write_text('{"_id": "q1", "text": "dog"}\n')
+    (folder / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\n")
+    (folder / which).write_text(text, encoding="utf-8", newline="")
+    try:
+        beir = read_beir(folder)
+    except USER_ERRORS as err:
+        assert str(folder) in str(err), err
+    else:
+        assert beir is not None

@@ -427,8 +427,8 @@ def test_an_experiment_folder_written_before_markers_is_known_by_its_pages_exact
     (old / "t-cpu" / "runs").mkdir(parents=True)
     assert claim_folder(old, "experiment", "--output")  # another grid's pages: sentcl's own folder
     mine = tmp_path / "mine"
-    (mine / "g-cpu" / "runs").mkdir(parents=True)
-    assert claim_folder(mine, "experiment", "--output", known=["g-cpu/runs"])  # this grid's own summaries
+    (mine / "g-cpu").mkdir(parents=True)  # this grid's page folder (side tables put there for its page)
+    assert claim_folder(mine, "experiment", "--output", known=["g-cpu", "g-cpu.md"])
 
 
 def test_experiment_output_that_is_a_file_is_refused_before_any_point_trains_g_output_file_fresh(

@@ -86,9 +86,11 @@ def run(args: argparse.Namespace) -> int:
     if args.output is None:
         args.output = default_output(Path.cwd())
     # the pages' folder: new, empty or earlier pages (never a file, a model or a run), before any point trains;
-    # this grid's own summaries folder shows an earlier pages folder of it (sentcl.files.output)
+    # this grid's own page or page folder (its summaries, side tables) shows its pages folder (sentcl.files.output)
     page = f"{spec.name}-{args.variant}"  # this grid's page, and its folder (summaries, side tables)
-    prepare_folder(args.output, "experiment", "--output", [Input(Path(args.grid), "GRID")], [f"{page}/runs"])
+    prepare_folder(
+        args.output, "experiment", "--output", [Input(Path(args.grid), "GRID")], [page, f"{page}.md"]
+    )
     summaries = summaries_dir(args.output, spec, args.variant)
     if not args.from_summaries:
         ran = run_grid(spec, args.variant, args.runs_dir, overrides)

@@ -176,9 +176,9 @@ def claim_folder(
     known: Sequence[str] = (),
 ) -> bool:
     """Check that ``kind`` may be written at ``folder`` (module doc), before any work. ``replace``: the
-    command replaces the folder whole, so an earlier one of its own needs ``overwrite``. ``known``: the exact
-    files an older sentcl wrote there before markers existed, all of them present (an experiment's page and
-    its plot; a download's marker file). Returns whether the folder exists (already sentcl's, or empty)."""
+    command replaces the folder whole, so an earlier one of its own needs ``overwrite``. ``known``: exact names
+    that only this command's own earlier output holds (this grid's page or page folder; a download's marker
+    file), any of them. Returns whether the folder exists (already sentcl's, or empty)."""
     folder = Path(folder)
     check_not_input(folder, inputs, flag)
     if replace and _inside(Path.cwd().resolve(), folder.resolve()):
@@ -195,7 +195,7 @@ def claim_folder(
     own = (
         marker["kind"] == kind
         if marker
-        else _legacy(folder, kind) or (bool(known) and all((folder / n).exists() for n in known))
+        else _legacy(folder, kind) or any((folder / n).exists() for n in known)
     )
     if not own:
         if marker:

@@ -233,6 +233,14 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     return manifest
 
 
+def _record_sound(rec: dict[str, Any]) -> bool:
+    """A shard record's own fields: a file name in the folder (no path), a whole number of rows >= 0, and an
+    offsets file name if any (a damaged manifest is named, never a TypeError)."""
+    file, rows, offsets = rec.get("file"), rec.get("rows"), rec.get("offsets", "")
+    names = isinstance(file, str) and isinstance(offsets, str) and file == Path(file).name != ""
+    return names and isinstance(rows, int) and not isinstance(rows, bool) and rows >= 0
+
+
 @dataclass
 class ShardSet:
     """The shards of a finished encode, memory-mapped one at a time; row r is line r + 1 of the input."""
@@ -254,9 +262,14 @@ class ShardSet:
                 "run the same sentcl encode command again to resume it"
             )
         expected = 1
-        for rec in manifest["shards"]:
+        for i, rec in enumerate(manifest["shards"]):
             if not isinstance(rec, dict) or rec.get("start_line") != expected or "rows" not in rec:
                 raise ValueError(f"{folder / MANIFEST}: shard records are not contiguous from line 1")
+            if not _record_sound(rec):
+                raise ValueError(
+                    f"{folder / MANIFEST}: shard record {i} is damaged (file {rec.get('file')!r}, rows "
+                    f"{rec.get('rows')!r}); run the encode again into a new folder"
+                )
             expected += rec["rows"]
         return cls(folder, manifest)
 
