@@ -3,6 +3,7 @@ encoder and index. Shared helper functions live in tests/helpers/."""
 
 from __future__ import annotations
 
+import contextlib
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,13 @@ from helpers.data import SERVE_CORPUS, write_corpus
 from helpers.tiny_bert import build_tiny_bert
 
 from sentcl.files.paths import resolve_data_dir
+
+# onnxruntime.transformers appends its own folder to sys.path when first imported (its modules import each other
+# by bare name, ``from fusion_options import ...``). Imported here, before any test's monkeypatch.syspath_prepend
+# saves sys.path: a test that imported it first would otherwise take the entry away at teardown, and every later
+# ONNX export (sentcl.interop.onnx.fuse_graph) would fail with "No module named 'fusion_options'".
+with contextlib.suppress(ImportError):
+    import onnxruntime.transformers  # noqa: F401
 
 
 @pytest.fixture(scope="session")
