@@ -137,3 +137,23 @@ def test_connections_fit_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) ->
     assert fit_connections(100) == 100
     limits.update(soft=256, hard=4096)  # raised toward the hard limit where needed
     assert fit_connections(300) == 300 and limits["soft"] == 300 + FD_MARGIN
+
+
+@pytest.mark.parametrize(("threads", "workers", "per_worker"), [("4", "2", 2), ("2", None, 1), ("3", "1", 3)])
+def test_workers_share_the_threads(
+    captured: dict[str, Any], tiny_bert: Path, threads: str, workers: str | None, per_worker: int
+) -> None:
+    """``--workers`` encode threads (default one per ``--threads``), PyTorch set to each one's share."""
+    import torch
+
+    before = torch.get_num_threads()
+    argv = ["serve", str(tiny_bert), "--pooler", "avg", "--keep-malloc-threshold", "--port", "0"]
+    argv += ["--threads", threads, *(["--workers", workers] if workers else [])]
+    try:
+        assert main(argv) == 0
+        assert torch.get_num_threads() == per_worker
+    finally:
+        torch.set_num_threads(before)
+    with TestClient(captured["app"], base_url=LOCAL) as c:
+        assert c.get("/info").json()["limits"]["workers"] == int(workers or threads)
+        assert c.post("/embed", json={"inputs": ["a dog", "the cat sits"]}).status_code == 200

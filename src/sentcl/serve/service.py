@@ -120,7 +120,8 @@ class Service:
     def _token_ids(self, texts: list[str], limit: int | None) -> list[list[int]]:
         """Each text's token ids, specials included: all of them (``limit`` None), or cut as the model reads
         them (truncated to ``limit``)."""
-        cut_at = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
+        cut_at: dict[str, Any] = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
+        cut_at.update(return_attention_mask=False, return_token_type_ids=False)  # the ids are all it reads
         if self._count_tokenizer is None:
             with self._shared_encoder:
                 return list(self.encoder.tokenizer(texts, **cut_at)["input_ids"])
