@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import json
 import shutil
+import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import numpy as np
 import pytest
@@ -13,6 +17,7 @@ import pytest
 from sentcl import open_model
 from sentcl.files.paths import resolve_model_path
 from sentcl.interop.onnx import export_onnx
+from sentcl.modeling import open as open_module
 from sentcl.modeling.dual import DualEncoder
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.onnx_encoder import OnnxEncoder
@@ -92,3 +97,66 @@ def test_backend_choices(folders: dict[str, Path]) -> None:
         open_model(str(folders["onnx"]), backend="torch")
     with pytest.raises(ValueError, match="needs a single encoder"):
         open_model(str(folders["dual"]), truncate_dim=4)
+
+
+# ---------------------------------------------------------------- one downward pass
+
+MODELING = str(Path(open_module.__file__).parent) + "/"
+SENTCL = str(Path(open_module.__file__).parents[1]) + "/"
+LOADER_FILES = ("open.py", "locate.py", "loading.py")
+
+
+def _importing(frame: FrameType | None) -> bool:
+    """Whether a sentcl module is being imported up the stack (its registrations are not the load's walk)."""
+    while frame is not None:
+        if frame.f_code.co_name == "<module>" and frame.f_code.co_filename.startswith(SENTCL):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def first_calls(fn: Callable[[], Any]) -> list[str]:
+    """The files of sentcl/modeling in the order their functions are first called while ``fn`` runs (calls made
+    by an import left out; consecutive repeats collapsed)."""
+    seen: set[Any] = set()
+    files: list[str] = []
+
+    def profile(frame: FrameType, event: str, _: Any) -> None:
+        code = frame.f_code
+        if event != "call" or code in seen or not code.co_filename.startswith(MODELING) or _importing(frame):
+            return
+        seen.add(code)
+        name = code.co_filename[len(MODELING) :]
+        if not files or files[-1] != name:
+            files.append(name)
+
+    sys.setprofile(profile)
+    try:
+        fn()
+    finally:
+        sys.setprofile(None)
+    return files
+
+
+@pytest.mark.parametrize("kind", ["sentcl", "dual", "st", "transformers"])
+def test_a_model_opens_in_one_downward_pass(folders: dict[str, Path], kind: str) -> None:
+    """open.py, then locate.py (the kind), then loading.py (backbone, parts, the encoder built last): the walk
+    never comes back to a loader file it has left, and the encoder does not call back into the loader."""
+    files = first_calls(lambda: open_model(str(folders[kind])))
+    assert [f for f in files if f in LOADER_FILES] == list(LOADER_FILES), files
+    returns = [f for i, f in enumerate(files) if f in (*LOADER_FILES, "encoder.py") and f in files[:i]]
+    assert returns == [], files
+
+
+def test_the_pass_check_sees_a_return(folders: dict[str, Path]) -> None:
+    """The recorder above sees a loader file entered again: locate, load, then a locate.py property."""
+    from sentcl.modeling.loading import LoadOptions, load_single
+
+    def bouncing() -> None:
+        source = locate(str(folders["sentcl"]))
+        load_single(source, LoadOptions(), SentenceEncoder)
+        assert source.folder.is_dir()  # ModelSource.folder, a function of locate.py the loader does not call
+
+    files = first_calls(bouncing)
+    loader = [f for f in files if f in LOADER_FILES]
+    assert loader == ["locate.py", "loading.py", "locate.py"], files

@@ -137,7 +137,7 @@ def load_torch(
     assert source.saved is not None
     dual = source.saved["dual"]
     f = load_single(source, options, encoder_class)
-    g = load_single(locate(str(source.folder / dual["context_encoder"])), options, encoder_class)
+    g = load_single(locate(str(Path(source.path) / dual["context_encoder"])), options, encoder_class)
     return DualEncoder(f, g, dual["combine"])
 
 
