@@ -1,15 +1,25 @@
 """Which static student: the choices of the distill_static recipe, measured on the seven STS tasks.
 
 The teacher's token vectors are computed once (``sentcl.methods.static_distill.token_vectors``); each variant
-then builds its table (PCA to ``dim``, SIF weights with ``p(w)`` from Zipf's law over the vocabulary order or
-from the corpus' token counts, SIF's ``a``) and, with ``steps`` > 0, fits it to the teacher's cached vectors of
-the corpus (``sentcl.methods.static_fit``: cosine or MSE, an InfoNCE term at ``contrastive_weight``), at the
-same budget for every loss. The corpus is the recipe's: the first 40,000 sentences of the offline English
-corpus, whose teacher vectors the layer students share. One thread; STS by ``sentcl.evaluation.sts`` on the
+then builds its table and, with ``steps`` > 0, fits it to the teacher's vectors of the corpus
+(``sentcl.methods.static_fit``). A variant is a JSON object; what it leaves out is the built-in recipe's
+(``sentcl recipes show distill_static``), and each row records the fit settings it ran with:
+
+- the table: ``dim``, ``pca_dim`` (a wider PCA, narrowed by the fit's map), ``weighting`` (``p(w)`` from Zipf's
+  law over the vocabulary order, or the corpus' token counts), SIF's ``a``, and ``context`` N: token vectors
+  from the teacher's last hidden states in context, averaged over each token's occurrences in the first N
+  corpus sentences (a token never seen keeps its vector alone: Model2Vec's tokenlearn idea, done our way);
+- the corpus: ``sentences``, the first N of the offline English corpus (default ``--sentences``);
+- the fit: any ``FitSettings`` field (``steps``, ``learning_rate``, ``batch_size``, ``loss``,
+  ``contrastive_weight``, ...).
+
+The teacher's vectors come from the teacher cache, or with ``--vectors CORPUS SHARDS`` from a shard folder of
+the same teacher over other lines, matched by sentence. One thread; STS by ``sentcl.evaluation.sts`` on the
 table's mean of rows, unit length (what the folder's encode gives).
 
     python -m bench.static_students --output bench/results/static_students.json
-    python -m bench.static_students --variants '{"weighting": "zipf"}' '{"steps": 600, "loss": "mse"}'
+    python -m bench.static_students --sentences 160803 --vectors CORPUS.txt SHARDS \\
+        --variants '{"steps": 3000, "learning_rate": 3e-3}' '{"steps": 600, "context": 40000}'
 """
 
 from __future__ import annotations
@@ -17,6 +27,8 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -45,7 +57,14 @@ VARIANTS = (
     {"weighting": "corpus", "a": 1e-3, "steps": 600, "loss": "mse"},
     {"weighting": "corpus", "a": 1e-3, "steps": 3000},
 )
-TABLE_KEYS = ("sentences", "dim", "pca_dim", "weighting", "a")  # the rest of a variant: FitSettings' fields
+TABLE_KEYS = (
+    "sentences",
+    "dim",
+    "pca_dim",
+    "weighting",
+    "a",
+    "context",
+)  # the rest of a variant: FitSettings' fields
 
 
 def _table(
@@ -81,6 +100,36 @@ def reused_vectors(corpus: Path, shards: Path, sentences: list[str]) -> np.ndarr
     return ShardSet.open(shards).gather(np.array([row[s] for s in sentences]))  # (N, D)
 
 
+def context_vectors(
+    encoder: Any, sentences: list[str], ids: np.ndarray, single: np.ndarray, batch: int = 64
+) -> tuple[np.ndarray, int]:
+    """Each kept token's mean in-context vector over ``sentences``: the teacher's last hidden state at every
+    occurrence (special tokens and padding left out), averaged; a token never seen keeps its vector alone
+    (``single``, (V', H)). Returns (V', H) and the number of tokens seen."""
+    vocab = len(encoder.tokenizer)
+    sums = torch.zeros(vocab, single.shape[1], dtype=torch.float64)  # (V, H)
+    counts = torch.zeros(vocab, dtype=torch.float64)  # (V,)
+    specials = torch.tensor(sorted(set(encoder.tokenizer.all_special_ids)))
+    with torch.inference_mode():
+        for start in range(0, len(sentences), batch):
+            enc = encoder.tokenizer(
+                sentences[start : start + batch],
+                padding=True,
+                truncation=True,
+                max_length=128,
+                return_tensors="pt",
+            )
+            states = encoder.backbone(**enc).last_hidden_state  # (B, L, H)
+            real = enc["attention_mask"].bool() & ~torch.isin(enc["input_ids"], specials)  # (B, L)
+            flat = enc["input_ids"][real]  # (T,)
+            sums.index_add_(0, flat, states[real].double())  # (T, H) into (V, H)
+            counts.index_add_(0, flat, torch.ones(len(flat), dtype=torch.float64))
+    seen = counts[ids] > 0  # (V',)
+    out = single.astype(np.float64).copy()  # (V', H)
+    out[seen.numpy()] = (sums[ids][seen] / counts[ids][seen][:, None]).numpy()
+    return out.astype(np.float32), int(seen.sum())
+
+
 def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) -> dict[str, Any]:
     torch.set_num_threads(1)
     recipe = load_static_recipe()  # what a variant leaves out is the built-in recipe's
@@ -105,6 +154,7 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
         return unit_rows(bag_mean(table, model.ids(texts)))
 
     result: dict[str, Any] = {
+        "command": " ".join(["python -m bench.static_students", *map(shlex.quote, sys.argv[1:])]),
         "teacher": args.teacher,
         "corpus_sentences": len(sentences),
         "teacher_vectors": "reused by sentence: " + " ".join(args.vectors)
@@ -113,9 +163,21 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
         "token_vectors_cpu_seconds": token_cpu,
         "rows": [],
     }
+    contexts: dict[int, np.ndarray] = {}
     for spec in variants:
         n = spec.get("sentences", default_n)
-        table, pca = _table(vectors, ids, len(kept), spec, tokens[:n], recipe)
+        base = vectors
+        if spec.get(
+            "context"
+        ):  # token vectors from the teacher's outputs in context, over the first sentences
+            m = int(spec["context"])
+            if m not in contexts:
+                start = time.process_time()
+                contexts[m], seen = context_vectors(encoder, sentences[:m], ids, vectors)
+                result.setdefault("context_cpu_seconds", {})[m] = time.process_time() - start
+                result.setdefault("context_tokens_seen", {})[m] = seen
+            base = contexts[m]
+        table, pca = _table(base, ids, len(kept), spec, tokens[:n], recipe)
         fit = {k: v for k, v in spec.items() if k not in TABLE_KEYS}
         fit.setdefault("steps", 0)  # a variant without steps is the distillation alone
         settings = dataclasses.replace(recipe.fit, **fit, dim=spec.get("dim", recipe.dim))
