@@ -45,6 +45,7 @@ def test_distill_speed_on_tiny_models(tmp_path: Path, data_dir: Path) -> None:
     assert data["modes"]["student-onnx-int8"]["cos_to_student"]["min"] > 0.9
 
 
+@pytest.mark.slow
 def test_side_table_for_the_grid_page(tmp_path: Path, data_dir: Path) -> None:
     """--table writes what a grid page shows (sentcl.experiments.targets reads it back): the rows and the targets'
     values equal the result's own figures; --eval-int8's STS average is the mean of its seven tasks."""

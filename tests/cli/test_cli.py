@@ -25,7 +25,16 @@ def run(*args: str, **kw) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, cwd=ROOT, timeout=600, **kw)
 
 
-@pytest.mark.parametrize("command", [[], ["train"], ["eval"], ["encode"]], ids=lambda c: " ".join(c) or "top")
+@pytest.mark.parametrize(
+    "command",
+    [  # the two over 10 s in make test-fast's durations are slow (docs/architecture.md, testing)
+        pytest.param([], marks=pytest.mark.slow),
+        ["train"],
+        pytest.param(["eval"], marks=pytest.mark.slow),
+        ["encode"],
+    ],
+    ids=lambda c: " ".join(c) or "top",
+)
 def test_help_runs(command: list[str]) -> None:
     result = run(sys.executable, "-m", "sentcl.cli", *command, "--help")
     assert result.returncode == 0, result.stderr
@@ -203,6 +212,7 @@ def test_missing_data_file_names_it(tmp_path: Path, tiny_bert: Path, data_dir: P
     assert f"missing data file {tmp_path / 'data' / 'corpora/wiki1m_prefix.txt'}" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_uncached_hub_id_offline_says_pass_a_local_path(tmp_path: Path) -> None:
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_HOME": str(tmp_path / "hf")}
     result = run(
@@ -240,6 +250,7 @@ def test_eval_alignment_uniformity_and_anisotropy(tmp_path: Path, tiny_bert: Pat
     assert set(result["anisotropy"]["similarity_by_gold"]) == {"0-1", "1-2", "2-3", "3-4", "4-5"}
 
 
+@pytest.mark.slow
 def test_training_tracks_alignment_uniformity(
     tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path
 ) -> None:

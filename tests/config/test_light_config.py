@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sentcl.methods.catalogue import option_classes
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +50,7 @@ def test_recipes_load_and_validate_without_torch() -> None:
     assert options <= set(report["rows"])
 
 
+@pytest.mark.slow
 def test_the_probe_would_see_torch() -> None:
     """The check can fail: the same probe after importing the training loop reports torch."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src")}

@@ -54,7 +54,15 @@ def test_there_are_cpu_recipes_for_every_method() -> None:
     } <= names
 
 
-@pytest.mark.parametrize("recipe", CPU_RECIPES, ids=lambda p: p.stem)
+#: recipes whose run took over 10 s in make test-fast's durations (docs/architecture.md, testing): make test runs them
+SLOW_RECIPES = {"quick_thoughts", "promptbert"}
+
+
+@pytest.mark.parametrize(
+    "recipe",
+    [pytest.param(p, marks=pytest.mark.slow) if p.stem in SLOW_RECIPES else p for p in CPU_RECIPES],
+    ids=lambda p: p.stem,
+)
 def test_recipe_runs_and_saves(
     recipe: Path, tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path
 ) -> None:

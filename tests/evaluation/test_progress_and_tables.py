@@ -82,6 +82,7 @@ def test_mteb_result_prints_the_sts_table() -> None:
     assert format_results({"m": {"mteb": mteb}}) == "## mteb\n" + "\n".join(expected)
 
 
+@pytest.mark.slow
 def test_mteb_task_through_the_cli(
     tiny_bert: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

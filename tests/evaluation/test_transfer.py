@@ -227,6 +227,7 @@ def hash_encoder(texts: list[str]) -> np.ndarray:
     return out / np.maximum(1.0, np.linalg.norm(out, axis=1, keepdims=True))
 
 
+@pytest.mark.slow
 def test_evaluate_transfer_fast_on_real_data(data_dir: Path) -> None:
     result = evaluate_transfer(
         hash_encoder, data_dir, tasks=("CR", "SST2", "TREC", "MRPC"), fast=True, protocol="sklearn"

@@ -98,6 +98,7 @@ def test_int8_quantises_the_unfused_graph(minilm_int8: tuple[SentenceEncoder, Pa
 WORDS = ["the", "a", "man", "dog", "plays", "guitar", "river", "market", "fell", "runs", "quickly", "music"]
 
 
+@pytest.mark.slow
 @settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=30), min_size=1, max_size=6))
 def test_int8_vectors_stay_within_the_bound(

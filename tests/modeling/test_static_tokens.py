@@ -39,6 +39,7 @@ def tiny_rust(tiny_bert: Path) -> Any:  # noqa: ANN401 - a tiny vocabulary: most
     return load_tokenizer(tiny_bert / "tokenizer.json")
 
 
+@pytest.mark.slow
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(texts=TEXTS)
 def test_the_real_tokenizers_ids(teacher_rust: Any, texts: list[str]) -> None:  # noqa: ANN401

@@ -505,6 +505,7 @@ def built_index(shards: Path) -> Path:
     return shards / "index-flat"
 
 
+@pytest.mark.slow
 def test_i02_stdout_closed_early(built_index: Path) -> None:
     """``sentcl index info DIR | true``: the reader is gone before the first write (its end is closed)."""
     read_end, write_end = os.pipe()
@@ -518,6 +519,7 @@ def test_i02_stdout_closed_early(built_index: Path) -> None:
     assert ": error: " not in done.stderr  # quiet, as `head` users expect
 
 
+@pytest.mark.slow
 def test_i02_head_reads_the_first_line(built_index: Path) -> None:
     env = os.environ | {"PYTHONPATH": str(SRC), "OMP_NUM_THREADS": "1"}
     shell = f"{sys.executable} -m sentcl.cli index info {built_index} 2>err.txt | head -1; echo rc=${{PIPESTATUS[0]}}"

@@ -106,6 +106,7 @@ def test_search_model_mismatch_case(case: Case, tmp_path: Path, capsys: pytest.C
     run_case(case, tmp_path, capsys)
 
 
+@pytest.mark.slow
 def test_S53_serve_a_built_index(tmp_path: Path) -> None:
     """`sentcl serve MODEL --index DIR` on an ivf folder of `sentcl index build`: a real process, real HTTP."""
     index = built_index(tmp_path, "ivf")

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 
 SENTCL = [sys.executable, "-m", "sentcl.cli"]
 
@@ -24,6 +25,7 @@ def env(**extra: str) -> dict[str, str]:
     return {**os.environ, "PYTHONPATH": src, "OMP_NUM_THREADS": "1", **extra}
 
 
+@pytest.mark.slow
 def test_busy_port_exits_2_before_loading(tmp_path: Path) -> None:
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
