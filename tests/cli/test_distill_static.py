@@ -12,6 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sentcl.cli import main
 from sentcl.config.static_recipe import FitSettings, load_static_recipe
@@ -173,3 +175,18 @@ def test_the_recipe_runs_and_sentence_transformers_reads_its_folder(
     theirs = SentenceTransformer(str(tmp_path / "student"), device="cpu").encode(lines, convert_to_numpy=True)
     assert ours.shape == (4, 6)
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+@settings(max_examples=60, deadline=None)
+@given(dim=st.integers(-3, 600), pca=st.one_of(st.none(), st.integers(-3, 600)), steps=st.integers(-2, 4000))
+def test_any_override_is_taken_or_refused_by_name(dim: int, pca: int | None, steps: int) -> None:
+    """Generated settings: valid ones land in the recipe as given, the rest are ConfigErrors naming a key."""
+    sets = [f"dim={dim}", f"fit.steps={steps}", f"pca_dim={'null' if pca is None else pca}"]
+    valid = dim > 0 and steps >= 0 and (pca is None or (pca >= dim and (steps > 0 or pca == dim)))
+    if not valid:
+        with pytest.raises(ConfigError, match=r"dim|steps"):
+            load_static_recipe(None, sets)
+        return
+    recipe = load_static_recipe(None, sets)
+    assert (recipe.dim, recipe.pca_dim, recipe.fit.steps, recipe.fitted) == (dim, pca, steps, steps > 0)
+    assert recipe.fit.batch_size == load_static_recipe().fit.batch_size  # the rest: the built-in values
