@@ -3,8 +3,8 @@
 The service tokenises each input once, on arrival (to count its tokens and check its length). For an encoder
 that ``modeling.packed`` computes exactly (a BERT backbone, mean or [CLS] pooling, no prompt), a pass runs
 the packed forward on those ids: every per-token layer sees only the real tokens, so a pass of mixed lengths
-costs what its tokens cost, and nothing is tokenised again. Any other encoder gets the texts through its own
-``encode``.
+costs what its tokens cost, and nothing is tokenised twice (an input over the model's length is, once more, to
+cut it where ``encode`` cuts). Any other encoder gets the texts through its own ``encode``.
 """
 
 from __future__ import annotations
