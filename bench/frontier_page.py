@@ -155,7 +155,8 @@ def builds(root: Path, run: dict[str, Any]) -> str:
     known = json.loads(file.read_text(encoding="utf-8")) if file.is_file() else {}
     lines = [
         f"- `{name}`: `{known[name]['command']}` ({known[name]['wall_s']:.0f} s wall, "
-        f"{known[name]['cpu_s']:.0f} CPU-s, one thread, load average {known[name]['load']})"
+        f"{known[name]['cpu_s']:.0f} CPU-s, {known[name].get('threads', 'one thread')}, load average "
+        f"{known[name]['load']}; {known[name]['stages']})"
         for name, row in run["points"].items()
         if row["runtime"] == "static" and name in known
     ]
