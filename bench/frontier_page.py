@@ -194,23 +194,31 @@ def students_note(run: dict[str, Any]) -> str:
 
 
 def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
-    """The search and service points and the targets, where the run has them."""
-    from bench.frontier_side import search_table, serve_table
+    """The search and service points (from their committed bench results) and the targets."""
+    from bench.frontier_side import (
+        SEARCH_RESULTS,
+        SERVE_RESULTS,
+        search_points,
+        search_table,
+        serve_point,
+        serve_table,
+    )
     from bench.frontier_targets import targets
 
-    text = ""
-    if run.get("search"):
-        text += (
-            "\n\n## Search points\n\nCompressed indexes of the real offline sentences (the teacher's vectors), "
-            "recall@10 against exact search, memory against the float index's, queries per second at one thread "
-            "against the exact flat index's in the same run:\n\n" + search_table(run["search"])
-        )
-    if run.get("service"):
-        text += (
-            "\n\n## The service\n\n`sentcl serve` (the teacher, 16 clients) against the same model's "
-            "in-process encode, alternating rounds:\n\n" + serve_table(run["service"])
-        )
-    return text + "\n\n## Targets\n\n" + targets(run, root, verdict)
+    search = search_points(root, list(SEARCH_RESULTS))
+    service = [serve_point(root, path) for path in SERVE_RESULTS]
+    text = (
+        "\n\n## Search points\n\nCompressed indexes of the real offline sentences (the teacher's vectors), "
+        "recall@10 against exact search, memory against the float index's, queries per second at one thread "
+        "against the exact flat index's in the same bench run:\n\n" + search_table(search)
+    )
+    text += (
+        "\n\n## The service\n\n`sentcl serve` (the teacher, 16 clients; the service's defaults, then one thread a side) against the "
+        "same model's in-process encode, alternating rounds:\n\n" + serve_table(service)
+    )
+    return (
+        text + "\n\n## Targets\n\n" + targets({**run, "search": search, "service": service[0]}, root, verdict)
+    )
 
 
 def page(path: Path, run: dict[str, Any], built: str = "", root: Path = ROOT) -> str:

@@ -3,8 +3,9 @@
 Search points (``bench.index_binary`` on the real 203k offline sentences): each index's recall@10 against exact
 search, its memory and its fraction of the float index's, and its one-query and batched QPS against the exact
 flat index's in the same run. The service point (``bench.serve_load``): served sentences/s beside the in-process
-encode's in the same rounds, the median per-round ratio, latency and errors. ``bench.frontier`` copies them
-into its run (with the file and command each came from), so the page is a function of the run alone.
+encode's in the same rounds, the median per-round ratio, latency and errors: the service's defaults, and one
+thread a side. ``bench.frontier_page`` reads them from the committed results named here when it builds the page
+(a frontier run also records the rows it found when it ran).
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 SEARCH_RESULTS = ("bench/results/index_binary.json", "bench/results/index_binary_hnsw.json")
-SERVE_RESULT = "bench/results/serve_load.json"
+SERVE_RESULT = "bench/results/serve_load_continuous.json"
+SERVE_RESULTS = (SERVE_RESULT, "bench/results/serve_load_continuous_1thread.json")
 SEARCH_KEYS = (
     "n",
     "recall_at_10",
@@ -94,13 +96,17 @@ def search_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines) + "\n\nFrom " + "; ".join(commands) + "."
 
 
-def serve_table(row: dict[str, Any]) -> str:
-    load = ", ".join(f"{x:.1f}" for x in row["loadavg_start"])
-    return (
-        "| served sentences/s | in-process sentences/s | served / in-process (median of rounds) | p50 ms | errors | "
-        "clients |\n|---:|---:|---:|---:|---:|---:|\n"
-        f"| {row['served_sentences_per_s']:,.1f} | {row['in_process_sentences_per_s']:,.1f} | "
-        f"{row['ratio_median']:.2f}x | {row['p50_ms']:,.0f} | {row['errors']} | {row['clients']} |\n\n"
-        f"From `{row['command']}` (`{row['source']}`; {row['rounds']} alternating rounds, {row['threads']} "
-        f"thread(s), load average at the start {load})."
-    )
+def serve_table(rows: list[dict[str, Any]]) -> str:
+    lines = [
+        "| threads a side | served sentences/s | in-process sentences/s | served / in-process (median of rounds) | "
+        "p50 ms | errors | clients | load average at the start |",
+        "|---:|---:|---:|---:|---:|---:|---:|---|",
+    ]
+    for row in rows:
+        load = ", ".join(f"{x:.1f}" for x in row["loadavg_start"])
+        lines.append(
+            f"| {row['threads']} | {row['served_sentences_per_s']:,.1f} | {row['in_process_sentences_per_s']:,.1f} | "
+            f"{row['ratio_median']:.2f}x | {row['p50_ms']:,.0f} | {row['errors']} | {row['clients']} | {load} |"
+        )
+    commands = "; ".join(f"`{row['command']}` (`{row['source']}`, {row['rounds']} rounds)" for row in rows)
+    return "\n".join(lines) + "\n\nFrom " + commands + "."

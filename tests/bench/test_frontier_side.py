@@ -78,3 +78,5 @@ def test_serve_target_line(ratio: float, errors: int) -> None:
     service = {"ratio_median": ratio, "errors": errors, "clients": 16, "loadavg_start": [1.0]}
     (line,) = serve_line(service)
     assert line.endswith("not met.") != (ratio >= 0.85 and errors == 0)
+    (loaded,) = serve_line({**service, "loadavg_start": [6.0]})  # the target asks for a quiet machine
+    assert loaded.endswith("not measured on a quiet machine.")
