@@ -22,6 +22,9 @@ Points (``--points``, default all of them; ``--static NAME=FOLDER`` adds a stati
   ``model2vec`` (Model2Vec's own ``distill`` of the teacher with its defaults, built once into
   ``--cache-dir``).
 
+Search and service points are not timed here: the run records the rows of the committed ``bench.index_binary``
+and ``bench.serve_load`` results it was given (``--search-result``, ``--serve-result``; ``bench.frontier_side``).
+
 STS: the seven-task average (``sentcl.evaluation``'s STS tasks, the one evaluation path) is measured for every
 point whose model is not one already scored: the int8 exports, the OpenVINO points (OpenVINO computes in bf16
 on a CPU with bf16 instructions), Model2Vec, the static students. A point with the teacher's weights run in
