@@ -1,0 +1,310 @@
+"""Every command block of a user page reads only what it creates: each path a ``sentcl`` command reads (a model,
+a corpus, a pairs file, an index, a run folder) is written by an earlier command of the same page, or is a
+built-in (an offline model's short name, a hub id, a recipe, a ``sentcl download`` item), or the page names,
+in a paragraph that links to it, the page whose commands create it.
+
+The page's ``bash`` blocks are read in order as a shell would split them (``shlex``); which arguments of each
+command are inputs and which outputs is the table below, one row per option, not a case per page.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_docs_site import ROOT, user_pages
+
+from sentcl.config.builtin import recipe_names, resolve_recipe
+from sentcl.files.paths import DOWNLOAD_TARGETS, OFFLINE_MODELS, download_command
+
+#: the argparse destinations (of ``sentcl.cli``'s own parser) that are paths the command reads, and writes
+READS = {"model", "model_path", "input", "corpus", "pairs", "retrieval", "embeddings", "fit_files", "queries",
+         "api_key_file", "runs", "folder", "teacher", "config", "student"}  # fmt: skip
+WRITES = {"output", "out", "output_dir", "plot"}
+#: ``--set`` keys whose value is a path: read, written; a dev task's path follows its ``pairs:``/``retrieval:``
+SET_INPUTS, SET_OUTPUTS = {"data.train_file", "eval.dev_task"}, {"training.output_dir"}
+#: the data folder, however a page writes it
+DATA_DIR = re.compile(r"^(?:\$\{?SENTCL_DATA\}?|~/sentcl-data|\$PWD/sentcl-data|sentcl-data)/")
+HUB_ID = re.compile(r"^[A-Za-z][\w.-]*/[\w.-]+$")  # owner/name, as the hub spells it
+HUB_OWNERS = {"sentence-transformers", "princeton-nlp", "BAAI", "intfloat", "thenlper", "minishlab"}
+HUB_MODELS = {
+    "bert-base-uncased",
+    "bert-large-uncased",
+    "roberta-base",
+    "roberta-large",
+    "distilbert-base-uncased",
+}
+
+
+@dataclass
+class Command:
+    """One command of a page: what it reads and what it writes."""
+
+    line: str
+    reads: list[str] = field(default_factory=list)
+    writes: list[str] = field(default_factory=list)
+    problem: str = ""  # sentcl's parser refuses the command (a placeholder such as `...`, a wrong option)
+
+
+def _norm(path: str) -> str:
+    path = path.strip().rstrip("/")
+    return path[2:] if path.startswith("./") else path
+
+
+def _recipe_output(name: str) -> str | None:
+    if name not in recipe_names():
+        return None
+    return (
+        yaml.safe_load(Path(resolve_recipe(name)).read_text(encoding="utf-8"))
+        .get("training", {})
+        .get("output_dir")
+    )
+
+
+def _paths(value: object) -> list[str]:
+    if value is None or value is False:
+        return []
+    return [str(v) for v in value] if isinstance(value, list) else [str(value)]
+
+
+def _sentcl(args: list[str], command: Command) -> None:
+    """What ``sentcl ARGS`` reads and writes: the arguments as sentcl's own parser reads them (a command the
+    parser refuses fails the test), their destinations sorted by the tables above."""
+    import contextlib
+    import io
+
+    from sentcl.cli import build_parser
+
+    with contextlib.redirect_stderr(io.StringIO()) as err:
+        try:
+            parsed = vars(build_parser().parse_args(args))
+        except SystemExit:
+            command.problem = err.getvalue().strip().splitlines()[-1]
+            return
+    sub = parsed["command"]
+    for dest, value in parsed.items():
+        if dest in READS:
+            command.reads += _paths(value)
+        elif dest in WRITES:
+            command.writes += _paths(value)
+    if parsed.get("index"):  # search with --corpus keeps an index folder there; otherwise it reads one
+        (command.writes if sub == "search" and parsed.get("corpus") else command.reads).append(
+            str(parsed["index"])
+        )
+    for override in parsed.get("overrides") or []:
+        key, setting = override.split("=", 1)
+        if key in SET_INPUTS and (key != "eval.dev_task" or re.match(r"^(?:pairs|retrieval):", setting)):
+            command.reads.append(re.sub(r"^(?:pairs|retrieval):", "", setting))
+        elif key in SET_OUTPUTS:
+            command.writes.append(setting)
+    if sub == "train" and not command.writes:
+        output = _recipe_output(parsed.get("config") or "")
+        command.writes += [output] if output else []
+    if parsed.get("index_command") == "build" and not parsed.get("output"):  # beside them: EMB/index-TYPE
+        command.writes.append(f"{_norm(str(parsed['embeddings']))}/index-{parsed['type']}")
+    if sub == "download":
+        command.writes += [DOWNLOAD_TARGETS[item] for item in parsed["names"] if item in DOWNLOAD_TARGETS]
+
+
+def commands(block: str) -> list[Command]:
+    """The commands of a bash block, in order: continuations joined, comments and here-document bodies dropped,
+    ``&&`` ``|`` ``;`` split; ``VAR=value`` prefixes, ``torchrun ... -m sentcl.cli``, ``> FILE`` and ``mkdir``
+    understood."""
+    found, heredoc = [], ""
+    for line in block.replace("\\\n", " ").splitlines():
+        if heredoc:  # a here-document's body (a Python script, say) is not shell
+            heredoc = "" if line.strip() == heredoc else heredoc
+            continue
+        tag = re.search(r"<<-?\s*['\"]?(\w+)['\"]?", line)
+        heredoc = tag.group(1) if tag else ""
+        tokens = shlex.split(line[: tag.start()] if tag else line, comments=True)
+        part: list[str] = []
+        for token in [*tokens, ";"]:
+            if token not in ("&&", "||", "|", ";"):
+                part.append(token)
+                continue
+            command = Command(line)
+            while part and re.match(r"^\w+=", part[0]):  # VAR=value before a command
+                part.pop(0)
+            for i, token_ in enumerate(part):  # > FILE, >> FILE
+                if token_ in (">", ">>") and i + 1 < len(part):
+                    command.writes.append(part[i + 1])
+            words = [
+                w
+                for i, w in enumerate(part)
+                if w not in (">", ">>") and (i == 0 or part[i - 1] not in (">", ">>"))
+            ]
+            if words[:1] == ["torchrun"] and "sentcl.cli" in words:
+                words = ["sentcl", *words[words.index("sentcl.cli") + 1 :]]
+            if words[:1] == [
+                "mkdir"
+            ]:  # a folder (and with -p its parents) that a later step, a script, fills
+                for folder in (w for w in words[1:] if not w.startswith("-")):
+                    parts = Path(_norm(folder)).parts
+                    command.writes += [str(Path(*parts[: i + 1])) for i in range(len(parts))]
+            elif words[:1] in (["cp"], ["mv"]) and len(words) > 2:
+                command.writes.append(words[-1])
+            elif words[:1] == ["sentcl"] and len(words) > 1:
+                _sentcl(words[1:], command)
+            elif words[:2] in (["python", "-m"], ["python3", "-m"]) and "--student" in words:
+                command.reads.append(words[words.index("--student") + 1])  # python -m bench.distill_speed
+            if command.reads or command.writes or command.problem:
+                found.append(command)
+            part = []
+    return found
+
+
+def built_in(path: str) -> bool:
+    """A name that is not a file of the user's: an offline model, a hub id, a recipe, a download item."""
+    if path in OFFLINE_MODELS or path in HUB_MODELS or path in recipe_names():
+        return True
+    owner = path.split("/", 1)[0]
+    if HUB_ID.match(path) and owner in HUB_OWNERS:
+        return True
+    inside = DATA_DIR.sub("", path)
+    return inside != path and download_command(inside) is not None or download_command(path) is not None
+
+
+def _created(path: str, made: set[str]) -> bool:
+    path = _norm(path)
+    return any(path == m or path.startswith(m + "/") for m in made)
+
+
+def _page_blocks(page: Path) -> tuple[list[str], list[str]]:
+    """A page's bash blocks and its prose paragraphs."""
+    text = page.read_text(encoding="utf-8")
+    blocks = re.findall(r"^```bash\n(.*?)^```", text, re.S | re.M)
+    prose = re.sub(r"^```.*?^```", "", text, flags=re.S | re.M)
+    return blocks, re.split(r"\n\s*\n", prose)
+
+
+@functools.cache
+def _user_pages() -> frozenset[Path]:
+    return frozenset(p.resolve() for p in user_pages())
+
+
+def outputs(page: Path, seen: frozenset[Path] = frozenset()) -> set[str]:
+    """Every path a page's commands write, and what the pages it names as a source give it."""
+    blocks, _ = _page_blocks(page)
+    made = prerequisites(page, seen)
+    for block in blocks:
+        for command in commands(block):
+            made |= {_norm(w) for w in command.writes}
+    return made
+
+
+def prerequisites(page: Path, seen: frozenset[Path] = frozenset()) -> set[str]:
+    """Paths a page takes from another: backticked in a paragraph that links to the page whose commands make
+    them (checked: the linked page does write them)."""
+    if page in seen:
+        return set()
+    _, paragraphs = _page_blocks(page)
+    given_: set[str] = set()
+    for paragraph in paragraphs:
+        named = {_norm(p) for p in re.findall(r"`([^`\s]+)`", paragraph)}
+        for link in re.findall(r"\]\(([^)#\s]+\.md)", paragraph):
+            source = (page.parent / link).resolve()
+            if named and source in _user_pages() and source != page:
+                theirs = outputs(source, seen | {page})
+                given_ |= {p for p in named if _created(p, theirs)}
+    return given_
+
+
+def unmade_inputs(page: Path) -> list[str]:
+    """The inputs of a page's commands that nothing earlier made and that are not built in."""
+    blocks, _ = _page_blocks(page)
+    made, missing = prerequisites(page), []
+    for block in blocks:
+        for command in commands(block):
+            if command.problem:
+                missing.append(f"{page.relative_to(ROOT)}: `{command.line.strip()}`: {command.problem}")
+            missing += [
+                f"{page.relative_to(ROOT)}: {path!r} in `{command.line.strip()}`"
+                for path in command.reads
+                if not built_in(path) and not _created(path, made)
+            ]
+            made |= {_norm(w) for w in command.writes}
+    return missing
+
+
+def test_every_command_on_a_user_page_reads_only_what_an_earlier_step_made() -> None:
+    pages = [page for page in user_pages() if "```bash" in page.read_text(encoding="utf-8")]
+    assert len(pages) >= 10
+    missing = [item for page in pages for item in unmade_inputs(page)]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_parser_reads_inputs_and_outputs_as_the_commands_take_them() -> None:
+    block = (
+        "export SENTCL_DATA=$PWD/sentcl-data\n"
+        "sentcl train --config demo --set data.train_file=mine.txt --output-dir runs/q   # a comment\n"
+        "sentcl export --format onnx runs/q/best runs/q/onnx && sentcl serve runs/q/onnx --index emb/index-ivf\n"
+        "torchrun --nproc_per_node 2 -m sentcl.cli encode --model M --input big.txt \\\n    --output emb/\n"
+        "sentcl recipes show demo > mine.yaml\n"
+        "sentcl index build --embeddings emb/ --type ivf\n"
+        "sentcl search --model M --corpus s.txt --query 'a dog' --index runs/idx\n"
+        "sentcl train --config distill_minilm_l3 --set eval.dev_task=pairs:/abs/dev.tsv\n"
+        "mkdir -p beir/qrels\npython3 - <<'PY'\nprint('sentcl eval --model nowhere')\nPY\n"
+        "sentcl eval --model M --retrieval beir\n"
+    )
+    found = [(c.reads, c.writes) for c in commands(block)]
+    assert found == [
+        (["demo", "mine.txt"], ["runs/q"]),
+        (["runs/q/best"], ["runs/q/onnx"]),
+        (["runs/q/onnx", "emb/index-ivf"], []),
+        (["M", "big.txt"], ["emb"]),
+        ([], ["mine.yaml"]),
+        (["emb"], ["emb/index-ivf"]),
+        (["M", "s.txt"], ["runs/idx"]),
+        (["distill_minilm_l3", "/abs/dev.tsv"], [_recipe_output("distill_minilm_l3")]),
+        ([], ["beir", "beir/qrels"]),
+        (["M", "beir"], []),
+    ]
+
+
+@settings(deadline=None)  # a loaded machine: no time limit on one example
+@given(
+    folder=st.from_regex(r"[a-z][a-z0-9_]{0,8}(/[a-z0-9_]{1,8}){0,2}", fullmatch=True),
+    below=st.from_regex(r"(/[a-z0-9_.]{1,8}){0,2}", fullmatch=True),
+)
+def test_a_path_below_a_written_folder_counts_as_made_and_a_sibling_does_not(folder: str, below: str) -> None:
+    made = {_norm(folder + "/")}
+    assert _created(folder + below, made) and _created("./" + folder + below, made)
+    assert not _created(folder + "x" + below, made)  # runs/quick does not make runs/quickly
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [("all-MiniLM-L6-v2", True), ("demo", True), ("corpora/nli_for_simcse.csv", True),
+     ("$SENTCL_DATA/corpora/wiki1m_prefix.txt", True), ("sentence-transformers/all-mpnet-base-v2", True),
+     ("runs/quick/best", False), ("big.txt", False), ("M", False), ("someone/their-model", False)],
+)  # fmt: skip
+def test_built_ins_are_models_recipes_and_download_items_only(path: str, expected: bool) -> None:
+    assert built_in(path) is expected
+
+
+def test_a_page_that_reads_what_no_step_made_is_found(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import test_docs_snippets as me
+
+    first, second = tmp_path / "first.md", tmp_path / "second.md"
+    first.write_text("```bash\nsentcl train --config demo --output-dir runs/a\n```\n", encoding="utf-8")
+    second.write_text(
+        "`runs/a/best` is what [the first page](first.md) trains; `runs/b` is not.\n\n"
+        "```bash\nsentcl eval --model runs/a/best\nsentcl eval --model runs/b/best\n"
+        "sentcl eval ... --tasks sts\n```\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setattr(me, "ROOT", tmp_path)
+    monkeypatch.setattr(me, "_user_pages", lambda: frozenset({first, second}))
+    assert unmade_inputs(first) == []
+    unmade, placeholder = unmade_inputs(second)
+    assert "'runs/b/best'" in unmade and "eval ... --tasks sts" in placeholder and "error" in placeholder
