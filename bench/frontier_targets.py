@@ -11,7 +11,7 @@ import statistics
 from pathlib import Path
 from typing import Any
 
-SEEDS = Path("docs/results/layer-students-cpu/runs")  # seed-<N>/results.json of the recipe distill_minilm_l3
+SEEDS = Path("docs/results/layer-students-cpu/seeds")  # seed-<N>/results.json of the recipe distill_minilm_l3
 
 
 def seed_scores(root: Path) -> dict[int, float]:
