@@ -160,3 +160,20 @@ def test_packed_two_encoders_equal_padded(tiny_bert: Path) -> None:
     batch = make_batch(SENTENCES, method, f)
     packed = embed_views(model, batch, method, B, packed_tokens=True)  # (B, V, D)
     torch.testing.assert_close(packed, embed_views(model, batch, method, B), atol=1e-5, rtol=0)
+
+
+def test_inference_reuses_the_fused_projection_until_a_weight_changes(tiny_bert: Path) -> None:
+    """The kept Q/K/V concatenation gives the padded forward's output, and an in-place weight update (an
+    optimiser step) is seen at once: the result equals a fresh model's with the same weights."""
+    model = _model(tiny_bert, "avg", dropout=0.0).eval()
+    batch = model.tokenize(SENTENCES)
+    with torch.inference_mode():
+        first = packed_encode(model, **batch)
+        torch.testing.assert_close(first, packed_encode(model, **batch), atol=0, rtol=0)
+        torch.testing.assert_close(first, model(**batch), atol=1e-5, rtol=0)
+    with torch.no_grad():
+        model.backbone.encoder.layer[0].attention.self.value.weight.mul_(3.0)
+    with torch.inference_mode():
+        changed = packed_encode(model, **batch)
+        assert (changed - first).abs().max() > 1e-3
+        torch.testing.assert_close(changed, model(**batch), atol=1e-5, rtol=0)

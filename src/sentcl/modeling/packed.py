@@ -91,12 +91,34 @@ class _Gather(torch.autograd.Function):
         return grad.new_zeros(ctx.size, grad.size(1)).index_copy_(0, flat, grad), None  # (P, C)
 
 
+def _fused_qkv(attn: nn.Module) -> tuple[Tensor, Tensor]:
+    """Q, K and V as one projection: the weights (3H, H) and biases (3H,) concatenated. Without autograd
+    (inference, the service's passes) the concatenation is kept on the module and made again only when one of
+    the six tensors changed (its storage or its version counter, which every in-place update moves); with
+    autograd it is made each call, so gradients reach the three layers."""
+    parts = (
+        attn.query.weight,
+        attn.key.weight,
+        attn.value.weight,
+        attn.query.bias,
+        attn.key.bias,
+        attn.value.bias,
+    )
+    if torch.is_grad_enabled():
+        return torch.cat(parts[:3]), torch.cat(parts[3:])  # (3H, H), (3H,)
+    stamp = tuple((p.data_ptr(), p._version) for p in parts)
+    cached = attn.__dict__.get("_sentcl_fused_qkv")
+    if cached is None or cached[0] != stamp:
+        cached = (stamp, torch.cat(parts[:3]), torch.cat(parts[3:]))  # (3H, H), (3H,)
+        attn.__dict__["_sentcl_fused_qkv"] = cached
+    return cached[1], cached[2]
+
+
 def _attention(layer: nn.Module, x: Tensor, flat: Tensor, key_mask: Tensor, width: int) -> Tensor:
     """BERT self-attention (before its output dense) on packed tokens: (T, H) -> (T, H)."""
     attn = layer.attention.self
     n, heads, d = key_mask.size(0), attn.num_attention_heads, attn.attention_head_size
-    weight = torch.cat([attn.query.weight, attn.key.weight, attn.value.weight])  # (3H, H)
-    bias = torch.cat([attn.query.bias, attn.key.bias, attn.value.bias])  # (3H,)
+    weight, bias = _fused_qkv(attn)  # (3H, H), (3H,)
     qkv = nn.functional.linear(x, weight, bias)  # (T, 3H)
     padded = _Scatter.apply(qkv, flat, n * width)  # (N·L', 3H)
     q, k, v = padded.view(n, width, 3, heads, d).permute(2, 0, 3, 1, 4)  # 3 × (N, heads, L', d)
