@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers.shards import encode_argv
 
 from sentcl.cli import main
 from sentcl.index.faiss_build import build_from_shards
@@ -20,20 +21,6 @@ from tests.index.test_shards import encode_one_npy
 
 pytest.importorskip("faiss")
 LINES = [f"the {w} number {i}" for i, w in enumerate("dog cat river bank song".split() * 5)]
-
-
-def encode_argv(model: Path, corpus: Path, out: Path) -> list[str]:
-    return [
-        "encode",
-        "--model",
-        str(model),
-        "--input",
-        str(corpus),
-        "--output",
-        str(out),
-        "--shard-size",
-        "10",
-    ]
 
 
 def test_input_edited_in_place_to_the_same_size_is_re_encoded(

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import pytest
+from helpers.shards import encode_argv
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -33,21 +34,6 @@ def flip(path: Path, at: int, bit: int = 0) -> None:
     data = bytearray(path.read_bytes())
     data[at % len(data)] ^= 1 << bit
     path.write_bytes(bytes(data))
-
-
-def encode_args(model: Path, corpus: Path, out: Path) -> list[str]:
-    """``sentcl encode`` of ``corpus`` with ``model`` into shards of 10 lines in ``out``."""
-    return [
-        "encode",
-        "--model",
-        str(model),
-        "--input",
-        str(corpus),
-        "--output",
-        str(out),
-        "--shard-size",
-        "10",
-    ]
 
 
 def build_flat_index(shards: Path, out: Path) -> int:
@@ -197,7 +183,7 @@ def test_a_model_whose_middle_bytes_changed_is_another_model(
     shutil.copytree(tiny_bert, model)
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"word {i}\n" for i in range(20)), encoding="utf-8")
-    encode = encode_args(model, corpus, tmp_path / "sh")
+    encode = encode_argv(model, corpus, tmp_path / "sh")
     assert main(encode) == 0
     assert build_flat_index(tmp_path / "sh", tmp_path / "ix") == 0
     weights = next(model.glob("*.safetensors"))
@@ -216,7 +202,7 @@ def test_a_killed_multi_process_encode_is_not_resumed_with_other_settings_di_res
 ) -> None:
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"word {i}\n" for i in range(30)), encoding="utf-8")
-    encode = encode_args(tiny_bert, corpus, tmp_path / "sh")
+    encode = encode_argv(tiny_bert, corpus, tmp_path / "sh")
     assert main(encode) == 0
     (tmp_path / "sh" / "manifest.json").unlink()  # what a killed torchrun encode leaves: shards, no manifest
     (tmp_path / "sh" / "shard-00002.json").unlink()
