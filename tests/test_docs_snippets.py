@@ -115,7 +115,7 @@ def _sentcl(args: list[str], command: Command) -> None:
 
 def commands(block: str) -> list[Command]:
     """The commands of a bash block, in order: continuations joined, comments and here-document bodies dropped,
-    ``&&`` ``|`` ``;`` split; ``VAR=value`` prefixes, ``torchrun ... -m sentcl.cli``, ``> FILE`` and ``mkdir``
+    ``&&`` ``|`` ``;`` ``&`` split; ``VAR=value`` prefixes, ``torchrun ... -m sentcl.cli``, ``> FILE`` and ``mkdir``
     understood."""
     found, heredoc = [], ""
     for line in block.replace("\\\n", " ").splitlines():
@@ -127,7 +127,7 @@ def commands(block: str) -> list[Command]:
         tokens = shlex.split(line[: tag.start()] if tag else line, comments=True)
         part: list[str] = []
         for token in [*tokens, ";"]:
-            if token not in ("&&", "||", "|", ";"):
+            if token not in ("&&", "||", "|", ";", "&"):
                 part.append(token)
                 continue
             command = Command(line)
