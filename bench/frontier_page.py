@@ -213,7 +213,7 @@ def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
         "against the exact flat index's in the same bench run:\n\n" + search_table(search)
     )
     text += (
-        "\n\n## The service\n\n`sentcl serve` (the teacher, 16 clients; the service's defaults, then one thread a side) against the "
+        "\n\n## The service\n\n`sentcl serve` (the teacher, 16 clients; the service's defaults with the machine otherwise idle, then on a loaded machine, then one thread a side) against the "
         "same model's in-process encode, alternating rounds:\n\n" + serve_table(service)
     )
     return (

@@ -16,7 +16,8 @@ from typing import Any
 
 SEARCH_RESULTS = ("bench/results/index_binary.json", "bench/results/index_binary_hnsw.json")
 SERVE_RESULT = "bench/results/serve_load_continuous.json"
-SERVE_RESULTS = (SERVE_RESULT, "bench/results/serve_load_continuous_1thread.json")
+SERVE_QUIET = "bench/results/serve_load_quiet.json"  # the target's figure: the machine otherwise idle
+SERVE_RESULTS = (SERVE_QUIET, SERVE_RESULT, "bench/results/serve_load_continuous_1thread.json")
 SEARCH_KEYS = (
     "n",
     "recall_at_10",
