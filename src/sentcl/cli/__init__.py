@@ -1,7 +1,7 @@
 """Command line: ``sentcl COMMAND``. One module per command in this package; shared options in ``options``.
 
 A command module defines ``add_parser(sub)``, which registers its sub-parser and sets ``func`` to the function
-that runs it (``run(args) -> int``). A new command is a new module named in ``COMMANDS``.
+that handles it (``handle(args) -> int``). A new command is a new module named in ``COMMANDS``.
 
 ``main`` turns what goes wrong into one line ``sentcl CMD: error: ...`` and an exit status, never a
 traceback: a user's mistake (``options.USER_ERRORS``) exits 2; an OS error (a write the OS refused: a

@@ -33,10 +33,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_data_dir(p)
     add_overwrite(p, "file at --out")
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.data.offline_english import offline_english_sentences
     from sentcl.files.atomic import atomic_write_text
     from sentcl.files.paths import resolve_data_dir

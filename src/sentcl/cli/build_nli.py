@@ -22,10 +22,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", type=Path, required=True, help="CSV to write (header sent0,sent1,hard_neg).")
     p.add_argument("--with-neutral", action="store_true", help="Add a neutral hypothesis as a 4th column.")
     add_overwrite(p, "CSV at --output")
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.data.nli import build_nli_from_senteval
 
     folder = args.senteval_snli or resolve_data_dir(args.data_dir, ["senteval"]) / "senteval" / "SNLI"

@@ -60,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--learning-rate", type=float, help="Adam's learning rate (fit.learning_rate).")
     p.add_argument("--contrastive-weight", type=float, help="InfoNCE's weight (fit.contrastive_weight).")
     add_data_dir(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
 def recipe_overrides(args: argparse.Namespace) -> list[str]:
@@ -71,7 +71,7 @@ def recipe_overrides(args: argparse.Namespace) -> list[str]:
     return out + (["fit.steps=0"] if args.no_fit else []) + list(args.overrides)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.config.static_recipe import load_static_recipe
     from sentcl.methods.static_student import build_static_student, read_summary
 

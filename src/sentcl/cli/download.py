@@ -43,7 +43,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Discard the sha256 that an earlier download recorded (trust on first use) with the cached files, "
         "and download again: when that first download was bad or the file has legitimately changed.",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
 def _data_dir(arg: Path | None) -> Path:
@@ -56,7 +56,7 @@ def _data_dir(arg: Path | None) -> Path:
     return folder
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.data.download import SOURCES, DownloadError, download, with_mirror
 
     try:

@@ -41,10 +41,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "folder; resumable (finished shards are skipped); under torchrun ranks share the shards.",
     )
     add_overwrite(p, ".npy file at --output (a folder of shards is resumed, never replaced)")
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     # the input, then the output: both checked before the model loads and the corpus is encoded
     require_file(args.input, "input")
     if args.shard_size:

@@ -74,10 +74,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--plot", type=Path, help="With --truncate-dims: a PNG of each task's score against the dimension."
     )
     add_overwrite(p, "file at --output or --plot")
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.evaluation.embedding import before_normalisation, evaluation_encode_fn
     from sentcl.evaluation.runner import evaluate, expand, format_results
 

@@ -60,10 +60,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Train nothing: rebuild the page from the run summaries committed beside it "
         "(OUTPUT/GRID-VARIANT/runs/, written by every run of this command).",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.experiments.grid import load_grid, point_configs, select_points
     from sentcl.experiments.page import write_grid_report
     from sentcl.experiments.runs import run_grid

@@ -37,10 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="Replace an earlier export at OUT (a folder of anything else is never replaced).",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.files.output import claim_folder
     from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, OPENVINO_MODEL, export_inputs, export_onnx
 

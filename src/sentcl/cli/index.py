@@ -96,12 +96,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--seed", type=int, default=0, help="Seed of the training sample.")
     b.add_argument("--overwrite", action="store_true", help="Replace an earlier index at --output.")
-    b.set_defaults(func=run_build)
+    b.set_defaults(func=handle_build)
     i = isub.add_parser(
         "info", help="Print an index folder's search setting, measured recall and QPS, then index.json."
     )
     i.add_argument("folder", type=Path)
-    i.set_defaults(func=run_info)
+    i.set_defaults(func=handle_info)
 
 
 def recall_target(text: str) -> float | None:
@@ -115,7 +115,7 @@ def recall_target(text: str) -> float | None:
     return value or None
 
 
-def run_build(args: argparse.Namespace) -> int:
+def handle_build(args: argparse.Namespace) -> int:
     from sentcl.files.output import claim_folder
     from sentcl.index.faiss_build import build_from_shards, index_inputs
     from sentcl.index.faiss_params import IndexParams
@@ -159,7 +159,7 @@ def tuning_line(t: dict) -> str:
     )
 
 
-def run_info(args: argparse.Namespace) -> int:
+def handle_info(args: argparse.Namespace) -> int:
     """index.json plus ``search`` (the setting in use, the measured recall and QPS) as JSON on stdout; the
     same in one readable line on stderr. Any index folder of the family (``sentcl.index.open_index``)."""
     import sys

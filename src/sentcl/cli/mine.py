@@ -47,10 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="Seed of --sampling random.")
     add_overwrite(p, "CSV at --output")
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.data.nli import write_nli_csv
     from sentcl.index.mining import MiningSettings, mine_pairs, read_corpus_file
     from sentcl.index.pairs import read_pairs

@@ -62,7 +62,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--seed", type=int, default=0, help="Flow: initialisation and batch order (default 0).")
     add_data_dir(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
 def fit_file_path(path: Path, data_dir: str | None) -> Path:
@@ -78,7 +78,7 @@ def fit_file_path(path: Path, data_dir: str | None) -> Path:
     return candidate if candidate.exists() else path
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.files.output import Input, claim_folder, model_input, write_folder
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.modeling.open import open_model

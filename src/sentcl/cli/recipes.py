@@ -31,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser("show", help="Print one recipe's YAML.")
     show.add_argument("name", help="Recipe name, e.g. demo or experiments/dropout.")
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
 def _summary(name: str) -> str:
@@ -61,7 +61,7 @@ def _table(names: list[str], folder: str = "") -> str:
     )
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     if args.action == "show":
         path = (
             builtin_path(args.name)

@@ -31,10 +31,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p,
         "Pooler for model sources (runs keep their saved one); default: the model's saved one, else cls.",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.report import DEFAULT_TASKS, make_report
 
     check_output_dir(args.output, "--output")  # before the runs are evaluated

@@ -57,10 +57,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--max-length", type=max_length_arg, help="Truncate sentences to this many tokens.")
     p.add_argument("--json", action="store_true", help="Print the hits as JSON instead of a table.")
     add_backend(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.index import is_ann_index
     from sentcl.index.search import format_hits, hits_json, read_sentences, run_ann_search, run_search
 

@@ -84,7 +84,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Keep glibc's adaptive mmap threshold (default: fixed at 128 KiB, so that resident memory "
         "follows the batches in flight; docs/performance.md, 'Serving').",
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
 def port_number(text: str) -> int:
@@ -177,7 +177,7 @@ def encode_threads(args: argparse.Namespace) -> tuple[int, int]:
     return threads, args.workers or threads
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     try:
         import uvicorn  # noqa: F401 - the extra's check
 

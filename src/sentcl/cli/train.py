@@ -49,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--resume", action="store_true", help="Continue from the last checkpoint in the run folder."
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
 def _failed(message: str) -> int:
@@ -58,7 +58,7 @@ def _failed(message: str) -> int:
     return 1
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.evaluation.runner import format_results
     from sentcl.training.checkpoint import CheckpointError
     from sentcl.training.loop import train

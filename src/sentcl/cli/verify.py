@@ -24,10 +24,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--full", action="store_true", help="Read every byte (no fingerprint cache): finds silent bit rot."
     )
-    p.set_defaults(func=run)
+    p.set_defaults(func=handle)
 
 
-def run(args: argparse.Namespace) -> int:
+def handle(args: argparse.Namespace) -> int:
     from sentcl.files.fingerprint import verify_artefacts
 
     damaged: list[str] = []
