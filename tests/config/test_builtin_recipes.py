@@ -130,7 +130,7 @@ def test_a_missing_extra_deeper_in_a_command_is_caught_by_the_cli(monkeypatch, c
         return 0
 
     monkeypatch.setitem(sys.modules, "onnxruntime", None)
-    monkeypatch.setattr(recipes_cli, "run", needs_onnxruntime)
+    monkeypatch.setattr(recipes_cli, "handle", needs_onnxruntime)
     assert main(["recipes"]) == 2
     assert extra_hint("onnx") in capsys.readouterr().err
 
