@@ -68,7 +68,9 @@ def float32_loss_is_zero(temperature: float, gap: float = SATURATION_GAP) -> boo
             return True
         top = logits.max()
         total = np.exp(logits - top, dtype=np.float32).sum(dtype=np.float32)
-        loss = np.float32(top + np.log(total, dtype=np.float32) - logits[0])
+        # torch's order: log_softmax = (x - max) - log(sum), so the positive's term is exactly 0 and the loss is
+        # log(total); adding the max first would round a small loss away next to logits of 1e4
+        loss = np.float32(np.log(total, dtype=np.float32) - (logits[0] - top))
     return not np.isfinite(loss) or loss == 0.0
 
 
@@ -253,3 +255,14 @@ def test_the_library_encode_refuses_max_length_below_3(length: int, tiny_encoder
     with pytest.raises(ValueError, match=rf"max_length={length} leaves no room for a real token"):
         tiny_encoder.encode(["a man plays a guitar", "the dog runs"], max_length=length)
     assert tiny_encoder.encode(["a man plays a guitar", "the dog runs"], max_length=3).shape[0] == 2
+
+
+@pytest.mark.parametrize("temperature", [1e-4, 8e-5, 6e-5, 5.9e-5, 5.87e-5, 5.8e-5, 1e-5, 1e-3, 0.05])
+def test_the_numpy_reference_agrees_with_torchs_cross_entropy(temperature: float) -> None:
+    """The float32 reference above says 'exactly 0' where torch's own cross-entropy does (at 1e-4 neither: a
+    sum that adds the logit 1e4 first would round the loss 5.7e-5 away)."""
+    logits = torch.tensor([[1.0, 1.0 - SATURATION_GAP]]) / torch.tensor(
+        temperature, dtype=torch.float32
+    )  # (1, 2)
+    loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0])).item()
+    assert float32_loss_is_zero(temperature) == (loss == 0.0 or not math.isfinite(loss))
