@@ -7,13 +7,13 @@ import dataclasses
 import html
 import os
 import re
-import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from helpers.browser import headless_chromium
 
 from sentcl.cli import COMMANDS
 from sentcl.config import TrainConfig
@@ -368,19 +368,9 @@ def served_site(site: Path) -> Iterator[str]:
 def test_formulas_draw_in_a_real_browser_with_nothing_loaded_from_outside(served_site: str) -> None:
     """Headless Chromium (Debian's, as the service page's test drives it): each formula of a method page is a
     ``<math>`` box wider and taller than a line of text, and every resource the page fetched is the site's own."""
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
 
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver_path, "install Debian's chromium and chromium-driver (make browser)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1200,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.set_page_load_timeout(30)
-    try:
+    with headless_chromium(window="1200,900", load_timeout=30) as driver:
         for page in ("methods/unsup-simcse/", "methods/distill-kl/"):
             driver.get(f"{served_site}/{page}")
             formulas = driver.find_elements(By.CSS_SELECTOR, "article math[display=block]")
@@ -392,8 +382,6 @@ def test_formulas_draw_in_a_real_browser_with_nothing_loaded_from_outside(served
                 "return performance.getEntriesByType('resource').map(e => e.name)"
             )
             assert fetched and all(url.startswith(served_site) for url in fetched), (page, fetched)
-    finally:
-        driver.quit()
 
 
 # --------------------------------------------------------------------------- the demo page and its run

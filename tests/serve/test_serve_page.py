@@ -4,12 +4,13 @@ checked against the JSON routes; a screenshot is saved under the test's tmp fold
 
 from __future__ import annotations
 
-import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from helpers.browser import headless_chromium
 from serve_helpers import running_server
 
 from sentcl.serve.app import create_app
@@ -17,22 +18,9 @@ from sentcl.serve.index import load_search_index
 
 
 @pytest.fixture()
-def browser() -> Any:
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    chromium, driver_path = shutil.which("chromium"), shutil.which("chromedriver")
-    assert chromium and driver_path, "install Debian's chromium and chromium-driver (make browser)"
-    options = webdriver.ChromeOptions()
-    options.binary_location = chromium
-    for flag in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1000,900"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(executable_path=driver_path), options=options)
-    driver.set_page_load_timeout(20)
-    try:
+def browser() -> Iterator[Any]:
+    with headless_chromium() as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 def test_page_search_and_compare_match_the_api(
