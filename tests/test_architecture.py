@@ -317,3 +317,62 @@ def test_the_test_name_check(tmp_path: Path) -> None:
         "test_outside_sweep_a.py",
         "test_seed003_c.py",
     ]
+
+
+# ---------------------------------------------------------------- one home for digests
+
+DIGEST_HOME = "sentcl/files/fingerprint.py"
+DIGEST_NAME = re.compile(r"fingerprint|digest|sha256", re.IGNORECASE)
+#: ``path:function name`` (or ``path:import hashlib``) of a digest that must stay outside sentcl.files.fingerprint,
+#: with the reason. None today.
+DIGEST_ALLOWED: dict[str, str] = {}
+
+
+def digests_outside_home(src: Path = SRC) -> list[str]:
+    """``path:line what`` of every use of ``hashlib`` (an import of it: no digest can be made without one) and
+    every function or method named for a fingerprint, digest or SHA-256, outside ``files/fingerprint.py``."""
+    found = []
+    for path in sorted(src.rglob("*.py")):
+        where = path.relative_to(src.parent).as_posix()
+        if where == DIGEST_HOME:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            what = ""
+            if isinstance(node, ast.Import) and any(a.name.split(".")[0] == "hashlib" for a in node.names):
+                what = "import hashlib"
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "hashlib":
+                what = "from hashlib import"
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and DIGEST_NAME.search(node.name):
+                what = f"def {node.name}"
+            if what and f"{where}:{what.removeprefix('def ')}" not in DIGEST_ALLOWED:
+                found.append(f"{where}:{node.lineno} {what}")
+    return found
+
+
+def test_every_digest_is_made_in_the_fingerprint_module() -> None:
+    """Content fingerprints, digests and SHA-256 sums are written in ``sentcl.files.fingerprint`` alone, so a
+    stored digest (a manifest's, a cache key's, a download's check) has one definition."""
+    assert digests_outside_home() == [], "use (or add) a helper of sentcl.files.fingerprint"
+
+
+def test_the_digest_check(tmp_path: Path) -> None:
+    src = write_package(
+        tmp_path,
+        {
+            "files/fingerprint.py": "import hashlib\ndef file_sha256(p):\n    return hashlib.sha256(p)\n",
+            "a.py": "import hashlib\ndef f(b):\n    return hashlib.md5(b).hexdigest()\n",
+            "b.py": "from hashlib import blake2b\n",
+            "c.py": "import hashlib as h, os\n",
+            "d.py": "class K:\n    def digest(self):\n        return 1\n",
+            "e.py": "def shards_Fingerprint(m):\n    pass\nasync def sha256_of(p):\n    pass\n",
+            "fine.py": "from sentcl.files.fingerprint import file_sha256\ndef check(p):\n    return file_sha256(p)\n",
+        },
+    )
+    assert digests_outside_home(src) == [
+        "sentcl/a.py:1 import hashlib",
+        "sentcl/b.py:1 from hashlib import",
+        "sentcl/c.py:1 import hashlib",
+        "sentcl/d.py:2 def digest",
+        "sentcl/e.py:1 def shards_Fingerprint",
+        "sentcl/e.py:3 def sha256_of",
+    ]

@@ -38,7 +38,6 @@ evaluation files already tokenised by SentEval's get_transfer_data.bash, the fil
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import logging
 import os
@@ -51,6 +50,7 @@ from pathlib import Path
 
 from sentcl.data.archives import extract_archive
 from sentcl.data.fetch import CHUNK, DownloadError, fetch, fetch_prefix
+from sentcl.files.fingerprint import file_sha256
 from sentcl.files.output import claim_file, claim_folder, write_marker
 from sentcl.files.paths import DOWNLOAD_TARGETS
 
@@ -145,14 +145,6 @@ def manual_hint(source: Source, data_dir: Path) -> str:
     return f"fetch {source.url} by hand and save it as {where}"
 
 
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(CHUNK):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def _read_pins(path: Path) -> dict[str, str]:
     pins = {}
     if path.is_file():
@@ -199,7 +191,7 @@ def forget(source: Source, data_dir: Path, forget_sum: bool) -> None:
 def verify(source: Source, file: Path, downloads: Path) -> str | None:
     """Check ``file`` against the table's sum, else against the trust-on-first-use pins. Returns the file's
     sum when nothing vouches for it yet (the caller pins it once the file has validated), else None."""
-    actual = sha256_of(file)
+    actual = file_sha256(file, cached=False)  # every byte, streamed
     pins_path = downloads / PINS_FILE
     expected, origin = source.sha256, "sentcl's table"
     if expected is None:

@@ -14,7 +14,6 @@ memory once touched, pages read through the page cache do not, so RSS stays flat
 from __future__ import annotations
 
 import array
-import hashlib
 import json
 import logging
 import os
@@ -31,7 +30,7 @@ from transformers import PreTrainedTokenizerBase
 
 from sentcl.data.readers import Corpus, decode_line, require_file
 from sentcl.files.budget import bounded_lines, bounded_texts
-from sentcl.files.fingerprint import json_digest
+from sentcl.files.fingerprint import json_digest, text_sha256
 from sentcl.files.paths import CACHE_ENV, cache_root  # noqa: F401 - the cache folder, one home
 
 logger = logging.getLogger(__name__)
@@ -57,7 +56,7 @@ def tokenizer_key(tokenizer: PreTrainedTokenizerBase) -> dict[str, str]:
     return {
         "name_or_path": str(getattr(tokenizer, "name_or_path", "")),
         "class": type(tokenizer).__name__,
-        "definition_sha256": hashlib.sha256(definition.encode("utf-8")).hexdigest(),
+        "definition_sha256": text_sha256(definition),
     }
 
 

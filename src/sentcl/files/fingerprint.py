@@ -14,7 +14,19 @@ One name per kind of fingerprint:
   a name that is no folder (a hub id). Equal for a copy, different for any changed byte of any file.
 * ``input_fingerprint(path)``: a text input's size, mtime and SHA-256.
 * ``array_sha256(array)``: the SHA-256 of an array's bytes (a shard's line-offset table).
-* ``json_digest(payload)``: a short digest of a JSON-able key (cache entry names).
+* ``json_digest(payload)``: a short digest of a JSON-able key (cache entry names); ``fields_sha256(mapping,
+  keys)`` the full one of chosen fields (a sharded encode's settings).
+* ``text_sha256(text)``: the SHA-256 of a string's UTF-8 bytes; ``lines_sha256(lines)`` that of the file the
+  lines would make, one a line (a teacher cache's ``texts.txt``), without writing it.
+* ``line_offsets_sha256(path, block)``: the SHA-256 of each block of ``block`` lines' offset table (what a
+  shard's line range of its input is, in one streamed pass).
+* ``shards_fingerprint(manifest)``: what a shard folder holds (``SHARD_KEYS`` of each shard: its line range,
+  input and files' SHA-256); an index records it as ``shards_sha256``.
+* ``search_fingerprint(model, pooler, max_length, texts)``: the key of ``sentcl search --index``'s saved
+  corpus embeddings (its ``fingerprint.json``): the corpus text's SHA-256, and the model's with its settings.
+
+No other module of sentcl calls ``hashlib`` or defines a fingerprint, digest or SHA-256 function
+(tests/test_architecture.py checks it): every stored digest is written here, so one change keeps them alike.
 
 Artefacts record their files with ``file_records(folder, names)`` (``{name: {bytes, sha256}}``) and readers
 check them with ``verify_records``, which raises ``IntegrityError`` naming the file, both digests and the
@@ -33,11 +45,12 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 from sentcl.files.atomic import atomic_write_json
+from sentcl.files.budget import read_bounded_line
 from sentcl.files.paths import cache_root, resolve_model_path
 
 BLOCK = 1 << 18
@@ -169,6 +182,72 @@ def array_sha256(array: Any) -> str:
 def json_digest(payload: Any, length: int = 24) -> str:
     """The first ``length`` hex digits of the SHA-256 of ``payload`` as sorted-key JSON."""
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode("utf-8")).hexdigest()[:length]
+
+
+def fields_sha256(mapping: dict[str, Any], keys: Sequence[str]) -> str:
+    """The SHA-256 (64 hex digits) of ``{key: mapping.get(key)}`` for ``keys``, as sorted-key JSON."""
+    return json_digest({k: mapping.get(k) for k in keys}, length=64)
+
+
+def text_sha256(text: str) -> str:
+    """The SHA-256 of ``text``'s UTF-8 bytes."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def lines_sha256(lines: Iterable[str]) -> str:
+    """The SHA-256 of the UTF-8 file holding ``lines``, each followed by a newline (streamed, nothing written).
+    The caller makes each line newline-free (else two lists could make one file)."""
+    digest = hashlib.sha256()
+    for line in lines:
+        digest.update(line.encode("utf-8") + b"\n")
+    return digest.hexdigest()
+
+
+def line_offsets_sha256(path: Path, block: int) -> list[str]:
+    """``array_sha256`` of the int64 byte-offset table of every ``block`` lines of ``path`` as it is now (one
+    streamed pass, bounded memory on any line: ``sentcl.files.budget``); the last block may be shorter."""
+    import numpy as np
+
+    out: list[str] = []
+    offsets: list[int] = []
+    at = 0
+    with open(path, "rb") as handle:
+        while used := read_bounded_line(handle)[1]:
+            offsets.append(at)
+            at += used
+            if len(offsets) == block:
+                out.append(array_sha256(np.asarray(offsets, dtype=np.int64)))
+                offsets = []
+    if offsets:
+        out.append(array_sha256(np.asarray(offsets, dtype=np.int64)))
+    return out
+
+
+#: what ``shards_fingerprint`` covers of each shard record: not paths or mtimes (a moved corpus is the same)
+SHARD_KEYS = ("file", "start_line", "end_line", "rows", "offsets_sha256", "input_sha256", "files")
+
+
+def shards_fingerprint(manifest: dict[str, Any]) -> str:
+    """What a shard folder holds now: a digest of the width and of each shard's line range, input and files'
+    SHA-256 (``SHARD_KEYS``; not paths or mtimes, so a moved or touched corpus is the same). Shards of an
+    older sentcl record no SHA-256: their digest covers the line ranges and offset tables only."""
+    shards = [
+        {k: rec.get(k) for k in SHARD_KEYS if k in rec} if isinstance(rec, dict) else rec
+        for rec in manifest.get("shards", [])
+    ]
+    return json_digest({"dim": manifest.get("dim"), "shards": shards}, length=64)
+
+
+def search_fingerprint(
+    model: str, pooler: str | None, max_length: int | None, texts: Sequence[str]
+) -> dict[str, str]:
+    """``sentcl search --index``'s cache key: {"corpus": SHA-256 of the texts joined by newlines, "model":
+    SHA-256 of the model's tree fingerprint (its name when it is no folder), a NUL and the settings' JSON}."""
+    settings = json.dumps({"pooler": pooler, "max_length": max_length})
+    return {
+        "corpus": text_sha256("\n".join(texts)),
+        "model": text_sha256(f"{model_fingerprint(model) or model}\0{settings}"),
+    }
 
 
 def file_records(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]]:

@@ -7,8 +7,8 @@ manifest and an index's ``index.json`` record it; ``check_encoder`` compares a s
 shard folder written before ``model_sha256`` existed holds ``model_fingerprint`` (a sampled hash): it is
 compared by the model's resolved path instead.
 
-``shards_fingerprint(manifest)`` is what a shard folder holds; an index's ``index.json`` records it as
-``shards_sha256`` and ``check_shards`` refuses shards that changed since (re-encoded after an edit).
+``sentcl.files.fingerprint.shards_fingerprint(manifest)`` is what a shard folder holds; an index's
+``index.json`` records it as ``shards_sha256`` and ``check_shards`` refuses shards that changed since (re-encoded after an edit).
 ``verify_index_files`` checks the SHA-256 of ``index.faiss`` and ``rows.npy`` that ``index.json`` records: bit
 rot is refused, not served as a cosine of 1e37.
 """
@@ -18,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from sentcl.files.fingerprint import IntegrityError, json_digest, model_fingerprint, verify_records
+from sentcl.files.fingerprint import IntegrityError, model_fingerprint, shards_fingerprint, verify_records
 from sentcl.files.paths import resolve_model_path
 
 # the encoder settings a search must share with the index (field -> how it is named in a message)
@@ -74,20 +74,6 @@ def check_encoder(where: Path, saved: dict[str, Any], now: dict[str, Any], allow
             f"and settings (they are in {where / 'index.json'}), or {ALLOW_HINT}"
         )
     return found
-
-
-SHARD_KEYS = ("file", "start_line", "end_line", "rows", "offsets_sha256", "input_sha256", "files")
-
-
-def shards_fingerprint(manifest: dict[str, Any]) -> str:
-    """What a shard folder holds now: a digest of the width and of each shard's line range, input and files'
-    SHA-256 (``SHARD_KEYS``; not paths or mtimes, so a moved or touched corpus is the same). Shards of an
-    older sentcl record no SHA-256: their digest covers the line ranges and offset tables only."""
-    shards = [
-        {k: rec.get(k) for k in SHARD_KEYS if k in rec} if isinstance(rec, dict) else rec
-        for rec in manifest.get("shards", [])
-    ]
-    return json_digest({"dim": manifest.get("dim"), "shards": shards}, length=64)
 
 
 def check_shards(index: Path, meta: dict[str, Any], manifest: dict[str, Any]) -> None:

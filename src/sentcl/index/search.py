@@ -2,7 +2,7 @@
 
 The corpus is a text file, one sentence a line (line numbers are reported; blank lines are skipped and
 counted in a warning). ``--index DIR`` keeps the corpus embeddings (``sentcl.index.exact``'s saved index)
-with ``fingerprint.json``: sha256 of the corpus text, and of the model (``sentcl.files.fingerprint``: every
+with ``fingerprint.json`` (``sentcl.files.fingerprint.search_fingerprint``): sha256 of the corpus text, and of the model (every
 byte of its files; pooler, max length). A saved index whose fingerprint differs, or whose files are
 unreadable or no longer match the corpus rows or the model's dim, is rebuilt (with a warning naming it).
 An ``--index DIR`` built by ``sentcl index build`` (``index.json`` of a faiss type) is searched as is: ``run_ann_search``.
@@ -10,7 +10,6 @@ An ``--index DIR`` built by ``sentcl index build`` (``index.json`` of a faiss ty
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Sequence
@@ -22,7 +21,7 @@ import numpy as np
 
 from sentcl.data.readers import read_sentences as read_text_sentences
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.files.fingerprint import model_fingerprint
+from sentcl.files.fingerprint import search_fingerprint
 from sentcl.index.exact import SearchIndex, build_index, load_index
 
 logger = logging.getLogger(__name__)
@@ -45,16 +44,7 @@ def read_sentences(path: Path, what: str) -> tuple[list[int], list[str]]:
     return found.linenos, found.texts
 
 
-def fingerprint(
-    model: str, pooler: str | None, max_length: int | None, texts: Sequence[str]
-) -> dict[str, str]:
-    corpus = hashlib.sha256("\n".join(texts).encode("utf-8")).hexdigest()
-    settings = json.dumps({"pooler": pooler, "max_length": max_length})
-    model_fp = hashlib.sha256(f"{model_fingerprint(model) or model}\0{settings}".encode()).hexdigest()
-    return {"corpus": corpus, "model": model_fp}
-
-
-def _read_fingerprint(path: Path) -> dict[str, Any] | None:
+def _read_saved_key(path: Path) -> dict[str, Any] | None:
     """The saved fingerprint, or None (with a warning naming the file) when it is not a JSON object."""
     try:
         saved = json.loads(path.read_text(encoding="utf-8"))
@@ -101,7 +91,7 @@ def corpus_index(
     """The corpus index (reused from ``index_dir`` when its fingerprint matches); (index, built now?)."""
     fp_file = index_dir / FINGERPRINT_FILE if index_dir is not None else None
     if fp_file is not None and fp_file.is_file():
-        saved = _read_fingerprint(fp_file)
+        saved = _read_saved_key(fp_file)
         if saved == model_fp:
             cached = _valid_cache(index_dir, backend, len(texts), encoder)  # type: ignore[arg-type]
             if cached is not None:
@@ -190,7 +180,7 @@ def run_search(
         raise ValueError(f"--index {index_dir} is a file; give a folder to keep the corpus embeddings in")
     line_numbers, texts = read_sentences(corpus, "corpus")
     encoder = load_search_encoder(model, pooler, model_backend)
-    fp = fingerprint(model, pooler, max_length, texts)
+    fp = search_fingerprint(model, pooler, max_length, texts)
     index, built = corpus_index(encoder, fp, texts, index_dir, backend, batch_size, max_length)
     q = encoder.encode(list(queries), batch_size=batch_size, max_length=max_length)
     scores, ids = index.search(np.asarray(q), k)  # (Q, k), (Q, k)

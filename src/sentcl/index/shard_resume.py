@@ -2,7 +2,7 @@
 
 Every shard's sidecar (``shard-<i>.json``) records, beside its line range:
 
-* ``settings_sha256``: a digest of the encode's settings (``SETTINGS_KEYS``: the model, its content
+* ``settings_sha256``: the SHA-256 (``sentcl.files.fingerprint.fields_sha256``) of the encode's settings (``SETTINGS_KEYS``: the model, its content
   fingerprint, the pooler, max length, truncation, normalisation, shard size and input path). A resume with
   other settings is refused naming them, whether or not a ``manifest.json`` was written (a killed
   ``torchrun`` encode writes none): shards of two encodes are never mixed.
@@ -22,10 +22,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from sentcl.files.budget import read_bounded_line
-from sentcl.files.fingerprint import array_sha256, json_digest
+from sentcl.files.fingerprint import fields_sha256, line_offsets_sha256
 from sentcl.files.read import read_json
 
 logger = logging.getLogger(__name__)
@@ -47,34 +44,12 @@ def shard_stem(i: int) -> str:
     return f"shard-{i:05d}"
 
 
-def settings_sha256(header: dict[str, Any]) -> str:
-    """The digest of the settings that decide what a shard holds (``SETTINGS_KEYS``)."""
-    return json_digest({k: header.get(k) for k in SETTINGS_KEYS}, length=64)
-
-
 def finished(out_dir: Path, i: int) -> dict[str, Any] | None:
     """Shard i's sidecar record when the shard is finished (its .npy and sidecar exist), else None."""
     sidecar = out_dir / f"{shard_stem(i)}.json"
     if not sidecar.is_file() or not (out_dir / f"{shard_stem(i)}.npy").is_file():
         return None
     return read_json(sidecar, what="shard record")
-
-
-def shard_offset_digests(path: Path, shard_size: int) -> list[str]:
-    """The hash of every shard's line-offset table as the input is now (one streamed pass)."""
-    out: list[str] = []
-    offsets: list[int] = []
-    at = 0
-    with open(path, "rb") as handle:
-        while used := read_bounded_line(handle)[1]:  # bounded memory on any line (sentcl.files.budget)
-            offsets.append(at)
-            at += used
-            if len(offsets) == shard_size:
-                out.append(array_sha256(np.asarray(offsets, dtype=np.int64)))
-                offsets = []
-    if offsets:
-        out.append(array_sha256(np.asarray(offsets, dtype=np.int64)))
-    return out
 
 
 def _input_changes(
@@ -95,7 +70,7 @@ def _input_changes(
             f"{len(stale)} finished shard(s) were encoded from other contents (first: shard {stale[0]})"
         )
     if done:
-        digests = shard_offset_digests(Path(header["input"]), header["shard_size"])
+        digests = line_offsets_sha256(Path(header["input"]), header["shard_size"])
         moved = [i for i, rec in done.items() if i >= len(digests) or rec.get("offsets_sha256") != digests[i]]
         if moved:
             reasons.append(f"line offsets of {len(moved)} finished shard(s) differ (first: shard {moved[0]})")
@@ -114,7 +89,7 @@ def _check_settings(out_dir: Path, saved: dict[str, Any], header: dict[str, Any]
     changed = [k for k in SETTINGS_KEYS if k in saved and saved.get(k) != header[k]]
     if changed:
         _refuse(out_dir, ", ".join(f"{k}: {saved.get(k)!r} -> {header[k]!r}" for k in changed))
-    mine = settings_sha256(header)
+    mine = fields_sha256(header, SETTINGS_KEYS)
     other = [i for i, rec in done.items() if rec.get("settings_sha256") not in (None, mine)]
     if other:
         rec = done[other[0]]

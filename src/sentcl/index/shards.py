@@ -39,6 +39,7 @@ from sentcl.files.budget import bounded_lines, read_bounded_line
 from sentcl.files.fingerprint import (
     IntegrityError,
     array_sha256,
+    fields_sha256,
     file_records,
     input_fingerprint,
     verify_records,
@@ -46,7 +47,7 @@ from sentcl.files.fingerprint import (
 from sentcl.files.output import Input, model_input, prepare_folder
 from sentcl.files.read import load_npy, read_json
 from sentcl.index.identity import model_identity
-from sentcl.index.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, settings_sha256, shard_stem
+from sentcl.index.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, shard_stem
 from sentcl.index.shard_resume import finished as _finished
 from sentcl.version import __version__
 
@@ -199,7 +200,7 @@ def encode_shards(
             "rows": len(texts),
             "offsets_sha256": array_sha256(offsets),
             "input_sha256": header["input_fingerprint"]["sha256"],
-            "settings_sha256": settings_sha256(header),
+            "settings_sha256": fields_sha256(header, SETTINGS_KEYS),
             "settings": {k: header[k] for k in SETTINGS_KEYS},
             "files": file_records(out_dir, (f"{stem}.npy", f"{stem}.offsets.npy")),
             "rank": rank,

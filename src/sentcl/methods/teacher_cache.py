@@ -25,7 +25,6 @@ file, or a path under a file) is a ``ConfigError`` naming ``model.teacher_cache`
 
 from __future__ import annotations
 
-import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -43,6 +42,7 @@ from sentcl.files.fingerprint import (
     IntegrityError,
     file_sha256,
     json_digest,
+    lines_sha256,
     model_fingerprint,
     verify_records,
 )
@@ -100,14 +100,6 @@ def distinct_texts(texts: Sequence[str]) -> tuple[list[str], dict[str, int]]:
     return list(rows), rows
 
 
-def texts_digest(texts: Sequence[str]) -> str:
-    """sha256 of ``texts.txt``'s bytes, computed without writing it."""
-    digest = hashlib.sha256()
-    for text in texts:
-        digest.update(line_safe(text).encode("utf-8") + b"\n")
-    return digest.hexdigest()
-
-
 def _write_lines(handle: IO[bytes], texts: Sequence[str]) -> None:
     for text in texts:
         handle.write(line_safe(text).encode("utf-8") + b"\n")
@@ -139,7 +131,8 @@ class CacheKey:
             texts_sha256=texts_sha256,
         )
 
-    def digest(self) -> str:
+    def entry_name(self) -> str:
+        """The cache entry's folder name: ``json_digest`` of every field."""
         return json_digest(asdict(self))
 
 
@@ -262,8 +255,8 @@ def teacher_vectors(
     batch_size: int = ENCODE_BATCH_SIZE,
 ) -> ShardSet:
     """The teacher's vectors of ``texts`` (distinct, in row order): reused from the cache, or encoded into it."""
-    key = CacheKey.of(teacher, texts_digest(texts))
-    entry = cache_dir / key.digest()
+    key = CacheKey.of(teacher, lines_sha256(map(line_safe, texts)))
+    entry = cache_dir / key.entry_name()
     vectors = entry / VECTORS_DIR
     problems = entry_problems(vectors, len(texts))
     if problems == {}:
