@@ -7,12 +7,14 @@ normalisation. ``token_type_ids`` is not an input: sentcl encodes single sentenc
 tokenizer files and ``sentcl_onnx.json`` (pooler, max_length, dim, normalize default, quantisation).
 
 fp32 export: the TorchScript exporter, then onnxruntime's transformer fusions (attention, LayerNorm, GELU)
-when the backbone is one it knows. ``int8``: onnxruntime's dynamic quantisation (int8 weights, one scale per
+when the backbone is one it knows, but SkipLayerNormalization, whose CPU kernel runs slower than the residual
+Add and LayerNormalization it replaces (``SLOW_FUSIONS``, which sentcl's sessions leave out too). ``int8``: onnxruntime's dynamic quantisation (int8 weights, one scale per
 output channel; activations quantised per batch) of the **unfused** traced graph. Measured at one thread
 (``python -m bench.onnx_int8``, bench/results/onnx_int8_variants.json): quantising the fused graph turns its
 Attention into QAttention, which runs slower than the weight MatMuls that onnxruntime's own session
 optimisations turn into DynamicQuantizeMatMul / MatMulIntegerToFloat beside an unfused fp32 attention; int8
-weights with int8 activations and per-output-channel scales are the fast and close choice on this CPU.
+weights with int8 activations and per-output-channel scales are the fast and close choice on this CPU. The
+session and the passes that run it are ``sentcl.modeling.onnx_encoder``'s (bench/results/onnx_int8_session.json).
 """
 
 from __future__ import annotations
@@ -90,10 +92,17 @@ def _eager_attention(backbone: nn.Module) -> Iterator[None]:
 
 
 def fuse_graph(
-    src: Path, dst: Path, model_type: str, heads: int, hidden: int, multi_head_attention: bool = False
+    src: Path,
+    dst: Path,
+    model_type: str,
+    heads: int,
+    hidden: int,
+    multi_head_attention: bool = False,
+    skip_layer_norm: bool = False,
 ) -> bool:
     """onnxruntime's transformer fusions; False (and src copied) where the backbone is not one it knows.
-    ``multi_head_attention``: fuse the attention core only (MultiHeadAttention), the Q/K/V MatMuls kept."""
+    ``multi_head_attention``: fuse the attention core only (MultiHeadAttention), the Q/K/V MatMuls kept.
+    ``skip_layer_norm``: also SkipLayerNormalization, which sentcl's sessions leave out (``SLOW_FUSIONS``)."""
     fusion_type = _ORT_FUSION_TYPES.get(model_type)
     if fusion_type is None:
         logger.warning(
@@ -106,6 +115,7 @@ def fuse_graph(
 
     options = FusionOptions(fusion_type)
     options.use_multi_head_attention = multi_head_attention
+    options.enable_skip_layer_norm = options.enable_bias_skip_layer_norm = skip_layer_norm
     fused = optimize_model(
         str(src),
         model_type=fusion_type,

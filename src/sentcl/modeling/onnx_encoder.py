@@ -5,8 +5,9 @@ tokenizer files and ``sentcl_onnx.json``: pooler, ``max_length`` (the inference 
 ``normalize`` (whether the graph's rows have unit length), ``head``, the quantisation and the ``runtime``:
 ``onnxruntime`` (the default), or ``openvino`` for ``sentcl export --format openvino``, whose folder also holds
 OpenVINO's IR of the graph (``openvino_model.xml`` + ``.bin``), compiled by OpenVINO with its CPU defaults
-(its inference precision is bf16 on a CPU with bf16 instructions). A damaged graph, or
-metadata that disagrees with it, is an error naming the file. Writing one is interop/onnx.py.
+(its inference precision is bf16 on a CPU with bf16 instructions). onnxruntime runs the graph with every
+optimisation of its own but ``SLOW_FUSIONS``, in passes of at most ``ORT_MAX_CELLS`` padded cells. A damaged
+graph, or metadata that disagrees with it, is an error naming the file. Writing one is interop/onnx.py.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.fingerprint import verify_records
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
-from sentcl.modeling.batching import length_sorted_batches
+from sentcl.modeling.batching import MAX_CELLS, length_sorted_batches
 from sentcl.modeling.weights import check_tokenizer_files
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
 
@@ -34,6 +35,14 @@ OPENVINO_MODEL = "openvino_model.xml"
 RUNTIMES = ("onnxruntime", "openvino")
 INPUTS = ("input_ids", "attention_mask")
 OUTPUT = "sentence_embedding"
+#: onnxruntime's own graph fusions that sentcl's sessions leave out, because their fused CPU kernel runs slower
+#: than the ops it replaces: SkipLayerNormalization (a residual Add and LayerNormalization in one op;
+#: ``python -m bench.onnx_int8``, bench/results/onnx_int8_session.json).
+SLOW_FUSIONS = ("SkipLayerNormFusion",)
+#: Padded cells (sentences × the longest one's tokens) in one onnxruntime pass, in place of the PyTorch encoder's
+#: ``MAX_CELLS``: measured faster for the fp32 and the int8 graph at one thread (same bench); a pass's
+#: feed-forward activations take 3 MiB (512 cells × all-MiniLM-L6-v2's 1,536 values × 4 bytes) instead of 24 MiB.
+ORT_MAX_CELLS = 512
 
 
 def is_onnx_folder(path: str | Path) -> bool:
@@ -91,6 +100,7 @@ class OnnxEncoder:
         self.pooler: str = self.meta["pooler"]
         self.max_length: int = int(self.meta["max_length"])
         self.embedding_dim: int = int(self.meta["dim"])
+        self.max_cells = MAX_CELLS if self.runtime == "openvino" else ORT_MAX_CELLS  # padded cells per pass
         self._check_dim()
         if "files" in self.meta:  # after the readers' own checks; an export of an older sentcl records none
             verify_records(folder, self.meta["files"], str(folder / ONNX_CONFIG), "export the model again")
@@ -128,7 +138,9 @@ class OnnxEncoder:
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         limit = min(max_length or self.max_length, self.max_length)
-        _, batches = length_sorted_batches(self.tokenizer, texts, limit, batch_size, "np", show_progress)
+        _, batches = length_sorted_batches(
+            self.tokenizer, texts, limit, batch_size, "np", show_progress, max_cells=self.max_cells
+        )
         out = np.empty((len(texts), self.embedding_dim), dtype=np.float32)
         for idx, batch in batches:
             feed = {name: np.asarray(batch[name], dtype=np.int64) for name in INPUTS}
@@ -171,8 +183,12 @@ class OpenVinoSession:
         return [np.array(result[self.compiled.output(name)], dtype=np.float32) for name in names]  # (B, D)
 
 
-def _session(file: Path, threads: int | None) -> Any:
-    """onnxruntime's session of ``file``; a missing, truncated or damaged graph is an error naming it."""
+def _session(
+    file: Path, threads: int | None, disabled: Sequence[str] = SLOW_FUSIONS, optimized_to: Path | None = None
+) -> Any:
+    """onnxruntime's session of ``file``, all its graph optimisations but ``disabled`` (``SLOW_FUSIONS``); a
+    missing, truncated or damaged graph is an error naming it. ``optimized_to``: also write the graph the
+    session runs there (what its optimisations made of ``file``)."""
     import onnxruntime as ort
 
     if not file.is_file():
@@ -180,8 +196,12 @@ def _session(file: Path, threads: int | None) -> Any:
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or torch.get_num_threads()
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    if optimized_to is not None:
+        options.optimized_model_filepath = str(optimized_to)
     try:
-        return ort.InferenceSession(str(file), options, providers=["CPUExecutionProvider"])
+        return ort.InferenceSession(
+            str(file), options, providers=["CPUExecutionProvider"], disabled_optimizers=list(disabled)
+        )
     except Exception as err:  # noqa: BLE001 - onnxruntime's errors (InvalidProtobuf, Fail, ...) share no base
         first = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise ModelFolderError(
