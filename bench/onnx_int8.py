@@ -2,17 +2,23 @@
 
 Every variant is built from the same traced graph with ``sentcl.interop.onnx``'s own steps (``trace_graph``,
 ``fuse_graph``, ``quantize_graph``) and run by the session sentcl's ``OnnxEncoder`` opens (onnxruntime,
-``ORT_ENABLE_ALL``). The timed work is the graph alone, on the same pre-tokenised, length-sorted batches for
-every variant (tokenising is timed apart, once per round); the rounds alternate the variants, rotating who goes
-first, because the machine is shared: the figures are the median over rounds of each variant's rate and of its
-ratio to the student's PyTorch forward in the same round. Each variant's vectors are compared with PyTorch's
-(cosine per sentence), and its graph's operator counts are recorded.
+``ORT_ENABLE_ALL`` but ``SLOW_FUSIONS``), on the passes it cuts (at most ``ORT_MAX_CELLS`` padded cells). The
+timed work is the graph alone, on the same pre-tokenised, length-sorted sentences for every variant
+(tokenising is timed apart, once per round); the rounds alternate the variants, rotating who goes first,
+because the machine is shared: the figures are the median over rounds of each variant's rate and of its ratio to
+the student's PyTorch forward (on the PyTorch encoder's passes, ``MAX_CELLS``) in the same round. Each
+variant's vectors are compared with PyTorch's (cosine per sentence), and its graph's operator counts are
+recorded.
 
-Variants: ``pytorch``; ``fp32-unfused`` (the trace), ``fp32-fused`` (onnxruntime's transformer fusions: the
-fp32 export); int8 (dynamic quantisation) of the fused graph (``int8-fused``: per output channel, QInt8
-weights), ``int8-fused-per-tensor``, ``int8-fused-quint8``, ``int8-fused-matmul-only`` (the fused Attention
-left in fp32), ``int8-mha`` (only the attention core fused, MultiHeadAttention), and of the unfused trace
-(``int8-unfused``, ``int8-unfused-per-tensor``).
+Variants: ``pytorch``; ``fp32-unfused`` (the trace), ``fp32-fused`` (onnxruntime's transformer fusions but
+SkipLayerNormalization: the fp32 export); int8 (dynamic quantisation) of the fused graph (``int8-fused``: per
+output channel, QInt8 weights), ``int8-fused-per-tensor``, ``int8-fused-quint8``, ``int8-fused-matmul-only``
+(the fused Attention left in fp32), ``int8-mha`` (only the attention core fused, MultiHeadAttention), and of the
+unfused trace (``int8-unfused``: the int8 export, ``int8-unfused-per-tensor``). The runtime's two choices are
+measured against what they replace: ``...-slow-fusions`` runs the graph with onnxruntime's every fusion (its
+session SkipLayerNormFusion too; ``fp32-fused-slow-fusions``: the fused file with SkipLayerNormalization),
+``...-4096-cells`` on the PyTorch encoder's passes, ``int8-unfused-before`` with both (the session and passes
+of the export before them).
 
     python -m bench.onnx_int8 --student runs/frontier/l3-0-3-5-40k-s42/best --sentences 1000 --rounds 5
 """
@@ -25,7 +31,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 import torch
@@ -35,18 +41,35 @@ from bench.common import format_table, median, set_threads
 from bench.distill_speed import stsb_test_sentences
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.paths import resolve_data_dir, resolve_model_path
+from sentcl.modeling.batching import MAX_CELLS
+from sentcl.modeling.onnx_encoder import ORT_MAX_CELLS, SLOW_FUSIONS
 
-# variant -> (graph it starts from, quantisation options or None for fp32)
-VARIANTS: dict[str, tuple[str, dict[str, Any] | None]] = {
-    "fp32-unfused": ("unfused", None),
-    "fp32-fused": ("fused", None),
-    "int8-fused": ("fused", {}),
-    "int8-fused-per-tensor": ("fused", {"per_channel": False}),
-    "int8-fused-quint8": ("fused", {"weight_type": "quint8"}),
-    "int8-fused-matmul-only": ("fused", {"op_types": ["MatMul"]}),
-    "int8-mha": ("mha", {}),
-    "int8-unfused": ("unfused", {}),
-    "int8-unfused-per-tensor": ("unfused", {"per_channel": False}),
+
+class Variant(NamedTuple):
+    """A graph (``base``: ``unfused``, ``fused``, ``fused-skip``, ``mha``), its quantisation options (None:
+    fp32), the fusions its session leaves out, and the padded cells a pass holds."""
+
+    base: str
+    quant: dict[str, Any] | None
+    disabled: tuple[str, ...] = SLOW_FUSIONS
+    max_cells: int = ORT_MAX_CELLS
+
+
+VARIANTS: dict[str, Variant] = {
+    "fp32-unfused": Variant("unfused", None),
+    "fp32-unfused-4096-cells": Variant("unfused", None, max_cells=MAX_CELLS),
+    "fp32-fused": Variant("fused", None),
+    "fp32-fused-slow-fusions": Variant("fused-skip", None, disabled=()),
+    "int8-fused": Variant("fused", {}),
+    "int8-fused-per-tensor": Variant("fused", {"per_channel": False}),
+    "int8-fused-quint8": Variant("fused", {"weight_type": "quint8"}),
+    "int8-fused-matmul-only": Variant("fused", {"op_types": ["MatMul"]}),
+    "int8-mha": Variant("mha", {}),
+    "int8-unfused": Variant("unfused", {}),
+    "int8-unfused-per-tensor": Variant("unfused", {"per_channel": False}),
+    "int8-unfused-slow-fusions": Variant("unfused", {}, disabled=()),
+    "int8-unfused-4096-cells": Variant("unfused", {}, max_cells=MAX_CELLS),
+    "int8-unfused-before": Variant("unfused", {}, disabled=(), max_cells=MAX_CELLS),
 }
 OPS_SHOWN = (
     "Attention",
@@ -55,6 +78,7 @@ OPS_SHOWN = (
     "MatMul",
     "MatMulInteger",
     "SkipLayerNormalization",
+    "LayerNormalization",
 )
 
 
@@ -81,23 +105,28 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def build_graphs(encoder: Any, work: Path, names: list[str]) -> dict[str, Path]:
-    """Each variant's graph file in ``work``, made by sentcl's export steps."""
+    """Each variant's graph file in ``work``, made by sentcl's export steps (the int8 ones once per graph)."""
     from sentcl.interop.onnx import fuse_graph, quantize_graph, trace_graph
 
     config = encoder.backbone.config
     heads, hidden = config.num_attention_heads, config.hidden_size
-    bases = {"unfused": work / "unfused.onnx", "fused": work / "fused.onnx", "mha": work / "mha.onnx"}
+    bases = {b: work / f"{b}.onnx" for b in ("unfused", "fused", "fused-skip", "mha")}
     trace_graph(encoder, bases["unfused"])
     fuse_graph(bases["unfused"], bases["fused"], config.model_type, heads, hidden)
+    fuse_graph(bases["unfused"], bases["fused-skip"], config.model_type, heads, hidden, skip_layer_norm=True)
     fuse_graph(bases["unfused"], bases["mha"], config.model_type, heads, hidden, multi_head_attention=True)
-    graphs = {}
+    graphs: dict[str, Path] = {}
+    made: dict[str, Path] = {}  # (base, options) -> its quantised file
     for name in names:
-        base, quant = VARIANTS[name]
-        if quant is None:
-            graphs[name] = bases[base]
-        else:
-            graphs[name] = work / f"{name}.onnx"
-            quantize_graph(bases[base], graphs[name], **quant)
+        variant = VARIANTS[name]
+        if variant.quant is None:
+            graphs[name] = bases[variant.base]
+            continue
+        key = f"{variant.base}-{sorted(variant.quant.items())}"
+        if key not in made:
+            made[key] = work / f"{name}.onnx"
+            quantize_graph(bases[variant.base], made[key], **variant.quant)
+        graphs[name] = made[key]
     return graphs
 
 
@@ -108,19 +137,24 @@ def op_counts(graph: Path) -> dict[str, int]:
     return {op: counts.get(op, 0) for op in OPS_SHOWN}
 
 
-def runners(encoder: Any, graphs: dict[str, Path], feeds: list[dict[str, np.ndarray]], threads: int) -> dict:
-    """variant -> a function that runs every batch and returns the (N, D) rows in batch order."""
+def runners(encoder: Any, graphs: dict[str, Path], feeds: dict[int, list[dict]], threads: int) -> dict:
+    """variant -> a function that runs every pass (``feeds[max_cells]``) and returns the (N, D) rows in the
+    length-sorted order every plan shares."""
     from sentcl.modeling.onnx_encoder import OUTPUT, _session
 
     def pytorch() -> np.ndarray:
         with torch.no_grad():
-            rows = [encoder(**{k: torch.from_numpy(v) for k, v in f.items()}).numpy() for f in feeds]
+            rows = [
+                encoder(**{k: torch.from_numpy(v) for k, v in f.items()}).numpy() for f in feeds[MAX_CELLS]
+            ]
         return np.concatenate(rows)  # (N, D)
 
-    def onnx_run(session: Any) -> Callable[[], np.ndarray]:
-        return lambda: np.concatenate([session.run([OUTPUT], f)[0] for f in feeds])  # (N, D)
+    def onnx_run(name: str) -> Callable[[], np.ndarray]:
+        session = _session(graphs[name], threads, VARIANTS[name].disabled)
+        passes = feeds[VARIANTS[name].max_cells]
+        return lambda: np.concatenate([session.run([OUTPUT], f)[0] for f in passes])  # (N, D)
 
-    return {"pytorch": pytorch, **{n: onnx_run(_session(g, threads)) for n, g in graphs.items()}}
+    return {"pytorch": pytorch, **{name: onnx_run(name) for name in graphs}}
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -138,11 +172,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sentences = stsb_test_sentences(resolve_data_dir(args.data_dir), args.sentences)
     max_length = min(args.max_length, encoder.max_length)
 
-    def tokenize() -> list[dict[str, np.ndarray]]:
-        _, batches = length_sorted_batches(encoder.tokenizer, sentences, max_length, args.batch_size, "np")
+    def tokenize(max_cells: int = ORT_MAX_CELLS) -> list[dict[str, np.ndarray]]:
+        _, batches = length_sorted_batches(
+            encoder.tokenizer, sentences, max_length, args.batch_size, "np", max_cells=max_cells
+        )
         return [{k: np.asarray(b[k], dtype=np.int64) for k in INPUTS} for _, b in batches]
 
-    feeds = tokenize()
+    feeds = {cells: tokenize(cells) for cells in {MAX_CELLS, ORT_MAX_CELLS}}
     with tempfile.TemporaryDirectory(prefix="sentcl-onnx-int8-") as tmp, _quiet(False):
         graphs = build_graphs(encoder, Path(tmp), names)
         sizes = {n: g.stat().st_size for n, g in graphs.items()}

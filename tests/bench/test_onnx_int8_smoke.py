@@ -32,10 +32,15 @@ def test_onnx_int8_variants_on_a_tiny_bert(tmp_path: Path, data_dir: Path) -> No
         expected = [r / t for r, t in zip(row["round_rates"], rows["pytorch"]["round_rates"], strict=True)]
         assert row["round_ratios"] == pytest.approx(expected)
         assert row["speed_vs_pytorch"] == pytest.approx(sum(expected) / 2)  # median of two
-    for name in ("fp32-unfused", "fp32-fused"):
+    for name in ("fp32-unfused", "fp32-unfused-4096-cells", "fp32-fused", "fp32-fused-slow-fusions"):
         assert rows[name]["cos_to_pytorch"]["min"] > 0.9999
-    for name in ("int8-fused", "int8-unfused", "int8-mha"):
+    for name in ("int8-fused", "int8-unfused", "int8-mha", "int8-unfused-before"):
         assert rows[name]["cos_to_pytorch"]["min"] > 0.9
+    # the fp32 export leaves SkipLayerNormalization out (two per layer with it: after attention, after the FFN)
+    assert rows["fp32-fused"]["ops"]["SkipLayerNormalization"] == 0
+    assert rows["fp32-fused-slow-fusions"]["ops"]["SkipLayerNormalization"] == 2 * 2
+    assert rows["fp32-fused"]["ops"]["Attention"] == 2  # the attention fusion still finds both layers'
+    assert rows["int8-unfused-before"]["ops"] == rows["int8-unfused"]["ops"]  # one file, two sessions
     assert rows["int8-fused"]["ops"]["QAttention"] == 2 and rows["int8-unfused"]["ops"]["QAttention"] == 0
     assert rows["int8-unfused"]["ops"]["MatMulInteger"] >= 2 * 6  # Q, K, V, output, two feed-forward (+ head)
     assert rows["int8-mha"]["ops"]["MultiHeadAttention"] == 2
