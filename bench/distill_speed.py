@@ -2,7 +2,8 @@
 
 Modes: ``teacher`` and ``student`` (PyTorch, sentcl's encode), ``student-onnx-int8`` and ``teacher-onnx-int8``
 (``sentcl export --format onnx --int8``'s path, ``sentcl.interop.onnx.export_onnx``, run by onnxruntime with
-``--threads`` intra-op threads; export time not counted). Every mode encodes the same sentences (the distinct
+``--threads`` intra-op threads; export time not counted), and ``student-onnx-int8-before``: the same export
+run as sentcl ran it before leaving out ``SLOW_FUSIONS`` and cutting passes at ``ORT_MAX_CELLS``. Every mode encodes the same sentences (the distinct
 STS-B test sentences) with batch ``sentcl.defaults.ENCODE_BATCH_SIZE`` and the same thread count, once per
 round; the rounds alternate the modes, rotating who goes first, because the machine is shared: the figures are
 the median sentences/s over rounds and the median over rounds of each mode's ratio to the teacher's rate in the
@@ -39,7 +40,8 @@ from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.paths import resolve_data_dir, resolve_model_path
 from sentcl.modeling.encoder import SentenceEncoder
 
-MODES = ("teacher", "student", "student-onnx-int8", "teacher-onnx-int8")
+MODES = ("teacher", "student", "student-onnx-int8", "teacher-onnx-int8", "student-onnx-int8-before")
+BEFORE = "-before"  # the same export run as OnnxEncoder ran it before SLOW_FUSIONS and ORT_MAX_CELLS
 WEIGHT_FILES = ("model.safetensors", "pytorch_model.bin", "model.onnx")
 
 
@@ -109,7 +111,26 @@ def prepare(args: argparse.Namespace, work: Path, modes: list[str]) -> tuple[dic
             base = mode.removesuffix("-onnx-int8")
             folders[mode] = export_onnx(encoders[base], work / mode, int8=True)
             encoders[mode] = OnnxEncoder(folders[mode], threads=args.threads)
+    for mode in modes:
+        if mode.endswith(BEFORE):
+            export = mode.removesuffix(BEFORE)
+            base = export.removesuffix("-onnx-int8")
+            folders[mode] = folders.get(export) or export_onnx(encoders[base], work / export, int8=True)
+            encoders[mode] = runtime_before(folders[mode], args.threads)
     return {m: encoders[m] for m in modes}, folders
+
+
+def runtime_before(folder: Path, threads: int) -> Any:
+    """The export's encoder with the session and passes of before: every onnxruntime fusion, and passes of the
+    PyTorch encoder's ``MAX_CELLS``."""
+    from sentcl.interop.onnx import ONNX_MODEL, OnnxEncoder
+    from sentcl.modeling.batching import MAX_CELLS
+    from sentcl.modeling.onnx_encoder import _session
+
+    encoder = OnnxEncoder(folder, threads=threads)
+    encoder.session = _session(folder / ONNX_MODEL, threads, disabled=())
+    encoder.max_cells = MAX_CELLS
+    return encoder
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
@@ -214,7 +235,7 @@ def measure(
             "speed_vs_teacher": median(ratios),
             "round_ratios": ratios,
         }
-        base = mode.removesuffix("-onnx-int8")
+        base = mode.removesuffix(BEFORE).removesuffix("-onnx-int8")
         if base != mode and base in outputs:  # the int8 export against its PyTorch model
             cos = (outputs[mode] * outputs[base]).sum(axis=1)  # (N,) both normalised
             result[mode][f"cos_to_{base}"] = {"mean": float(cos.mean()), "min": float(cos.min())}

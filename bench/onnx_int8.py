@@ -4,7 +4,8 @@ Every variant is built from the same traced graph with ``sentcl.interop.onnx``'s
 ``fuse_graph``, ``quantize_graph``) and run by the session sentcl's ``OnnxEncoder`` opens (onnxruntime,
 ``ORT_ENABLE_ALL`` but ``SLOW_FUSIONS``), on the passes it cuts (at most ``ORT_MAX_CELLS`` padded cells). The
 timed work is the graph alone, on the same pre-tokenised, length-sorted sentences for every variant
-(tokenising is timed apart, once per round); the rounds alternate the variants, rotating who goes first,
+(tokenising is timed apart, once per round, and the tokenizer call alone, the ids only against every field
+it gives, in alternating rounds of its own); the rounds alternate the variants, rotating who goes first,
 because the machine is shared: the figures are the median over rounds of each variant's rate and of its ratio to
 the student's PyTorch forward (on the PyTorch encoder's passes, ``MAX_CELLS``) in the same round. Each
 variant's vectors are compared with PyTorch's (cosine per sentence), and its graph's operator counts are
@@ -159,7 +160,7 @@ def runners(encoder: Any, graphs: dict[str, Path], feeds: dict[int, list[dict]],
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     from sentcl.interop.onnx import INPUTS, _quiet
-    from sentcl.modeling.batching import length_sorted_batches
+    from sentcl.modeling.batching import length_sorted_batches, token_ids
     from sentcl.modeling.encoder import SentenceEncoder
     from sentcl.similarity import unit_rows
 
@@ -178,6 +179,19 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         )
         return [{k: np.asarray(b[k], dtype=np.int64) for k in INPUTS} for _, b in batches]
 
+    def tokenizer_calls(r: int) -> dict[str, float]:
+        """sentences/s of the tokenizer call alone: the ids only (``token_ids``), and every field it gives;
+        round ``r`` decides which goes first."""
+        rates = {}
+        for name in ("ids_only", "all_fields")[:: 1 if r % 2 == 0 else -1]:
+            start = time.perf_counter()
+            if name == "ids_only":
+                token_ids(encoder.tokenizer, sentences, max_length)
+            else:
+                encoder.tokenizer(sentences, truncation=True, max_length=max_length)
+            rates[name] = len(sentences) / (time.perf_counter() - start)
+        return rates
+
     feeds = {cells: tokenize(cells) for cells in {MAX_CELLS, ORT_MAX_CELLS}}
     with tempfile.TemporaryDirectory(prefix="sentcl-onnx-int8-") as tmp, _quiet(False):
         graphs = build_graphs(encoder, Path(tmp), names)
@@ -185,6 +199,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         ops = {n: op_counts(g) for n, g in graphs.items()}
         fns = runners(encoder, graphs, feeds, args.threads)
         rates, outputs, tok = alternate(fns, len(sentences), args.rounds, tokenize)
+        calls = [tokenizer_calls(r) for r in range(args.rounds)]
     ref = unit_rows(outputs["pytorch"])  # (N, D)
     rows = {}
     for name in fns:
@@ -205,6 +220,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "config": config,
         "sentences": len(sentences),
         "tokenize_per_s": median(tok),
+        "tokenizer_call_per_s": {k: median([c[k] for c in calls]) for k in calls[0]},
+        "tokenizer_call_ratio": median([c["ids_only"] / c["all_fields"] for c in calls]),
         "variants": rows,
     }
 
@@ -246,7 +263,11 @@ def report(res: dict[str, Any]) -> str:
         for name, row in res["variants"].items()
     ]
     headers = ["variant", "sentences/s (graph only)", "vs PyTorch", "least cosine", "graph MiB"]
-    return format_table(headers, rows) + f"\ntokenising: {res['tokenize_per_s']:.0f} sentences/s"
+    calls = res["tokenizer_call_per_s"]
+    return format_table(headers, rows) + (
+        f"\ntokenising: {res['tokenize_per_s']:.0f} sentences/s; the tokenizer call alone: ids only "
+        f"{calls['ids_only']:.0f}/s, every field {calls['all_fields']:.0f}/s ({res['tokenizer_call_ratio']:.2f}x)"
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

@@ -43,6 +43,9 @@ def test_distill_speed_on_tiny_models(tmp_path: Path, data_dir: Path) -> None:
     assert data["sizes"]["student"]["weights_bytes"] < data["sizes"]["teacher"]["weights_bytes"]
     assert data["sizes"]["student-onnx-int8"]["weights_bytes"] > 0
     assert data["modes"]["student-onnx-int8"]["cos_to_student"]["min"] > 0.9
+    # the same export run by the session and passes of before: the same graph, as close to the student
+    assert data["modes"]["student-onnx-int8-before"]["cos_to_student"]["min"] > 0.9
+    assert data["sizes"]["student-onnx-int8-before"] == data["sizes"]["student-onnx-int8"]
 
 
 @pytest.mark.slow

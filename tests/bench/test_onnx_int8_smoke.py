@@ -41,6 +41,9 @@ def test_onnx_int8_variants_on_a_tiny_bert(tmp_path: Path, data_dir: Path) -> No
     assert rows["fp32-fused-slow-fusions"]["ops"]["SkipLayerNormalization"] == 2 * 2
     assert rows["fp32-fused"]["ops"]["Attention"] == 2  # the attention fusion still finds both layers'
     assert rows["int8-unfused-before"]["ops"] == rows["int8-unfused"]["ops"]  # one file, two sessions
+    assert (
+        set(data["tokenizer_call_per_s"]) == {"ids_only", "all_fields"} and data["tokenizer_call_ratio"] > 0
+    )
     assert rows["int8-fused"]["ops"]["QAttention"] == 2 and rows["int8-unfused"]["ops"]["QAttention"] == 0
     assert rows["int8-unfused"]["ops"]["MatMulInteger"] >= 2 * 6  # Q, K, V, output, two feed-forward (+ head)
     assert rows["int8-mha"]["ops"]["MultiHeadAttention"] == 2

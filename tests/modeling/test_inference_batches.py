@@ -11,11 +11,11 @@ import numpy as np
 import pytest
 from helpers.data import VERY_MIXED_LENGTH_SENTENCES
 from helpers.passes import brute_force
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import sentcl.modeling.encoder as encoder_module
-from sentcl.modeling.batching import length_sorted_batches, plan_batches
+from sentcl.modeling.batching import length_sorted_batches, plan_batches, token_ids
 
 
 @settings(max_examples=300, deadline=None)
@@ -61,3 +61,12 @@ def test_encode_equals_fixed_count_passes_and_each_alone(
     alone = np.stack([tiny_encoder.encode([s])[0] for s in sentences])
     np.testing.assert_allclose(new, old, atol=1e-5)
     np.testing.assert_allclose(new, alone, atol=1e-5)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.text(max_size=80), max_size=12), st.integers(3, 40))
+def test_token_ids_are_the_tokenizers_own(tiny_encoder: Any, texts: list[str], max_length: int) -> None:
+    """The ids-only call gives the ids of the tokenizer's default call (every field), generated texts."""
+    tokenizer = tiny_encoder.tokenizer
+    want = tokenizer(texts, truncation=True, max_length=max_length)["input_ids"] if texts else []
+    assert token_ids(tokenizer, texts, max_length) == want
