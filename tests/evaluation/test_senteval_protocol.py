@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from senteval_reference import ReferenceMLP, reference_inner_kfold
 from sklearn.model_selection import StratifiedKFold
 
@@ -247,3 +249,32 @@ def test_protocol_option_reaches_the_evaluator(
     with pytest.raises(SystemExit) as err:
         main([*args, "transfer", "--transfer-protocol", "svm"])
     assert err.value.code == 2 and "invalid choice: 'svm'" in capsys.readouterr().err
+
+
+@settings(max_examples=12, deadline=None)
+@given(
+    n=st.integers(24, 90),
+    dim=st.integers(2, 12),
+    classes=st.integers(2, 4),
+    optim=st.sampled_from(["adam", "rmsprop"]),
+    grid=st.lists(st.sampled_from([0.0, 1e-5, 1e-3, 1e-1, 1.0]), min_size=1, max_size=4),
+    seed=st.integers(0, 2**16),
+)
+def test_a_grid_trained_side_by_side_ends_as_each_model_alone(
+    n: int, dim: int, classes: int, optim: str, grid: list[float], seed: int
+) -> None:
+    """One ``LogisticRegression`` over an L2 grid: every model's weights, best accuracy and stopping pass are
+    bitwise those of the same model trained alone (the grid only shares the mini-batches' overhead)."""
+    rng = np.random.default_rng(seed)
+    y = np.arange(n) % classes
+    x = (rng.normal(size=(n, dim)) + 0.7 * np.eye(classes, dim)[y]).astype(np.float32)
+    cfg = ClassifierConfig(optim=optim, batch_size=8, tenacity=2, epoch_size=1, kfold=3, max_epoch=30)
+    dev = (x[: n // 3], y[: n // 3])
+    together = LogisticRegression(dim, classes, grid, cfg, seed)
+    accs = together.fit(x[n // 3 :], y[n // 3 :], validation_data=dev)
+    for g, reg in enumerate(grid):
+        alone = LogisticRegression(dim, classes, reg, cfg, seed)
+        assert alone.fit(x[n // 3 :], y[n // 3 :], validation_data=dev) == accs[g]
+        assert alone.stopped_at[0] == together.stopped_at[g]
+        assert torch.equal(alone.weight, together.weight[g]) and torch.equal(alone.bias, together.bias[g])
+        assert alone.score(x, y) == together.score(x, y)[g]

@@ -1,5 +1,6 @@
-"""Smoke test of bench/transfer_protocols.py on the tiny BERT and tiny files: it runs, writes its JSON, reuses
-its cache, and the hand-written SentEval reference agrees with the module on the same embeddings."""
+"""Smoke tests of bench/transfer_protocols.py and bench/transfer_grid.py on the tiny BERT and tiny files: they
+run and write their JSON; transfer_protocols reuses its cache, and the hand-written SentEval reference agrees
+with the module on the same embeddings."""
 
 from __future__ import annotations
 
@@ -50,3 +51,21 @@ def test_transfer_protocols_bench(tiny_bert: Path, tmp_path: Path, monkeypatch: 
     again = transfer_protocols.main(argv + ["--output", str(tmp_path / "again.json")])
     assert again["encode_s"] == 0.0  # every sentence came from the cache
     assert again["results"]["fast"]["senteval"]["TREC"]["acc"] == fast["senteval"]["TREC"]["acc"]
+
+
+def test_transfer_grid_bench(tiny_bert: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """bench/transfer_grid.py: both ways run on the same embeddings, give the module's own results, and time."""
+    monkeypatch.syspath_prepend(str(ROOT))
+    from bench import transfer_grid
+    from sentcl.evaluation import senteval_classifier
+
+    write_tiny_tasks(tmp_path)
+    out = tmp_path / "grid.json"
+    argv = ["--model", str(tiny_bert), "--data-dir", str(tmp_path), "--tasks", "TREC,MRPC", "--rounds", "1"]
+    data = transfer_grid.main([*argv, "--output", str(out)])
+    assert json.loads(out.read_text(encoding="utf-8"))["total"] == data["total"]
+    for task in ("TREC", "MRPC"):
+        row = data["results"][task]
+        assert row["equal"] and len(row["seconds"]["grid"]) == len(row["seconds"]["alone"]) == 1
+        assert row["grid_s"] > 0 and row["alone_s"] > 0 and 0 <= row["acc"] <= 100
+    assert senteval_classifier.LogisticRegression is transfer_grid.GridModel  # restored after each way
