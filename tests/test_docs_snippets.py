@@ -113,7 +113,8 @@ def _sentcl(args: list[str], command: Command) -> None:
         command.writes += [DOWNLOAD_TARGETS[item] for item in parsed["names"] if item in DOWNLOAD_TARGETS]
 
 
-def commands(block: str) -> list[Command]:
+@functools.cache  # a page's blocks are read again for every page that links to it: parse each once
+def commands(block: str) -> tuple[Command, ...]:
     """The commands of a bash block, in order: continuations joined, comments and here-document bodies dropped,
     ``&&`` ``|`` ``;`` ``&`` split; ``VAR=value`` prefixes, ``torchrun ... -m sentcl.cli``, ``> FILE`` and ``mkdir``
     understood."""
@@ -158,7 +159,7 @@ def commands(block: str) -> list[Command]:
             if command.reads or command.writes or command.problem:
                 found.append(command)
             part = []
-    return found
+    return tuple(found)
 
 
 def built_in(path: str) -> bool:
