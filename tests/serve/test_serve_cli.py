@@ -139,6 +139,21 @@ def test_connections_fit_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) ->
     assert fit_connections(300) == 300 and limits["soft"] == 300 + FD_MARGIN
 
 
+def test_free_memory_is_released_after_passes(captured: dict[str, Any], tiny_bert: Path) -> None:
+    """By default every pass ends with ``PeriodicRelease.maybe`` (free heap pages back to the system at most
+    once a second); ``--keep-malloc-threshold`` leaves the allocator alone."""
+    from sentcl.training.allocator import PeriodicRelease
+
+    assert main(["serve", str(tiny_bert), "--pooler", "avg", "--port", "0", "--keep-malloc-threshold"]) == 0
+    assert captured["app"].state.service.after_pass is None
+    assert main(["serve", str(tiny_bert), "--pooler", "avg", "--port", "0"]) == 0
+    release = captured["app"].state.service.after_pass.__self__
+    assert isinstance(release, PeriodicRelease) and release.interval_s == 1.0 and release.last is None
+    with TestClient(captured["app"], base_url=LOCAL) as c:
+        assert c.post("/embed", json={"inputs": ["a dog", "the cat sits"]}).status_code == 200
+    assert release.last is not None, "the pass ran the release"
+
+
 @pytest.mark.parametrize(("threads", "workers", "per_worker"), [("4", "2", 2), ("2", None, 1), ("3", "1", 3)])
 def test_workers_share_the_threads(
     captured: dict[str, Any], tiny_bert: Path, threads: str, workers: str | None, per_worker: int

@@ -81,8 +81,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--keep-malloc-threshold",
         action="store_true",
-        help="Keep glibc's adaptive mmap threshold (default: fixed at 128 KiB, so that resident memory "
-        "follows the batches in flight; docs/performance.md, 'Serving').",
+        help="Leave glibc's allocator as it is (default: free memory is returned to the system once a second, "
+        "so that resident memory follows the batches in flight; docs/performance.md, 'Serving').",
     )
     p.set_defaults(func=handle)
 
@@ -218,10 +218,11 @@ def handle(args: argparse.Namespace) -> int:
         import torch
 
         torch.set_num_threads(max(1, threads // workers))  # each worker's share
+        release = None
         if not args.keep_malloc_threshold:
-            from sentcl.training.allocator import fix_mmap_threshold
+            from sentcl.training.allocator import PeriodicRelease
 
-            fix_mmap_threshold()  # batches of varied shapes: freed activations go back to the system
+            release = PeriodicRelease(1.0).maybe  # passes of varied shapes: free pages go back once a second
         encoder = load_model(args)
         index = (
             load_search_index(args.index, encoder, args.model, args.max_length, args.allow_model_mismatch)
@@ -237,6 +238,7 @@ def handle(args: argparse.Namespace) -> int:
             api_key=api_key,
             backend=None if getattr(args, "model_backend", "auto") == "auto" else args.model_backend,
             hosts=hosts,
+            after_pass=release,
         )
         if args.host not in ("127.0.0.1", "localhost", "::1"):
             logger.warning("serving on %s: reachable from other machines", args.host)

@@ -64,15 +64,17 @@ def create_app(
     api_key: str | None = None,
     backend: str | None = None,
     hosts: HostPolicy | None = None,
+    after_pass: Callable[[], object] | None = None,
 ) -> FastAPI:
     """The service around ``encoder`` (or the one ``load()`` returns, loaded in a thread at start-up:
     /health answers 503 until then). ``index``: ``serve.index.load_search_index``'s, for /search.
-    ``hosts``: the ``Host`` names answered (default: localhost, 127.0.0.1 and ::1 only)."""
+    ``hosts``: the ``Host`` names answered (default: localhost, 127.0.0.1 and ::1 only). ``after_pass``: called
+    in the encode thread after every forward pass (``sentcl serve``: ``training.allocator.PeriodicRelease``)."""
     if (encoder is None) == (load is None):
         raise ValueError("give exactly one of encoder and load")
     limits = limits or Limits()
     info = {"model": model_name, "backend": backend, "pooler": None}
-    service = Service(limits, index, info, max_length)
+    service = Service(limits, index, info, max_length, after_pass)
 
     def finish_loading(enc: Any) -> None:
         info["pooler"] = getattr(enc, "pooler", None) or getattr(getattr(enc, "f", None), "pooler", None)

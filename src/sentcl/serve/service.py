@@ -39,8 +39,16 @@ def backend_name(encoder: Any) -> str:
 class Service:
     """The state behind the routes: the encoder (None while loading), the batcher, the index, the metrics."""
 
-    def __init__(self, limits: Limits, index: Any, info: dict[str, Any], max_length: int | None) -> None:
+    def __init__(
+        self,
+        limits: Limits,
+        index: Any,
+        info: dict[str, Any],
+        max_length: int | None,
+        after_pass: Callable[[], object] | None = None,
+    ) -> None:
         self.limits = limits
+        self.after_pass = after_pass  # run in the encode thread after every pass (the CLI: memory release)
         self.index = index
         self.info = info
         self.max_length_override = max_length
@@ -54,7 +62,7 @@ class Service:
         self._views = threading.local()  # each encode thread's encoder: its own tokenizer
         self._shared_encoder = threading.Lock()  # held by threads that could not get their own tokenizer
         self.batcher = MicroBatcher(
-            self._encode,
+            self._encode_pass,
             workers=limits.workers,
             max_batch_size=min(limits.max_batch_size, limits.encode_batch_size),
             max_batch_tokens=limits.max_batch_tokens,
@@ -103,6 +111,14 @@ class Service:
                 return None
             self._views.encoder = view
         return view
+
+    def _encode_pass(self, inputs: list[Input]) -> np.ndarray:
+        """One pass of the batcher (in an encode thread): ``_encode``, then ``after_pass``."""
+        try:
+            return self._encode(inputs)
+        finally:
+            if self.after_pass is not None:
+                self.after_pass()
 
     def _encode(self, inputs: list[Input]) -> np.ndarray:
         if self._packed:  # ids in, no tokenizer: the threads share the encoder
