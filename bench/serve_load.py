@@ -70,6 +70,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def load_requests(args: argparse.Namespace) -> list[list[str]]:
+    """The round's requests: ``--requests`` seeded samples of ``--min-sentences`` to ``--max-sentences``
+    corpus sentences each."""
+    rng = random.Random(args.seed)
+    pool = read_sentences(data_file(resolve_data_dir(args.data_dir), "corpora", "wiki1m_prefix.txt"))
+    return [
+        rng.sample(pool, rng.randint(args.min_sentences, args.max_sentences)) for _ in range(args.requests)
+    ]
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -208,11 +218,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     set_threads(args.threads)
     from sentcl.modeling.open import open_model
 
-    rng = random.Random(args.seed)
-    pool = read_sentences(data_file(resolve_data_dir(args.data_dir), "corpora", "wiki1m_prefix.txt"))
-    requests = [
-        rng.sample(pool, rng.randint(args.min_sentences, args.max_sentences)) for _ in range(args.requests)
-    ]
+    requests = load_requests(args)
     flat = [s for r in requests for s in r]
     encoder = open_model(args.model, pooler=args.pooler)
     encoder.encode(flat[: args.batch_size], batch_size=args.batch_size, max_length=args.max_length)  # warm-up
