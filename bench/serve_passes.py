@@ -45,8 +45,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def service_passes(lengths: list[list[int]], args: argparse.Namespace) -> list[list[tuple[int, int]]]:
     """The passes, as (request, row) pairs, that the batcher cuts with ``--clients`` requests in flight."""
-    from sentcl.modeling.batching import MAX_PADDING
     from sentcl.serve.batching import _Item, next_pass
+    from sentcl.serve.passes import pass_padding
 
     pool: list[_Item] = []  # an item's job is its request's number here
     left: dict[int, int] = {}  # request -> its sentences not yet taken
@@ -58,7 +58,7 @@ def service_passes(lengths: list[list[int]], args: argparse.Namespace) -> list[l
             pool += [_Item(r, row, n, next(arrival)) for row, n in enumerate(lengths[r])]  # type: ignore[arg-type]
         if not pool:
             return passes
-        chosen = next_pass(pool, args.serve_batch_size, args.max_batch_tokens, MAX_PADDING)
+        chosen = next_pass(pool, args.serve_batch_size, args.max_batch_tokens, pass_padding(True))
         taken = set(map(id, chosen))
         pool = [item for item in pool if id(item) not in taken]
         passes.append([(int(item.job), item.row) for item in chosen])  # type: ignore[call-overload]

@@ -10,6 +10,8 @@ import pytest
 import torch
 from helpers.data import VERY_MIXED_LENGTH_SENTENCES
 from helpers.steps import assert_same_step, backward_outputs
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from transformers import RobertaConfig, RobertaModel
 
 from sentcl.config import TrainingConfig
@@ -177,3 +179,46 @@ def test_inference_reuses_the_fused_projection_until_a_weight_changes(tiny_bert:
         changed = packed_encode(model, **batch)
         assert (changed - first).abs().max() > 1e-3
         torch.testing.assert_close(changed, model(**batch), atol=1e-5, rtol=0)
+
+
+@settings(max_examples=25, deadline=None)
+@given(lengths=st.lists(st.integers(1, 40), min_size=1, max_size=12), pooler=st.sampled_from(["avg", "cls"]))
+def test_attention_groups_follow_the_padding_rule_and_equal_padded(
+    tiny_bert: Path, lengths: list[int], pooler: str
+) -> None:
+    """Generated row lengths: every token is in exactly one attention group, each group pads at most a
+    quarter of its real tokens (the rows' own lengths, counted here by hand), and the packed embeddings equal
+    the padded forward's."""
+    from sentcl.modeling.packed import _layout
+
+    model = _model(tiny_bert, pooler, None)
+    model.eval()
+    width = max(lengths)
+    gen = torch.Generator().manual_seed(sum(lengths))
+    input_ids = torch.randint(5, 100, (len(lengths), width), generator=gen)  # (N, L)
+    mask = (torch.arange(width)[None, :] < torch.tensor(lengths)[:, None]).long()  # (N, L)
+    rows, cols, groups = _layout(mask)
+    assert sorted(zip(rows.tolist(), cols.tolist(), strict=True)) == [
+        (r, c) for r, n in enumerate(lengths) for c in range(n)
+    ]
+    assert [g.start for g in groups] == [0] + [g.end for g in groups[:-1]] and groups[-1].end == sum(lengths)
+    for g in groups:
+        members = sorted({int(r) for r in rows[g.start : g.end]})
+        real = sum(lengths[r] for r in members)
+        cells = len(members) * max(lengths[r] for r in members)
+        assert g.key_mask.shape == (len(members), max(lengths[r] for r in members))
+        assert cells - real <= 0.25 * real or len(members) == 1
+    with torch.inference_mode():
+        packed = packed_encode(model, attention_mask=mask, input_ids=input_ids)  # (N, D)
+        padded = model(attention_mask=mask, input_ids=input_ids)  # (N, D)
+    torch.testing.assert_close(packed, padded, atol=1e-5, rtol=0)
+
+
+def test_attention_groups_named_example() -> None:
+    """Rows of 3, 30, 4 and 28 tokens: two groups, the long rows [30, 28] and the short ones [4, 3]."""
+    from sentcl.modeling.packed import _layout
+
+    mask = (torch.arange(30)[None, :] < torch.tensor([3, 30, 4, 28])[:, None]).long()  # (4, 30)
+    rows, _, groups = _layout(mask)
+    assert [sorted(set(rows[g.start : g.end].tolist())) for g in groups] == [[1, 3], [0, 2]]
+    assert [tuple(g.key_mask.shape) for g in groups] == [(2, 30), (2, 4)]

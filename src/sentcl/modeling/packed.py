@@ -4,9 +4,12 @@ A padded batch (N, L) spends every per-token computation (embeddings, the Q/K/V 
 output, the feed-forward block, the LayerNorms, dropout) on its padding rows too: about a third of the work
 for wiki sentences at max length 32. Here those computations run once on a (T, H) tensor of the real tokens
 of the whole batch, so each linear layer stays one large matmul (unlike length buckets, whose micro-batches
-each pay their own weight-gradient matmuls). Only attention needs the rows apart: Q, K, V are scattered into
-a zero (N, heads, L, d) buffer by an index computed once per step, ``scaled_dot_product_attention`` runs
-with the padding mask, and the context is gathered back to (T, H).
+each pay their own weight-gradient matmuls). Only attention needs the rows apart. The rows, longest first,
+are cut into attention groups by the padding rule of every ``encode`` (``batching.plan_batches``): per
+group, Q, K, V are scattered into a zero (n, heads, W, d) buffer, W its longest row, by an index computed
+once per step, ``scaled_dot_product_attention`` runs with the padding mask, and the context is gathered back
+to the group's tokens. A batch of mixed lengths (the service's passes) so pads attention as little as a
+length-sorted ``encode`` does.
 
 It is exact: a padded key is masked out of every softmax and a padded query reaches no output, so each row's
 embedding is the same function of its own tokens (the same loss and gradient up to float rounding; dropout
@@ -18,12 +21,14 @@ template, and backbone settings it does not handle fall back to the padded forwa
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 import torch
 from torch import Tensor, nn
 from transformers import BertModel
 
 from sentcl.config.poolers import POOLERS, pooler_info
+from sentcl.modeling.batching import MAX_PADDING, plan_batches
 from sentcl.modeling.encoder import SentenceEncoder
 
 #: poolers computed on the packed last layer: mean over real tokens, or the [CLS] token
@@ -47,18 +52,43 @@ def supports(encoder: nn.Module) -> bool:
     )
 
 
-def _index(attention_mask: Tensor) -> tuple[Tensor, Tensor, Tensor, int]:
-    """Which padded positions are tokens: every column before a row's last attended one (a cut-off token
-    inside a row stays a query, as in the padded forward; at least column 0, the [CLS] position).
+class _Group(NamedTuple):
+    """Rows of similar length that attend together: their tokens ``start:end`` of the packed order, each
+    token's flat position row·width + column in the group's (n, width) buffer (T_g,), and the group's key mask
+    (n, width)."""
 
-    Returns the flat positions row·L' + column (T,), their rows (T,), their columns (T,), and L' (the
-    longest row)."""
+    start: int
+    end: int
+    flat: Tensor
+    key_mask: Tensor
+
+
+def _layout(attention_mask: Tensor) -> tuple[Tensor, Tensor, list[_Group]]:
+    """Which padded positions are tokens, and how they attend: every column before a row's last attended one
+    (a cut-off token inside a row stays a query, as in the padded forward; at least column 0, the [CLS]
+    position). The rows, longest first, are cut into attention groups by the padding rule every ``encode``
+    uses (``batching.plan_batches``), so that attention pads each group only to its own longest row.
+
+    Returns each token's row (T,) and column (T,), in the packed order (group by group, a row's tokens
+    together and in column order), and the groups."""
     columns = torch.arange(1, attention_mask.size(1) + 1, device=attention_mask.device)  # (L,)
     lengths = (attention_mask.ne(0) * columns).amax(dim=1).clamp(min=1)  # (N,)
-    width = int(lengths.max())
-    keep = torch.arange(width, device=attention_mask.device)[None, :] < lengths[:, None]  # (N, L')
-    rows, cols = keep.nonzero(as_tuple=True)  # (T,), (T,) in row-major order
-    return rows * width + cols, rows, cols, width
+    order = torch.argsort(lengths, descending=True, stable=True)  # (N,)
+    ranked = lengths[order].tolist()
+    spans = plan_batches(ranked, len(ranked), max_cells=2**62, max_padding=MAX_PADDING)
+    rows, cols, groups, start = [], [], [], 0
+    for first, last in spans:
+        members, width = order[first:last], ranked[first]  # (n,)
+        keep = (
+            torch.arange(width, device=attention_mask.device)[None, :] < lengths[members][:, None]
+        )  # (n, W)
+        local, col = keep.nonzero(as_tuple=True)  # (T_g,), (T_g,) in row-major order
+        rows.append(members[local])
+        cols.append(col)
+        key_mask = attention_mask[members, :width].ne(0)  # (n, W)
+        groups.append(_Group(start, start + len(col), local * width + col, key_mask))
+        start += len(col)
+    return torch.cat(rows), torch.cat(cols), groups  # (T,), (T,)
 
 
 class _Scatter(torch.autograd.Function):
@@ -114,24 +144,28 @@ def _fused_qkv(attn: nn.Module) -> tuple[Tensor, Tensor]:
     return cached[1], cached[2]
 
 
-def _attention(layer: nn.Module, x: Tensor, flat: Tensor, key_mask: Tensor, width: int) -> Tensor:
-    """BERT self-attention (before its output dense) on packed tokens: (T, H) -> (T, H)."""
+def _attention(layer: nn.Module, x: Tensor, groups: list[_Group]) -> Tensor:
+    """BERT self-attention (before its output dense) on packed tokens, group by group: (T, H) -> (T, H)."""
     attn = layer.attention.self
-    n, heads, d = key_mask.size(0), attn.num_attention_heads, attn.attention_head_size
+    heads, d = attn.num_attention_heads, attn.attention_head_size
     weight, bias = _fused_qkv(attn)  # (3H, H), (3H,)
     qkv = nn.functional.linear(x, weight, bias)  # (T, 3H)
-    padded = _Scatter.apply(qkv, flat, n * width)  # (N·L', 3H)
-    q, k, v = padded.view(n, width, 3, heads, d).permute(2, 0, 3, 1, 4)  # 3 × (N, heads, L', d)
-    context = nn.functional.scaled_dot_product_attention(
-        q,
-        k,
-        v,
-        attn_mask=key_mask[:, None, None, :],  # (N, 1, 1, L'): real keys only
-        dropout_p=attn.dropout.p if attn.training else 0.0,
-        scale=attn.scaling,
-    )  # (N, heads, L', d)
-    context = context.transpose(1, 2).reshape(n * width, heads * d)  # (N·L', H)
-    return _Gather.apply(context, flat)  # (T, H)
+    out = []
+    for group in groups:
+        n, width = group.key_mask.shape
+        padded = _Scatter.apply(qkv[group.start : group.end], group.flat, n * width)  # (n·W, 3H)
+        q, k, v = padded.view(n, width, 3, heads, d).permute(2, 0, 3, 1, 4)  # 3 × (n, heads, W, d)
+        context = nn.functional.scaled_dot_product_attention(
+            q,
+            k,
+            v,
+            attn_mask=group.key_mask[:, None, None, :],  # (n, 1, 1, W): real keys only
+            dropout_p=attn.dropout.p if attn.training else 0.0,
+            scale=attn.scaling,
+        )  # (n, heads, W, d)
+        context = context.transpose(1, 2).reshape(n * width, heads * d)  # (n·W, H)
+        out.append(_Gather.apply(context, group.flat))  # (T_g, H)
+    return torch.cat(out) if len(out) > 1 else out[0]  # (T, H): the groups in packed order
 
 
 def packed_last_layer(
@@ -141,17 +175,17 @@ def packed_last_layer(
     token_type_ids: Tensor | None = None,
     inputs_embeds: Tensor | None = None,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The last layer's states of the real tokens (T, H), with each token's row (T,) and column (T,)."""
-    flat, rows, cols, width = _index(attention_mask)
+    """The last layer's states of the real tokens (T, H), with each token's row (T,) and column (T,), in the
+    packed order of ``_layout``."""
+    rows, cols, groups = _layout(attention_mask)
     emb = backbone.embeddings
     words = emb.word_embeddings(input_ids[rows, cols]) if inputs_embeds is None else inputs_embeds[rows, cols]
     types = token_type_ids[rows, cols] if token_type_ids is not None else torch.zeros_like(cols)  # (T,)
     h = words + emb.token_type_embeddings(types) + emb.position_embeddings(cols)  # (T, H)
     h = emb.dropout(emb.LayerNorm(h))
-    key_mask = attention_mask[:, :width].ne(0)  # (N, L')
     for layer in backbone.encoder.layer:
         out = layer.attention.output
-        a = out.LayerNorm(out.dropout(out.dense(_attention(layer, h, flat, key_mask, width))) + h)  # (T, H)
+        a = out.LayerNorm(out.dropout(out.dense(_attention(layer, h, groups))) + h)  # (T, H)
         ff = layer.output
         hidden = layer.intermediate.intermediate_act_fn(layer.intermediate.dense(a))  # (T, I)
         h = ff.LayerNorm(ff.dropout(ff.dense(hidden)) + a)  # (T, H)
@@ -177,7 +211,6 @@ def packed_encode(
         count = h.new_zeros(n).index_add(0, rows, weight).clamp(min=1e-9)  # (N,)
         z = total / count[:, None]  # (N, H)
     else:  # cls, cls_before_pooler: each row's column 0, the first of its tokens
-        first = torch.ones_like(rows, dtype=torch.bool)
-        first[1:] = rows[1:] != rows[:-1]  # (T,)
-        z = h[first]  # (N, H)
+        first = cols.eq(0).nonzero(as_tuple=True)[0]  # (N,): one per row, in packed order
+        z = h[first[torch.argsort(rows[first])]]  # (N, H) in row order
     return encoder.finish(z, head_activation)

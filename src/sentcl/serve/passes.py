@@ -5,6 +5,10 @@ that ``modeling.packed`` computes exactly (a BERT backbone, mean or [CLS] poolin
 the packed forward on those ids: every per-token layer sees only the real tokens, so a pass of mixed lengths
 costs what its tokens cost, and nothing is tokenised twice (an input over the model's length is, once more, to
 cut it where ``encode`` cuts). Any other encoder gets the texts through its own ``encode``.
+
+The padding a pass may hold (``pass_padding``): the packed forward pads only inside attention, and there
+per group of similar lengths (``modeling.packed``), so its passes are cut by sentences and cells alone and
+take more of what waits; a padded pass keeps the padding rule of every ``encode``.
 """
 
 from __future__ import annotations
@@ -26,6 +30,14 @@ def runs_packed(encoder: Any) -> bool:
     from sentcl.modeling.packed import supports
 
     return supports(encoder)
+
+
+def pass_padding(packed: bool) -> float:
+    """The padding a pass may add, as a share of its real tokens: unbounded for the packed forward (its
+    attention groups keep the padding rule), else ``encode``'s ``MAX_PADDING``."""
+    from sentcl.modeling.batching import MAX_PADDING
+
+    return float("inf") if packed else MAX_PADDING
 
 
 def encode_ids(encoder: Any, ids: list[list[int]], pad_id: int) -> np.ndarray:

@@ -17,7 +17,7 @@ from sentcl.files.read import preview
 from sentcl.serve.batching import MicroBatcher
 from sentcl.serve.limits import Limits, ServiceError
 from sentcl.serve.metrics import Metrics
-from sentcl.serve.passes import Input, encode_ids, runs_packed
+from sentcl.serve.passes import Input, encode_ids, pass_padding, runs_packed
 from sentcl.serve.text import char_budget, check_blank, check_token_ids, check_unicode, chunks, cut
 
 
@@ -86,6 +86,7 @@ class Service:
         tokenizer = self._count_tokenizer or encoder.tokenizer
         self.n_special = len(tokenizer("")["input_ids"])  # [CLS] [SEP]: what an input without text gives
         self._packed = runs_packed(encoder)
+        self.batcher.max_padding = pass_padding(self._packed)
         if self._packed:
             encoder.eval()  # the packed forward runs the modules as they are: no dropout
             self._pad_id = tokenizer.pad_token_id or 0
