@@ -53,7 +53,7 @@ test: install-dev
 test-transfer: install-dev
 	SENTCL_TRANSFER_PARITY=all $(BIN)/python -m pytest tests/evaluation/test_transfer_parity_real.py --durations=5
 
-# The inner loop: every test but the slow ones (@pytest.mark.slow), aimed at 5 minutes; CI runs make test
+# The inner loop: every test but the slow ones (@pytest.mark.slow), aimed at 5 minutes; CI (.ci/run) runs make test and make test-transfer
 test-fast: install-dev
 	$(BIN)/python -m pytest -m "not slow" --durations=15
 
