@@ -48,7 +48,12 @@ def test_a_peer_above_the_frontier_is_named() -> None:
     from bench.frontier_page import above_frontier
 
     def row(family: str, speed: float, sts: float) -> dict:
-        return {"family": family, "sentences_per_s": speed, "sts": {"avg": sts}}
+        return {
+            "family": family,
+            "speed_vs_teacher": speed / 100,
+            "sentences_per_s": speed,
+            "sts": {"avg": sts},
+        }
 
     run = {
         "points": {
@@ -60,3 +65,17 @@ def test_a_peer_above_the_frontier_is_named() -> None:
         }
     }
     assert above_frontier(run) == ["fast-peer", "good-peer"]
+
+
+def test_points_are_compared_by_their_ratio_to_the_teacher_not_their_median_rates() -> None:
+    """Two points' median sentences/s come from different rounds; the per-round ratio to the teacher is what the
+    page compares. Here the peer's median rate is higher, but in every round it ran slower than sentcl's point."""
+    from bench.frontier_page import above_frontier
+
+    def row(family: str, rate: float, ratio: float) -> dict:
+        return {"family": family, "sentences_per_s": rate, "speed_vs_teacher": ratio, "sts": {"avg": 78.88}}
+
+    run = {"points": {"ours": row("sentcl", 855, 2.34), "peer": row("peer", 869, 2.13)}}
+    assert above_frontier(run) == []
+    run["points"]["peer"] = row("peer", 800, 2.40)
+    assert above_frontier(run) == ["peer"]
