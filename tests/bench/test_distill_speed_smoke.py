@@ -25,10 +25,13 @@ def test_distill_speed_on_tiny_models(tmp_path: Path, data_dir: Path) -> None:
     teacher = st_folder(tmp_path / "teacher", build_tiny_bert(tmp_path / "bert4", layers=4), "mean", [], True)
     out = tmp_path / "speed.json"
     argv = ["--teacher", str(teacher), "--student-layers", "0,3", "--rounds", "2", "--sentences", "40"]
-    distill_speed.main([*argv, "--data-dir", str(data_dir), "--output", str(out)])
+    distill_speed.main(
+        [*argv, "--modes", ",".join(distill_speed.MODES), "--data-dir", str(data_dir), "--output", str(out)]
+    )
     data = json.loads(out.read_text(encoding="utf-8"))
     assert {"benchmark", "command", "machine", "loadavg_end"} <= set(data)
     assert set(data["modes"]) == set(distill_speed.MODES) and data["sentences"] == 40
+    assert set(distill_speed.DEFAULT_MODES) == set(distill_speed.MODES) - {"student-onnx-int8-before"}
     teacher_rates = data["modes"]["teacher"]["round_rates"]
     for row in data["modes"].values():
         assert len(row["round_rates"]) == 2 and min(row["round_rates"]) > 0
