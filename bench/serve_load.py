@@ -1,12 +1,14 @@
 """Load on ``sentcl serve``: served sentences per second against the in-process ``encode`` of the same model.
 
 The service runs as ``sentcl serve`` in a child process on 127.0.0.1 (a free port). ``--clients`` concurrent
-clients (asyncio + httpx, keep-alive) send ``--requests`` POST /embed requests of 1–8 sentences each
-(seeded), with a time cap per round; throughput counts the sentences of successful answers over the wall
-time. The in-process figure encodes the same sentences with ``encode(..., batch_size=--batch-size)`` in this
-process with the same thread count while the service idles. The two alternate per round (rotating who goes
-first) and the figures are medians. ``--soak-seconds S`` then keeps the load on for S seconds and samples
-the service's resident memory (VmRSS) every ``--rss-every`` seconds.
+clients (asyncio, keep-alive; ``bench.http_load``'s lean client, or ``--client httpx``) send ``--requests``
+POST /embed requests of 1–8 sentences each (seeded), with a time cap per round; throughput counts the
+sentences of successful answers (the lean client checks each holds its vectors) over the wall time. One
+untimed round of each side comes first. The in-process figure encodes the same sentences with
+``encode(..., batch_size=--batch-size)`` in this process with the same thread count while the service idles.
+The two alternate per round (rotating who goes first) and the figures are medians. ``--soak-seconds S``
+then keeps the load on for S seconds and samples the service's resident memory (VmRSS) every ``--rss-every``
+seconds.
 
     python -m bench.serve_load --rounds 3 --requests 300                  # from the repository root
     python -m bench.serve_load --rounds 1 --soak-seconds 300 --rss-every 30
@@ -28,7 +30,7 @@ from typing import Any
 import httpx
 import numpy as np
 
-from bench import harness
+from bench import harness, http_load
 from bench.common import format_table, median, read_sentences, set_threads, write_json
 from sentcl.files.paths import data_file, resolve_data_dir
 
@@ -59,11 +61,23 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--max-length", type=int, default=128, help="truncation on both sides")
     parser.add_argument("--max-wait-ms", type=float, default=5.0)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument(
+        "--client",
+        choices=("lean", "httpx"),
+        default="lean",
+        help="the load client: bench.http_load (a few tenths of a ms of CPU a request) or httpx (about 1.8 ms)",
+    )
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--soak-seconds", type=float, default=0.0, help="0: no soak")
     parser.add_argument("--rss-every", type=float, default=30.0)
     parser.add_argument(
         "--keep-malloc-threshold", action="store_true", help="the service's option of that name"
+    )
+    parser.add_argument(
+        "--release-budget-mb",
+        type=int,
+        default=None,
+        help="the service's option of that name (default: its own)",
     )
     parser.add_argument("--start-timeout", type=float, default=180.0)
     parser.add_argument("--output", default="bench/results/serve_load.json")
@@ -96,10 +110,16 @@ def rss_of(pid: int) -> float:
 
 
 def cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds a process has used so far (all its threads), from /proc/PID/stat."""
-    with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
-        fields = handle.read().rsplit(")", 1)[1].split()  # after "(comm)": state is field 3
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
+    """CPU seconds a process (all its threads) has used so far, from its CPU-time clock (Linux's
+    ``clock_gettime`` on the clock id ``(~pid << 3) | CPUCLOCK_SCHED``, in nanoseconds); /proc/PID/stat's
+    utime + stime, in 10 ms ticks that a short round of a small model can fall inside, where that clock cannot
+    be read."""
+    try:
+        return time.clock_gettime(((~pid) << 3) | 2)
+    except OSError:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()  # after "(comm)": state is field 3
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")  # utime, stime (fields 14, 15)
 
 
 def start_service(args: argparse.Namespace, port: int) -> subprocess.Popen:
@@ -118,6 +138,7 @@ def start_service(args: argparse.Namespace, port: int) -> subprocess.Popen:
     cmd += ["--max-wait-ms", str(args.max_wait_ms), "--max-client-batch", str(args.max_sentences)]
     cmd += ["--max-queue", str(args.clients * args.max_sentences * 2), "--auto-truncate"]
     cmd += ["--keep-malloc-threshold"] if args.keep_malloc_threshold else []
+    cmd += ["--release-budget-mb", str(args.release_budget_mb)] if args.release_budget_mb else []
     cmd += ["--workers", str(args.workers)] if args.workers else []
     env = {**os.environ, "OMP_NUM_THREADS": str(args.threads), "TOKENIZERS_PARALLELISM": "false"}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT / "src"), env.get("PYTHONPATH", "")])
@@ -139,34 +160,46 @@ def start_service(args: argparse.Namespace, port: int) -> subprocess.Popen:
 
 
 async def drive(
-    url: str, requests: list[list[str]], clients: int, time_cap: float, cycle: bool
+    url: str, requests: list[list[str]], clients: int, time_cap: float, cycle: bool, client: str = "lean"
 ) -> dict[str, Any]:
     """``clients`` tasks send the requests (each once, or round and round when ``cycle``) until done or
-    the time cap; per request: latency, status, sentences."""
+    the time cap, on ``client`` (``lean``: ``bench.http_load``, the answer's vectors counted; ``httpx``);
+    per request: latency, status, sentences."""
     latencies: list[float] = []
     errors: dict[str, int] = {}
     sentences = 0
     next_id = 0
     deadline = time.monotonic() + time_cap
     limits = httpx.Limits(max_connections=clients, max_keepalive_connections=clients)
-    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as client:
+    address = httpx.URL(url)
+    async with httpx.AsyncClient(base_url=url, timeout=60, limits=limits) as shared:
 
         async def worker() -> None:
             nonlocal next_id, sentences
-            while time.monotonic() < deadline and (cycle or next_id < len(requests)):
-                batch = requests[next_id % len(requests)]
-                next_id += 1
-                start = time.perf_counter()
-                try:
-                    resp = await client.post("/embed", json={"inputs": batch, "normalize": False})
-                    status = str(resp.status_code)
-                except httpx.HTTPError as err:
-                    status = type(err).__name__
-                if status == "200":
-                    latencies.append(time.perf_counter() - start)
-                    sentences += len(batch)
-                else:
-                    errors[status] = errors.get(status, 0) + 1
+            own = http_load.Connection(address.host, address.port or 80, timeout=60)
+            try:
+                while time.monotonic() < deadline and (cycle or next_id < len(requests)):
+                    batch = requests[next_id % len(requests)]
+                    next_id += 1
+                    start = time.perf_counter()
+                    payload = {"inputs": batch, "normalize": False}
+                    try:
+                        if client == "httpx":
+                            status = str((await shared.post("/embed", json=payload)).status_code)
+                        else:
+                            code, body = await own.post_json("/embed", payload)
+                            status = str(code)
+                            if code == 200:
+                                http_load.check_embeddings(body, len(batch))
+                    except (httpx.HTTPError, http_load.HttpError, OSError, TimeoutError) as err:
+                        status = type(err).__name__
+                    if status == "200":
+                        latencies.append(time.perf_counter() - start)
+                        sentences += len(batch)
+                    else:
+                        errors[status] = errors.get(status, 0) + 1
+            finally:
+                await own.close()
 
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
@@ -205,7 +238,7 @@ def soak(url: str, pid: int, requests: list[list[str]], args: argparse.Namespace
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
-    load = asyncio.run(drive(url, requests, args.clients, args.soak_seconds, cycle=True))
+    load = asyncio.run(drive(url, requests, args.clients, args.soak_seconds, True, args.client))
     stop.set()
     thread.join(timeout=5)
     samples.append((round(time.monotonic() - start, 1), rss_of(pid)))
@@ -221,7 +254,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     requests = load_requests(args)
     flat = [s for r in requests for s in r]
     encoder = open_model(args.model, pooler=args.pooler)
-    encoder.encode(flat[: args.batch_size], batch_size=args.batch_size, max_length=args.max_length)  # warm-up
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     proc = start_service(args, port)
@@ -230,14 +262,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         "settings": {k: v for k, v in vars(args).items() if k != "output"},
     }
     try:
-        asyncio.run(drive(url, requests[: args.clients], args.clients, args.time_cap, cycle=False))  # warm-up
+        # one untimed round of each side first, so that both are measured in their steady state: the service's
+        # first round after start-up also grows its malloc arenas, and ran below the later rounds
+        in_process(encoder, flat, args)
+        asyncio.run(drive(url, requests, args.clients, args.time_cap, False, args.client))
         rounds: list[dict[str, Any]] = []
         for r in range(args.rounds):
             row: dict[str, Any] = {}
             for mode in ("in_process", "serve") if r % 2 == 0 else ("serve", "in_process"):
                 server_cpu, own_cpu = cpu_seconds(proc.pid), time.process_time()
                 if mode == "serve":
-                    row[mode] = asyncio.run(drive(url, requests, args.clients, args.time_cap, cycle=False))
+                    row[mode] = asyncio.run(
+                        drive(url, requests, args.clients, args.time_cap, False, args.client)
+                    )
                     row[mode]["server_cpu_s"] = cpu_seconds(proc.pid) - server_cpu
                     row[mode]["client_cpu_s"] = time.process_time() - own_cpu
                     cpu = row[mode]["server_cpu_s"] + row[mode]["client_cpu_s"]

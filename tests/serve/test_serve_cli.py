@@ -140,8 +140,9 @@ def test_connections_fit_the_open_file_limit(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_free_memory_is_released_after_passes(captured: dict[str, Any], tiny_bert: Path) -> None:
-    """By default every pass ends with ``PeriodicRelease.maybe`` (free heap pages back to the system at most
-    once a second); ``--keep-malloc-threshold`` leaves the allocator alone."""
+    """By default every pass ends with ``PeriodicRelease.maybe`` (free heap pages back to the system once a
+    second; also once the resident set grew by ``--release-budget-mb`` where given); ``--keep-malloc-threshold``
+    leaves the allocator alone."""
     from sentcl.training.allocator import PeriodicRelease
 
     assert main(["serve", str(tiny_bert), "--pooler", "avg", "--port", "0", "--keep-malloc-threshold"]) == 0
@@ -149,9 +150,16 @@ def test_free_memory_is_released_after_passes(captured: dict[str, Any], tiny_ber
     assert main(["serve", str(tiny_bert), "--pooler", "avg", "--port", "0"]) == 0
     release = captured["app"].state.service.after_pass.__self__
     assert isinstance(release, PeriodicRelease) and release.interval_s == 1.0 and release.last is None
+    assert release.budget_bytes is None
     with TestClient(captured["app"], base_url=LOCAL) as c:
         assert c.post("/embed", json={"inputs": ["a dog", "the cat sits"]}).status_code == 200
     assert release.last is not None, "the pass ran the release"
+    assert main(["serve", str(tiny_bert), "--pooler", "avg", "--port", "0", "--release-budget-mb", "8"]) == 0
+    release = captured["app"].state.service.after_pass.__self__
+    assert release.budget_bytes == 8 * 2**20
+    with TestClient(captured["app"], base_url=LOCAL) as c:
+        assert c.post("/embed", json={"inputs": ["a dog"]}).status_code == 200
+    assert release.floor is not None and release.floor > 0, "the resident set was read after the release"
 
 
 @pytest.mark.parametrize(("threads", "workers", "per_worker"), [("4", "2", 2), ("2", None, 1), ("3", "1", 3)])

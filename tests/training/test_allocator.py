@@ -95,6 +95,65 @@ def test_periodic_release_runs_at_most_once_an_interval(interval: float, gaps: l
         last = t if did else last
 
 
+@given(
+    interval=st.floats(0.01, 10),
+    budget=st.integers(1, 1 << 30),
+    steps=st.lists(st.tuples(st.floats(0, 5), st.integers(0, 1 << 31)), max_size=60),
+)
+def test_periodic_release_with_a_budget(interval: float, budget: int, steps: list[tuple[float, int]]) -> None:
+    """Generated call times and resident sizes, against the rule written out here: a call releases when it is
+    the first, when ``interval`` has passed since the last release, or when the resident set is more than
+    ``budget`` above what it read right after the last release (read again after each release)."""
+    clock, released, rss = Clock(), [], [0]
+    rule = PeriodicRelease(
+        interval,
+        clock=clock,
+        release=lambda: released.append(clock.now),
+        budget_bytes=budget,
+        resident=lambda: rss[0],
+    )
+    last, floor, times = None, None, []
+    for gap, resident in [(0.0, 0), *steps]:
+        clock.now += gap
+        rss[0] = resident
+        expected = last is None or clock.now - last >= interval or resident > floor + budget
+        assert rule.maybe() is expected
+        if expected:
+            last, floor = clock.now, resident
+            times.append(clock.now)
+    assert released == times and rule.floor == floor
+
+
+def test_periodic_release_budget_named_example() -> None:
+    clock, count, rss = Clock(), [], [100]
+    rule = PeriodicRelease(
+        1.0, clock=clock, release=lambda: count.append(1), budget_bytes=10, resident=lambda: rss[0]
+    )
+    for now, resident, expected in [(0.0, 100, True), (0.1, 110, False), (0.2, 111, True), (0.3, 120, False)]:
+        clock.now, rss[0] = now, resident
+        assert rule.maybe() is expected, (now, resident)
+    assert rule.floor == 111 and len(count) == 2
+    with pytest.raises(ValueError, match="must be positive"):
+        PeriodicRelease(1.0, budget_bytes=0)
+
+
+def test_resident_bytes_follows_a_touched_block() -> None:
+    """resident_bytes against /proc/self/status' VmRSS, before and after 64 MiB of fresh pages are touched."""
+    import numpy as np
+
+    from sentcl.training.allocator import resident_bytes
+
+    def vm_rss() -> int:
+        with open("/proc/self/status", encoding="ascii") as handle:
+            return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
+
+    before, status_before = resident_bytes(), vm_rss()
+    block = np.ones(64 << 20, dtype=np.uint8)  # touched: resident
+    after, status_after = resident_bytes(), vm_rss()
+    assert abs(before - status_before) < 4 << 20 and abs(after - status_after) < 4 << 20
+    assert after - before > 60 << 20 and block.sum() == 64 << 20
+
+
 def test_periodic_release_named_example_and_threads() -> None:
     clock, count = Clock(), []
     rule = PeriodicRelease(1.0, clock=clock, release=lambda: count.append(1))

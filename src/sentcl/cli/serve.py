@@ -84,6 +84,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Leave glibc's allocator as it is (default: free memory is returned to the system once a second, "
         "so that resident memory follows the batches in flight; docs/performance.md, 'Serving').",
     )
+    p.add_argument(
+        "--release-budget-mb",
+        type=positive_int,
+        default=None,
+        metavar="MB",
+        help="Also return free memory to the system as soon as resident memory has grown by this much since "
+        "the last return: a tighter bound on memory, at some throughput (default: once a second only).",
+    )
     p.set_defaults(func=handle)
 
 
@@ -222,7 +230,10 @@ def handle(args: argparse.Namespace) -> int:
         if not args.keep_malloc_threshold:
             from sentcl.training.allocator import PeriodicRelease
 
-            release = PeriodicRelease(1.0).maybe  # passes of varied shapes: free pages go back once a second
+            # passes of varied shapes: free pages go back once a second (and once the resident set has grown
+            # by --release-budget-mb since the last release, where given)
+            budget = args.release_budget_mb * 2**20 if args.release_budget_mb else None
+            release = PeriodicRelease(1.0, budget_bytes=budget).maybe
         encoder = load_model(args)
         index = (
             load_search_index(args.index, encoder, args.model, args.max_length, args.allow_model_mismatch)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import logging
+import os
 import sys
 import threading
 import time
@@ -31,6 +32,7 @@ from typing import Any
 logger = logging.getLogger(__name__)
 M_MMAP_THRESHOLD = -3  # glibc's malloc.h
 DEFAULT_THRESHOLD = 128 * 1024
+PAGE_SIZE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
 
 def _libc_function(name: str) -> Any:
@@ -69,30 +71,56 @@ def release_free_memory() -> bool:
     return trim(0) == 1
 
 
+def resident_bytes() -> int:
+    """This process's resident set in bytes (/proc/self/statm); 0 where there is no such file."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * PAGE_SIZE
+    except (OSError, IndexError, ValueError):
+        return 0
+
+
 class PeriodicRelease:
-    """``release`` (default ``release_free_memory``) at most once every ``interval_s`` seconds of ``clock``:
-    call ``maybe()`` after each unit of work (the service: after each forward pass), from any thread."""
+    """``release`` (default ``release_free_memory``) once ``interval_s`` seconds of ``clock`` have passed since
+    the last one, or sooner when the resident set (``resident``, bytes) has grown more than ``budget_bytes``
+    above what it was right after the last release: call ``maybe()`` after each unit of work (the service:
+    after each forward pass), from any thread. The interval alone lets a busy process touch as many freed pages
+    as its passes reach in that time before they go back; the budget bounds that at any rate of work, and
+    costs one read of /proc/self/statm a call. ``budget_bytes=None``: the interval alone."""
 
     def __init__(
         self,
         interval_s: float = 1.0,
         clock: Callable[[], float] = time.monotonic,
         release: Callable[[], object] = release_free_memory,
+        budget_bytes: int | None = None,
+        resident: Callable[[], int] = resident_bytes,
     ) -> None:
         if interval_s <= 0:
             raise ValueError(f"interval_s must be positive, got {interval_s}")
+        if budget_bytes is not None and budget_bytes <= 0:
+            raise ValueError(f"budget_bytes must be positive, got {budget_bytes}")
         self.interval_s = interval_s
         self.clock = clock
         self.release = release
+        self.budget_bytes = budget_bytes
+        self.resident = resident
         self.last: float | None = None  # when the last release ran (None: never)
+        self.floor: int | None = None  # the resident set right after the last release (with a budget)
         self._lock = threading.Lock()
 
     def maybe(self) -> bool:
-        """Release now if ``interval_s`` has passed since the last release (or none ran yet); whether it did."""
+        """Release now if ``interval_s`` has passed since the last release (or none ran yet), or the resident
+        set is over the budget; whether it did."""
         with self._lock:
             now = self.clock()
-            if self.last is not None and now - self.last < self.interval_s:
+            due = self.last is None or now - self.last >= self.interval_s
+            if not due and self.budget_bytes is not None and self.floor is not None:
+                due = self.resident() > self.floor + self.budget_bytes
+            if not due:
                 return False
             self.last = now
             self.release()  # under the lock: two threads never trim at once
+            if self.budget_bytes is not None:
+                self.floor = self.resident()
         return True
