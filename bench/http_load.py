@@ -40,15 +40,17 @@ class Connection:
         writer.write(head + body)
         try:
             return await asyncio.wait_for(self._answer(reader), self.timeout)
+        except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError) as err:
+            await self.close()
+            raise HttpError(f"a broken answer: {type(err).__name__}: {err}") from err
         except BaseException:
             await self.close()  # a half-read answer leaves the connection unusable
             raise
 
     async def _answer(self, reader: asyncio.StreamReader) -> tuple[int, bytes]:
-        try:
-            head = await reader.readuntil(b"\r\n\r\n")
-        except asyncio.IncompleteReadError as err:
-            raise HttpError("the server closed the connection") from err
+        """The status and body; IncompleteReadError where the server hangs up, ValueError where a length or
+        a chunk size is not a number, LimitOverrunError where the head is over the stream's limit."""
+        head = await reader.readuntil(b"\r\n\r\n")
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ", 2)
         if len(parts) < 2 or not parts[0].startswith("HTTP/1.") or not parts[1].isdigit():

@@ -113,8 +113,16 @@ def test_connection_close_is_followed_by_a_new_connection() -> None:
 
 @pytest.mark.parametrize(
     "raw",
-    [b"SPDY/3 200 OK\r\ncontent-length: 0\r\n\r\n", b"HTTP/1.1 OK\r\n\r\n", b"HTTP/1.1 200 OK\r\n\r\n", b""],
-    ids=["not-http", "no-status", "no-length", "hang-up"],
+    [
+        b"SPDY/3 200 OK\r\ncontent-length: 0\r\n\r\n",
+        b"HTTP/1.1 OK\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\n\r\n",
+        b"",
+        b"HTTP/1.1 200 OK\r\ncontent-length: 10\r\nConnection: close\r\n\r\n[[1]",
+        b"HTTP/1.1 200 OK\r\ncontent-length: ten\r\n\r\n",
+        b"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n",
+    ],
+    ids=["not-http", "no-status", "no-length", "hang-up", "cut-body", "bad-length", "bad-chunk"],
 )
 def test_a_broken_answer_is_an_error_not_a_hang(raw: bytes) -> None:
     from bench.http_load import HttpError
