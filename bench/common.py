@@ -18,9 +18,9 @@ from typing import Any
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
+from sentcl.training.allocator import resident_bytes
 from sentcl.training.provenance import cpu_model
 
-PAGE = os.sysconf("SC_PAGE_SIZE")
 # malloc settings for the memory workers: glibc's default, or a fixed mmap threshold so that large tensors
 # are mmapped and returned to the system when freed (RSS then follows the memory in use)
 # "mallopt": glibc's default environment; the worker calls sentcl.training.allocator.fix_mmap_threshold()
@@ -42,9 +42,12 @@ def worker_env(root: Path, allocator: str = "glibc") -> dict[str, str]:
 
 
 def rss_mb() -> float:
-    """Current resident set size of this process in MiB (from /proc/self/statm)."""
-    with open("/proc/self/statm", encoding="ascii") as handle:
-        return int(handle.read().split()[1]) * PAGE / 2**20
+    """Current resident set size of this process in MiB (``training.allocator.resident_bytes``, from
+    /proc/self/statm); raises where that file cannot be read."""
+    resident = resident_bytes()
+    if not resident:
+        raise RuntimeError("no resident set size: /proc/self/statm cannot be read")
+    return resident / 2**20
 
 
 def max_rss_mb() -> float:
