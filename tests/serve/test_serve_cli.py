@@ -70,6 +70,15 @@ def test_user_errors_are_one_line(
         == 2
     )
     assert "not_index is not an index folder" in capsys.readouterr().err
+    for value, problem in [("0", "must be positive, got 0"), ("-5", "must be positive, got -5")] + [
+        (v, f"expected a whole number, got {v!r}") for v in ("32.5", "lots", "")
+    ]:  # hand-typed mistakes: argparse's exit 2 and a last line naming the option, nothing loaded
+        with pytest.raises(SystemExit) as exit_:
+            main(["serve", str(tiny_bert), "--release-budget-mb", value])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"sentcl serve: error: argument --release-budget-mb: {problem}"
+        )
     for option, value in [("--header-timeout", "0"), ("--body-timeout", "nan"), ("--header-timeout", "inf")]:
         assert main(["serve", str(tiny_bert), option, value, "--keep-malloc-threshold"]) == 2
         assert capsys.readouterr().err.startswith(

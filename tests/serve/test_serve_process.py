@@ -80,3 +80,44 @@ def test_port_0_logs_the_real_port_and_the_key_stays_out_of_argv(tiny_bert: Path
         proc.send_signal(signal.SIGTERM)
         # uvicorn drains, then re-raises the signal it caught: killed by SIGTERM, after a clean shutdown
         assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+
+
+@pytest.mark.slow
+def test_release_budget_serves_a_plain_hf_folder_to_a_real_client(tiny_bert: Path) -> None:
+    """``--release-budget-mb 1`` (the smallest budget: free memory handed back whenever the resident set grew by
+    1 MiB) in a real process, on a plain Hugging Face folder that sentcl did not save: httpx's answers equal the
+    mean-pooled last layer of transformers' own BertModel, computed here by hand. (That the budget fires is
+    checked in process, tests/serve/test_serve_cli.py; from outside only the answers can be.)"""
+    import numpy as np
+    import torch
+    from transformers import AutoTokenizer, BertModel
+
+    argv = [*SENTCL, "serve", str(tiny_bert), "--pooler", "avg", "--port", "0", "--release-budget-mb", "1"]
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env())
+    lines: queue.Queue[str] = queue.Queue()
+    threading.Thread(target=lambda: [lines.put(line) for line in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
+    texts = [["a dog", "the cat sits on the mat"], ["a man plays music"], ["the dog runs", "a cat", "music"]]
+    try:
+        url, deadline = None, time.monotonic() + 120
+        while url is None:
+            line = lines.get(timeout=max(0.1, deadline - time.monotonic()))
+            if line.startswith("INFO sentcl: serving "):
+                url = line.split(" on ", 1)[1].split(" ", 1)[0]
+        served = []
+        with httpx.Client(base_url=url, timeout=30) as client:
+            for _ in range(10):
+                for batch in texts:
+                    answer = client.post("/embed", json={"inputs": batch, "normalize": False})
+                    assert answer.status_code == 200, answer.text
+                    served.append(np.array(answer.json(), dtype=np.float32))  # (n, D)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=30) in (0, -signal.SIGTERM)
+    tokenizer, model = AutoTokenizer.from_pretrained(tiny_bert), BertModel.from_pretrained(tiny_bert).eval()
+    for i, batch in enumerate(texts * 10):
+        enc = tokenizer(batch, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            h = model(**enc).last_hidden_state  # (n, L, H)
+        mask = enc["attention_mask"][..., None].float()  # (n, L, 1)
+        expected = ((h * mask).sum(1) / mask.sum(1)).numpy()  # (n, H)
+        np.testing.assert_allclose(served[i], expected, rtol=1e-4, atol=1e-5)
