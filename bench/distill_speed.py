@@ -4,11 +4,12 @@ Modes: ``teacher`` and ``student`` (PyTorch, sentcl's encode), ``student-onnx-in
 (``sentcl export --format onnx --int8``'s path, ``sentcl.interop.onnx.export_onnx``, run by onnxruntime with
 ``--threads`` intra-op threads; export time not counted), and ``student-onnx-int8-before``: the same export
 run as sentcl ran it before leaving out ``SLOW_FUSIONS`` and cutting passes at ``ORT_MAX_CELLS`` (only when
-``--modes`` names it). Every mode encodes the same sentences (the distinct STS-B test sentences) with batch ``sentcl.defaults.ENCODE_BATCH_SIZE`` and the same thread count, once per
-round; the rounds alternate the modes, rotating who goes first, because the machine is shared: the figures are
-the median sentences/s over rounds and the median over rounds of each mode's ratio to the teacher's rate in the
-same round. Sizes: every file of the model folder (the teacher's installed folder, the student's saved one,
-each ONNX export), and the weights file alone.
+``--modes`` names it). Every mode encodes the same sentences (the distinct STS-B test sentences) with batch
+``sentcl.defaults.ENCODE_BATCH_SIZE`` and the same thread count, once per round; the rounds alternate the
+modes, rotating who goes first, because the machine is shared: the figures are the median sentences/s over
+rounds and the median over rounds of each mode's ratio to the teacher's rate in the same round. Sizes: every
+file of the model folder (the teacher's installed folder, the student's saved one, each ONNX export), and the
+weights file alone.
 
 The student is ``--student FOLDER`` (a trained one), or the teacher's layers ``--student-layers 0,2,4`` cut
 here (``model.student_layers``; untrained, but of the same shape, so it runs at the same speed).

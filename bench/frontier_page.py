@@ -2,8 +2,8 @@
 
 The page shows the newest run under bench/results/frontier/ (by its ``started`` time): one table of every point
 (STS average, sentences/s, speed against the teacher in the same rounds, size) and a Pareto plot of STS
-average against that speed (log x; its axis also gives the teacher's sentences/s). sentcl's frontier is the set of its points that no other sentcl point
-beats on both axes; a peer above it is named on the page. Nothing here measures: the page is a function of
+average against that speed (log x; its axis also gives the teacher's sentences/s). sentcl's frontier is the
+set of its points that no other sentcl point beats on both axes; a peer above it is named on the page. Nothing here measures: the page is a function of
 the committed summaries (tests/bench/test_frontier_page.py rebuilds it and compares).
 
     python -m bench.frontier_page          # from the repository root
