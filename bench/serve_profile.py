@@ -2,10 +2,11 @@
 
 py-spy (``pip install py-spy``; any interpreter's copy works) records the benchmark and its child, the
 service, per thread, while ``bench.serve_load`` runs with the options after ``--``. Each sample's stack is put in
-one bucket by the first rule that matches it (``RULES``: the service's encode thread in the forward pass or in
-tokenising, its event loop answering HTTP, serialising JSON, its token-counting thread; the benchmark's
-in-process encode and its HTTP clients; start-up), and the result is the samples per bucket and their share
-of the serving samples. py-spy samples running threads only (``--idle`` off), so the buckets are CPU time.
+one bucket by the first rule that matches it (``THREADS``, ``LOOP``: the service's encode thread in the forward
+pass or in tokenising, its token-counting thread, its event loop counting a small request's tokens, answering
+HTTP, serialising JSON; the benchmark's in-process encode and its HTTP clients; start-up), and the result is
+the samples per bucket and their share of the serving samples. py-spy samples running threads only
+(``--idle`` off), so the buckets are CPU time.
 
     python -m bench.serve_profile --py-spy .venv-peer/bin/py-spy -- --rounds 1 --requests 300
 """
@@ -25,10 +26,15 @@ from bench.common import format_table, write_json
 
 # the service's samples: its threads first, then the event loop's samples by their leaf-most frame that
 # names one of these (bucket, substrings of a frame)
-THREADS = (
-    ("sentcl-encode", "SentenceEncoder.forward", "service encode thread: forward pass"),
-    ("sentcl-encode", "", "service encode thread: tokenise, sort, pool"),
-    ("sentcl-count", "", "service counting thread: tokenise to count"),
+THREADS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    (
+        "sentcl-encode",
+        ("SentenceEncoder.forward", "packed_encode"),  # the padded forward, the packed one on ids
+        "service encode thread: forward pass",
+    ),
+    ("sentcl-encode", ("",), "service encode thread: tokenise, sort, pool"),
+    ("sentcl-count", ("",), "service counting thread: tokenise to count"),
+    ("MainThread", ("Service._token_ids",), "service loop: tokenise to count (small requests)"),
 )
 LOOP: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("service loop: JSON out", ("json/encoder", "json/__init__", "orjson")),
@@ -50,8 +56,8 @@ def bucket(stack: str) -> str:
         return "bench: start-up and the rest"
     if stack.count("<module> (") > 1 or "load_model" in stack:  # an import below the main module, the load
         return "service start-up (imports, model load)"
-    for thread, needle, name in THREADS:
-        if thread in stack and needle in stack:
+    for thread, needles, name in THREADS:
+        if thread in stack and any(needle in stack for needle in needles):
             return name
     for frame in reversed(frames):
         hit = next((name for name, keys in LOOP if any(k in frame for k in keys)), None)

@@ -24,7 +24,11 @@ def test_buckets_and_shares() -> None:
     stacks = {
         f"{SERVICE};thread (5): sentcl-encode_0;_worker;SentenceEncoder.forward (sentcl/modeling/encoder.py:242)": 6,
         f"{SERVICE};thread (5): sentcl-encode_0;_worker;length_sorted_batches (sentcl/modeling/batching.py:27)": 1,
-        f"{SERVICE};thread (6): sentcl-count_0;_worker;Service._token_counts (sentcl/serve/service.py:80)": 1,
+        f"{SERVICE};thread (5): sentcl-encode_0;_worker;encode_ids (sentcl/serve/passes.py:58);"
+        "packed_encode (sentcl/modeling/packed.py:204)": 3,
+        f"{SERVICE};thread (6): sentcl-count_0;_worker;Service._token_ids (sentcl/serve/service.py:80)": 1,
+        f"{SERVICE};{MAIN};serve_on (sentcl/serve/server.py:57);Service.token_ids (sentcl/serve/service.py:170);"
+        "Service._token_ids (sentcl/serve/service.py:150);_encode_plus (transformers/tokenization_utils.py:1)": 2,
         f"{SERVICE};{MAIN};serve_on (sentcl/serve/server.py:57);embed (sentcl/serve/routes.py:97);"
         "dumps (json/__init__.py:231);iterencode (json/encoder.py:258)": 1,
         f"{SERVICE};{MAIN};serve_on (sentcl/serve/server.py:57);handle (uvicorn/protocols/http/h11_impl.py:1)": 1,
@@ -37,14 +41,15 @@ def test_buckets_and_shares() -> None:
     res = aggregate(raw)
     assert res["samples"] == {
         "bench: in-process encode": 7,
-        "service encode thread: forward pass": 6,
+        "service encode thread: forward pass": 9,
         "service start-up (imports, model load)": 5,
         "bench: HTTP clients (httpx, JSON parsing)": 2,
+        "service loop: tokenise to count (small requests)": 2,
         "service encode thread: tokenise, sort, pool": 1,
         "service counting thread: tokenise to count": 1,
         "service loop: JSON out": 1,
         "service loop: HTTP (uvicorn, h11, starlette, fastapi)": 1,
     }
-    serving = 6 + 1 + 1 + 1 + 1 + 2  # neither start-up nor the in-process encode
-    assert res["serving_share"]["service encode thread: forward pass"] == round(6 / serving, 4)
+    serving = 9 + 1 + 1 + 2 + 1 + 1 + 2  # neither start-up nor the in-process encode
+    assert res["serving_share"]["service encode thread: forward pass"] == round(9 / serving, 4)
     assert sum(res["serving_share"].values()) == pytest.approx(1, abs=1e-3)

@@ -170,3 +170,64 @@ def test_queue_limit_counts_waiting_sentences() -> None:
             await first
 
     asyncio.run(asyncio.wait_for(scenario(), 20))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 4), st.integers(1, 16))
+def test_a_small_pool_is_shared_by_the_free_workers(n: int, workers: int, batch: int) -> None:
+    """n sentences arrive at once while every worker is free: the first pass of each worker holds at most its
+    share of the pool, ceil(n / workers) (and at most the batch size), the free workers encode at the same
+    time (each pass waits, up to 10 s, until every pass of the first round has started), and every sentence
+    is answered once with its own row."""
+    first_round = min(workers, -(-n // min(batch, -(-n // workers))))  # passes the free workers take at once
+    started = threading.Barrier(first_round, timeout=10)
+    sizes: list[int] = []
+    lock = threading.Lock()
+
+    def encode(inputs: list[Any]) -> np.ndarray:
+        with lock:
+            sizes.append(len(inputs))
+            first = len(sizes) <= first_round
+        if first:
+            started.wait()  # BrokenBarrierError (a failed pass) if the first round did not run in parallel
+        return np.array([[float(x)] for x in inputs], dtype=np.float32)  # (n, 1): each input's own number
+
+    async def scenario() -> np.ndarray:
+        batcher = MicroBatcher(encode, workers=workers, max_batch_size=batch, max_wait_s=0.001)
+        batcher._ensure_workers()
+        while batcher._free != workers:  # every worker waits for work
+            await asyncio.sleep(0.001)
+        try:
+            return await batcher.submit(list(range(n)), [3] * n)
+        finally:
+            await batcher.close()
+
+    rows = asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert rows[:, 0].tolist() == list(range(n)) and sum(sizes) == n
+    share = min(batch, -(-n // workers))
+    assert max(sizes[:first_round]) <= share and len(sizes) >= -(-n // batch)
+
+
+def test_under_load_a_lone_free_worker_takes_a_full_pass() -> None:
+    """One worker busy, the other free: the free one is alone, so a pool of 8 is one pass of 8, not a share."""
+    release = threading.Event()
+    sizes: list[int] = []
+
+    def encode(inputs: list[Any]) -> np.ndarray:
+        sizes.append(len(inputs))
+        if inputs == ["busy"]:
+            release.wait(10)
+        return np.zeros((len(inputs), 1), dtype=np.float32)
+
+    async def scenario() -> None:
+        batcher = MicroBatcher(encode, workers=2, max_batch_size=16, max_wait_s=0.001)
+        busy = asyncio.ensure_future(batcher.submit(["busy"], [3]))
+        while sizes != [1]:
+            await asyncio.sleep(0.001)
+        await batcher.submit([f"s{i}" for i in range(8)], [3] * 8)
+        release.set()
+        await busy
+        await batcher.close()
+
+    asyncio.run(asyncio.wait_for(scenario(), 30))
+    assert sizes == [1, 8]

@@ -7,6 +7,9 @@ sentences, ``max_batch_tokens`` padded cells and ``max_padding`` of padding per 
 holds the oldest waiting sentence, so every sentence is taken in bounded time. A request is answered as soon
 as all its sentences are encoded: it never waits for a slower pass of other requests' sentences. While the
 pool holds less than a full pass, a worker waits at most ``max_wait_s`` after the oldest sentence arrived.
+A pool too small to fill a pass for every free worker is shared among them (each pass at most its share,
+rounded up): a lone request on an idle service is encoded by every worker at once, not by one while the
+others wait; under load a free worker is alone and takes a full pass.
 Encoding runs in ``workers`` threads, off the event loop, which keeps answering (``/health``, queueing).
 """
 
@@ -90,6 +93,7 @@ class MicroBatcher:
         self._pool: list[_Item] = []
         self._jobs: set[_Job] = set()  # every request not yet answered
         self._seq = itertools.count()
+        self._free = 0  # workers in ``_take``: waiting for, or choosing, their next pass
         self._wake: asyncio.Event | None = None
         self._tasks: list[asyncio.Task[None]] = []
         self.executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="sentcl-encode")
@@ -145,9 +149,17 @@ class MicroBatcher:
         return True
 
     async def _take(self) -> list[_Item]:
-        """The next pass, once the pool holds a full pass or its oldest sentence has waited ``max_wait_s``.
+        """The next pass, once the pool holds a full pass or its oldest sentence has waited ``max_wait_s``: at
+        most ``max_batch_size`` sentences, and at most this worker's share of the pool among the free workers.
         The pass is chosen and removed from the pool with no await between: another worker cannot take the
         same sentences (a sentence encoded twice would answer its request before its other rows are in)."""
+        self._free += 1
+        try:
+            return await self._choose()
+        finally:
+            self._free -= 1
+
+    async def _choose(self) -> list[_Item]:
         while True:
             self._pool = [item for item in self._pool if not item.job.future.done()]  # done: client gone
             if not self._pool:
@@ -157,7 +169,9 @@ class MicroBatcher:
             if len(self._pool) < self.max_batch_size and remaining > 0:
                 await self._wait(remaining)  # a submit or the deadline: look again
                 continue
-            chosen = next_pass(self._pool, self.max_batch_size, self.max_batch_tokens, self.max_padding)
+            share = -(-len(self._pool) // self._free)  # ceil: every free worker gets part of a small pool
+            size = min(self.max_batch_size, share)
+            chosen = next_pass(self._pool, size, self.max_batch_tokens, self.max_padding)
             taken = set(map(id, chosen))
             self._pool = [item for item in self._pool if id(item) not in taken]
             return chosen

@@ -18,7 +18,15 @@ from sentcl.serve.batching import MicroBatcher
 from sentcl.serve.limits import Limits, ServiceError
 from sentcl.serve.metrics import Metrics
 from sentcl.serve.passes import Input, encode_ids, pass_padding, runs_packed
-from sentcl.serve.text import char_budget, check_blank, check_token_ids, check_unicode, chunks, cut
+from sentcl.serve.text import (
+    INLINE_COUNT_CHARS,
+    char_budget,
+    check_blank,
+    check_token_ids,
+    check_unicode,
+    chunks,
+    cut,
+)
 
 
 def model_length_limit(encoder: Any) -> int:
@@ -54,6 +62,7 @@ class Service:
         self.max_length_override = max_length
         self.encoder: Any = None
         self._count_tokenizer: Any = None
+        self._loop_tokenizer: Any = None  # the event loop's own copy, for small groups (INLINE_COUNT_CHARS)
         self.n_special = 0
         self._packed, self._pad_id = False, 0  # set_encoder: passes by the packed forward on ids
         self._count_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sentcl-count")
@@ -78,11 +87,12 @@ class Service:
 
     def set_encoder(self, encoder: Any) -> None:
         # a Rust tokenizer used from two threads at once raises "Already borrowed": the encode thread has
-        # the encoder's, the one counting thread a copy
+        # the encoder's, the one counting thread a copy, the event loop another
         try:
             self._count_tokenizer = copy.deepcopy(encoder.tokenizer)
+            self._loop_tokenizer = copy.deepcopy(encoder.tokenizer)
         except Exception:  # noqa: BLE001 - an uncopyable tokenizer: count in the encode thread instead
-            self._count_tokenizer = None
+            self._count_tokenizer = self._loop_tokenizer = None
         tokenizer = self._count_tokenizer or encoder.tokenizer
         self.n_special = len(tokenizer("")["input_ids"])  # [CLS] [SEP]: what an input without text gives
         self._packed = runs_packed(encoder)
@@ -134,15 +144,16 @@ class Service:
             emb = view.encode(texts, **kwargs)
         return np.asarray(emb, dtype=np.float32)  # (N, D)
 
-    def _token_ids(self, texts: list[str], limit: int | None) -> list[list[int]]:
+    def _token_ids(self, texts: list[str], limit: int | None, tokenizer: Any = None) -> list[list[int]]:
         """Each text's token ids, specials included: all of them (``limit`` None), or cut as the model reads
-        them (truncated to ``limit``)."""
+        them (truncated to ``limit``); by ``tokenizer`` (default: the counting thread's)."""
         cut_at: dict[str, Any] = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
         cut_at.update(return_attention_mask=False, return_token_type_ids=False)  # the ids are all it reads
-        if self._count_tokenizer is None:
+        tokenizer = tokenizer or self._count_tokenizer
+        if tokenizer is None:
             with self._shared_encoder:
                 return list(self.encoder.tokenizer(texts, **cut_at)["input_ids"])
-        return list(self._count_tokenizer(texts, **cut_at)["input_ids"])
+        return list(tokenizer(texts, **cut_at)["input_ids"])
 
     async def _run_tokenizer(self, fn: Callable[..., Any], *args: Any) -> Any:
         """``fn(*args)`` in the counting thread (the encode thread where the tokenizer could not be copied)."""
@@ -150,10 +161,15 @@ class Service:
         return await asyncio.get_running_loop().run_in_executor(executor, fn, *args)
 
     async def token_ids(self, texts: list[str], limit: int | None = None) -> list[list[int]]:
-        """``_token_ids`` in the counting thread, in bounded chunks so other requests interleave."""
+        """``_token_ids`` in bounded chunks so other requests interleave: a chunk of at most
+        ``INLINE_COUNT_CHARS`` characters on the event loop (its own tokenizer), a longer one in the counting
+        thread."""
         ids: list[list[int]] = []
         for group in chunks(texts):
-            ids += await self._run_tokenizer(self._token_ids, group, limit)
+            if self._loop_tokenizer is not None and sum(map(len, group)) <= INLINE_COUNT_CHARS:
+                ids += self._token_ids(group, limit, self._loop_tokenizer)
+            else:
+                ids += await self._run_tokenizer(self._token_ids, group, limit)
         return ids
 
     def _decode(self, ids: list[list[int]]) -> list[str]:

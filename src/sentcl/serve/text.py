@@ -26,6 +26,9 @@ from sentcl.files.budget import CHARS_PER_TOKEN, char_budget, cut  # noqa: F401 
 from sentcl.serve.limits import ServiceError
 
 COUNT_CHUNK_CHARS = 32_768  # characters tokenised per call of the counting thread, so requests interleave
+# a group of at most this many characters is tokenised on the event loop itself (under a millisecond here):
+# for requests this small the hand-off to the counting thread and back cost the service more CPU than it saved
+INLINE_COUNT_CHARS = 2_048
 
 # characters that show nothing: Unicode's spaces, controls and formats (Zs, Zl, Zp, Cc, Cf: U+200B, U+FEFF,
 # U+2060, ...), plus the Default_Ignorable_Code_Point ranges outside those categories and the blank pattern
