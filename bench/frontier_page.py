@@ -207,6 +207,7 @@ def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
         search_points,
         search_table,
         serve_point,
+        serve_repeats,
         serve_table,
     )
     from bench.frontier_targets import targets
@@ -222,6 +223,8 @@ def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
         "\n\n## The service\n\n`sentcl serve` (the teacher, 16 clients; the service's defaults with the machine otherwise idle, then on a loaded machine, then one thread a side) against the "
         "same model's in-process encode, alternating rounds:\n\n" + serve_table(service)
     )
+    repeats = serve_repeats(root)
+    text += f"\n\n{repeats}" if repeats else ""
     return (
         text + "\n\n## Targets\n\n" + targets({**run, "search": search, "service": service[0]}, root, verdict)
     )

@@ -18,6 +18,7 @@ SEARCH_RESULTS = ("bench/results/index_binary.json", "bench/results/index_binary
 SERVE_RESULT = "bench/results/serve_load_continuous.json"
 SERVE_QUIET = "bench/results/serve_load_quiet.json"  # the target's figure: the machine otherwise idle
 SERVE_RESULTS = (SERVE_QUIET, SERVE_RESULT, "bench/results/serve_load_continuous_1thread.json")
+SERVE_REPEATS = "bench/results/serve_load_quiet_r9_repeats.json"  # SERVE_QUIET's command, run again
 SEARCH_KEYS = (
     "n",
     "recall_at_10",
@@ -78,6 +79,19 @@ def serve_point(root: Path, path: str) -> dict[str, Any]:
         "source": path,
         "command": result["command"],
     }
+
+
+def serve_repeats(root: Path, path: str = SERVE_REPEATS) -> str:
+    """One sentence: the median ratio of each run of the quiet figure's command (the repeats record), or ""
+    where there is no such record."""
+    if not (root / path).is_file():
+        return ""
+    result = _read(root, path)
+    ratios = ", ".join(f"{x:.2f}x" for x in result["ratio_medians"])
+    return (
+        f"Runs of the first row's command, one after another with the machine otherwise idle (the first is "
+        f"that row): {ratios}; median {result['median']:.2f}x (`{path}`)."
+    )
 
 
 def search_table(rows: list[dict[str, Any]]) -> str:

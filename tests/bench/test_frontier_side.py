@@ -40,6 +40,20 @@ def test_service_row_is_the_committed_summary() -> None:
     assert row["ratio_median"] == summary["ratio_median"] and row["errors"] == summary["errors"]
 
 
+def test_service_repeats_are_their_runs_and_the_first_is_the_quiet_row(tmp_path: Path) -> None:
+    import statistics
+
+    from bench.frontier_side import SERVE_QUIET, SERVE_REPEATS, serve_repeats
+
+    record = json.loads((ROOT / SERVE_REPEATS).read_text(encoding="utf-8"))
+    ratios = [run["summary"]["ratio_median"] for run in record["runs"]]
+    assert record["runs"][0] == json.loads((ROOT / SERVE_QUIET).read_text(encoding="utf-8"))
+    line = serve_repeats(ROOT)
+    assert ", ".join(f"{x:.2f}x" for x in ratios) in line
+    assert f"median {statistics.median(ratios):.2f}x" in line
+    assert serve_repeats(tmp_path) == ""  # no record: no sentence
+
+
 def test_a_missing_result_names_the_file(tmp_path: Path) -> None:
     from bench.frontier_side import serve_point
 
