@@ -41,9 +41,18 @@ def worker_env(root: Path, allocator: str = "glibc") -> dict[str, str]:
     return {**env, **ALLOCATORS[allocator]}
 
 
-def rss_mb() -> float:
-    """Current resident set size of this process in MiB (``training.allocator.resident_bytes``, from
-    /proc/self/statm); raises where that file cannot be read."""
+def rss_mb(pid: int | None = None) -> float:
+    """Current resident set size in MiB: of this process (``training.allocator.resident_bytes``, from
+    /proc/self/statm), or of process ``pid`` (VmRSS of /proc/PID/status); raises where it cannot be read."""
+    if pid is not None:
+        try:
+            with open(f"/proc/{pid}/status", encoding="ascii") as handle:
+                for line in handle:
+                    if line.startswith("VmRSS:"):
+                        return int(line.split()[1]) / 1024  # kB
+        except OSError as err:
+            raise RuntimeError(f"no resident set size for process {pid}: {err}") from err
+        raise RuntimeError(f"no resident set size for process {pid}: /proc/{pid}/status has no VmRSS")
     resident = resident_bytes()
     if not resident:
         raise RuntimeError("no resident set size: /proc/self/statm cannot be read")

@@ -22,6 +22,8 @@ from pathlib import Path
 
 import httpx
 
+from bench.common import rss_mb
+
 WIKI = Path(os.environ.get("SENTCL_DATA", "../shared/data")) / "corpora" / "wiki1m_prefix.txt"
 
 
@@ -29,13 +31,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return s.getsockname()[1]
-
-
-def rss_mb(pid: int) -> float:
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        if line.startswith("VmRSS:"):
-            return int(line.split()[1]) / 1024
-    return float("nan")
 
 
 def big_text(size: int) -> str:

@@ -31,7 +31,7 @@ import httpx
 import numpy as np
 
 from bench import harness, http_load
-from bench.common import format_table, median, read_sentences, set_threads, write_json
+from bench.common import format_table, median, read_sentences, rss_mb, set_threads, write_json
 from sentcl.files.paths import data_file, resolve_data_dir
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -98,15 +98,6 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def rss_of(pid: int) -> float:
-    """VmRSS of a process in MiB."""
-    with open(f"/proc/{pid}/status", encoding="ascii") as handle:
-        for line in handle:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024
-    raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
 def cpu_seconds(pid: int) -> float:
@@ -228,20 +219,20 @@ def soak(url: str, pid: int, requests: list[list[str]], args: argparse.Namespace
     """The load for ``--soak-seconds`` while a thread samples the service's RSS every ``--rss-every`` s."""
     import threading
 
-    samples: list[tuple[float, float]] = [(0.0, rss_of(pid))]
+    samples: list[tuple[float, float]] = [(0.0, rss_mb(pid))]
     stop = threading.Event()
     start = time.monotonic()
 
     def sample() -> None:
         while not stop.wait(args.rss_every):
-            samples.append((round(time.monotonic() - start, 1), rss_of(pid)))
+            samples.append((round(time.monotonic() - start, 1), rss_mb(pid)))
 
     thread = threading.Thread(target=sample, daemon=True)
     thread.start()
     load = asyncio.run(drive(url, requests, args.clients, args.soak_seconds, True, args.client))
     stop.set()
     thread.join(timeout=5)
-    samples.append((round(time.monotonic() - start, 1), rss_of(pid)))
+    samples.append((round(time.monotonic() - start, 1), rss_mb(pid)))
     rss = [mb for _, mb in samples]
     return {"rss_mb": samples, "growth_mb": rss[-1] - rss[0], "max_over_start_mb": max(rss) - rss[0], **load}
 

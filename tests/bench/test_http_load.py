@@ -1,6 +1,7 @@
 """bench.http_load, the lean load client, against a raw asyncio server that writes the answers byte for byte
 (Content-Length, chunks, Connection: close, a broken status line, a server that hangs up), and
-bench.serve_load's CPU clock of another process against that process's own clock."""
+bench.serve_load's CPU clock and bench.common's resident set of another process against that process's own
+readings."""
 
 from __future__ import annotations
 
@@ -167,3 +168,30 @@ def test_cpu_seconds_of_another_process_equals_its_own_clock() -> None:
     finally:
         child.communicate("")
     assert own >= 0.3 and own <= seen <= own + 0.02  # the print and the read after it: a few ms at most
+
+
+def test_rss_of_another_process_is_what_it_reads_of_itself() -> None:
+    """bench.common.rss_mb(pid) (VmRSS of /proc/PID/status) against the child's own statm reading, taken while
+    it holds 64 MiB of touched pages; a process that is gone raises, naming it."""
+    from bench.common import rss_mb
+
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import os, sys\nblock = bytearray(64 * 2**20)\nblock[:: 4096] = b'x' * (len(block) // 4096)\n"
+            "print(int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGESIZE') / 2**20, "
+            "flush=True)\nsys.stdin.read()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        own = float(child.stdout.readline())  # type: ignore[union-attr]
+        seen = rss_mb(child.pid)
+    finally:
+        child.communicate("")
+    assert own > 64 and abs(seen - own) < 2  # MiB: the same pages, read through two files
+    with pytest.raises(RuntimeError, match=f"process {child.pid}"):
+        rss_mb(child.pid)  # reaped: no /proc entry
