@@ -147,19 +147,21 @@ def test_check_embeddings_counts_the_vectors(rows: int, asked: int) -> None:
         check_embeddings(orjson.dumps({"embeddings": [[0.25]] * asked}), asked)
 
 
-def test_cpu_seconds_of_another_process_equals_its_own_clock() -> None:
-    from bench.serve_load import cpu_seconds
-
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import sys, time\nwhile time.process_time() < 0.3: pass\n"
-            "print(time.process_time(), flush=True)\nsys.stdin.read()",
-        ],
+def _child(code: str) -> subprocess.Popen[str]:
+    """A Python process that runs ``code`` (which prints one line), then waits until its stdin closes."""
+    return subprocess.Popen(
+        [sys.executable, "-c", f"{code}\nimport sys\nsys.stdin.read()"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
+    )
+
+
+def test_cpu_seconds_of_another_process_equals_its_own_clock() -> None:
+    from bench.serve_load import cpu_seconds
+
+    child = _child(
+        "import sys, time\nwhile time.process_time() < 0.3: pass\nprint(time.process_time(), flush=True)"
     )
     try:
         own = float(child.stdout.readline())  # type: ignore[union-attr]
@@ -175,17 +177,9 @@ def test_rss_of_another_process_is_what_it_reads_of_itself() -> None:
     it holds 64 MiB of touched pages; a process that is gone raises, naming it."""
     from bench.common import rss_mb
 
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            "import os, sys\nblock = bytearray(64 * 2**20)\nblock[:: 4096] = b'x' * (len(block) // 4096)\n"
-            "print(int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGESIZE') / 2**20, "
-            "flush=True)\nsys.stdin.read()",
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
+    child = _child(
+        "import os\nblock = bytearray(64 * 2**20)\nblock[:: 4096] = b'x' * (len(block) // 4096)\n"
+        "print(int(open('/proc/self/statm').read().split()[1]) * os.sysconf('SC_PAGESIZE') / 2**20, flush=True)"
     )
     try:
         own = float(child.stdout.readline())  # type: ignore[union-attr]
