@@ -37,21 +37,27 @@ from sentcl.files.paths import data_file, resolve_data_dir
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def add_load_options(parser: argparse.ArgumentParser) -> None:
+    """The load's shape (``load_requests``, the service's passes), shared with ``bench.serve_passes``, which
+    replays the passes of the same requests."""
+    parser.add_argument("--pooler", default="avg", help="all-MiniLM-L6-v2 was trained with mean pooling")
+    parser.add_argument("--clients", type=int, default=16, help="requests in flight")
+    parser.add_argument("--min-sentences", type=int, default=1)
+    parser.add_argument("--max-sentences", type=int, default=8)
+    parser.add_argument("--requests", type=int, default=300, help="requests per round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--serve-batch-size", type=int, default=16, help="the service's --batch-size")
+
+
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--model", default="all-MiniLM-L6-v2")
-    parser.add_argument("--pooler", default="avg", help="all-MiniLM-L6-v2 was trained with mean pooling")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--clients", type=int, default=16)
-    parser.add_argument("--min-sentences", type=int, default=1)
-    parser.add_argument("--max-sentences", type=int, default=8)
-    parser.add_argument("--requests", type=int, default=300, help="requests per load round")
+    add_load_options(parser)
     parser.add_argument("--time-cap", type=float, default=120.0, help="seconds per load round at most")
-    parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=64, help="in-process batch")
-    parser.add_argument("--serve-batch-size", type=int, default=16, help="the service's --batch-size")
     parser.add_argument(
         "--workers",
         type=int,

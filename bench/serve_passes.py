@@ -26,21 +26,15 @@ from typing import Any
 
 from bench import harness
 from bench.common import format_table, median, set_threads
-from bench.serve_load import load_requests
+from bench.serve_load import add_load_options, load_requests
 
 ARMS = ("encode", "passes_fixed", "passes_release", "passes_heap")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = harness.parser(__doc__, "serve_passes", corpus=False, max_length=128, threads=1, seed=0)
-    p.add_argument("--pooler", default="avg")
-    p.add_argument("--requests", type=int, default=300)
-    p.add_argument("--min-sentences", type=int, default=1)
-    p.add_argument("--max-sentences", type=int, default=8)
-    p.add_argument("--clients", type=int, default=16, help="requests in flight")
-    p.add_argument("--serve-batch-size", type=int, default=16, help="the service's --batch-size")
+    add_load_options(p)
     p.add_argument("--max-batch-tokens", type=int, default=4096)
-    p.add_argument("--rounds", type=int, default=3)
     return p.parse_args(argv)
 
 
