@@ -149,7 +149,8 @@ class Service:
         them (truncated to ``limit``); by ``tokenizer`` (default: the counting thread's)."""
         cut_at: dict[str, Any] = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
         cut_at.update(return_attention_mask=False, return_token_type_ids=False)  # the ids are all it reads
-        tokenizer = tokenizer or self._count_tokenizer
+        if tokenizer is None:  # not ``or``: a tokenizer's truth is its len(), a vocabulary lookup a call
+            tokenizer = self._count_tokenizer
         if tokenizer is None:
             with self._shared_encoder:
                 return list(self.encoder.tokenizer(texts, **cut_at)["input_ids"])
