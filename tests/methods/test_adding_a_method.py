@@ -19,9 +19,9 @@ from hypothesis import strategies as st
 
 import sentcl.methods
 from sentcl.config import ConfigError, TrainConfig, load_config
+from sentcl.config.method_catalogue import METHODS
 from sentcl.data.readers import Corpus
 from sentcl.methods import build_method
-from sentcl.methods.catalogue import METHODS
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.training.batch_source import make_batch
 from sentcl.training.step import embed_views

@@ -14,9 +14,9 @@ import pytest
 
 import sentcl.config.names as config_names
 from sentcl.config import TrainConfig, load_config, method_scoped_keys, resume_safe_keys, to_dict
+from sentcl.config.method_catalogue import METHODS, method_record
 from sentcl.config.objective import ObjectiveConfig
 from sentcl.methods.base import method_builder
-from sentcl.methods.catalogue import METHODS, method_record
 from sentcl.modeling.model_card import render_card
 
 
@@ -31,10 +31,10 @@ def test_every_record_is_its_own_package_with_a_builder() -> None:
         assert method_builder(name).__module__ == f"sentcl.methods.{name}.build"
     src = Path(__file__).resolve().parents[2] / "src" / "sentcl" / "methods"
     packages = sorted(p.parent.name for p in src.glob("*/options.py"))
-    assert packages == METHODS.names(), "a method package missing from sentcl.methods.catalogue"
-    catalogue = (src / "catalogue.py").read_text(encoding="utf-8")
+    assert packages == METHODS.names(), "a method package missing from sentcl.config.method_catalogue"
+    catalogue = (src.parent / "config" / "method_catalogue.py").read_text(encoding="utf-8")
     missing = [n for n in packages if f"import sentcl.methods.{n}.options  # noqa: F401" not in catalogue]
-    assert missing == [], "each method's one registration line is in catalogue.py"
+    assert missing == [], "each method's one registration line is in config/method_catalogue.py"
 
 
 @pytest.mark.parametrize("name", METHODS.names())

@@ -125,7 +125,7 @@ def built_index_search(damage: Callable[[Path], None], dim: int | None = None) -
         if dim is None:
             emb = shards(folder)
         else:
-            from sentcl.index.shards import encode_shards
+            from sentcl.data.shards import encode_shards
 
             class Fixed:
                 embedding_dim, pooler = dim, "avg"

@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sentcl.cli import main
+from sentcl.data.shards import ShardSet, encode_shards
 from sentcl.files.fingerprint import IntegrityError
 from sentcl.index.faiss_build import build_from_shards
 from sentcl.index.faiss_index import open_index
-from sentcl.index.shards import ShardSet, encode_shards
 from tests.index.index_fixtures import Fixed, clustered
 
 HYP = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from sentcl.cli import main
 from sentcl.config import ConfigError, TrainConfig, load_config
-from sentcl.methods.catalogue import METHODS
+from sentcl.config.method_catalogue import METHODS
 from sentcl.objectives.infonce import info_nce
 from sentcl.training.step import LossWatch, TrainingStalled
 from sentcl.training.validation import SATURATION_GAP, validate

@@ -6,7 +6,7 @@ A method is data + objective, nothing about optimisation:
             --> (B, V, D) --> objective
 
 Each method lives in ``sentcl/methods/<name>/``: a torch-free record and options class (``options.py``, listed in
-:mod:`sentcl.methods.catalogue`) and a builder ``build(cfg, options, corpus, tokenizer) -> Method`` (``build.py``),
+:mod:`sentcl.config.method_catalogue`) and a builder ``build(cfg, options, corpus, tokenizer) -> Method`` (``build.py``),
 found here by the record's package. The builder receives ``cfg.objective`` as ``options``, an instance of the
 record's options class, and trusts it.
 """
@@ -24,10 +24,10 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import ConfigError, TrainConfig
+from sentcl.config.method_catalogue import method_record
+from sentcl.config.method_record import MethodRecord
 from sentcl.data.readers import Corpus
 from sentcl.files.read import preview
-from sentcl.methods.catalogue import method_record
-from sentcl.methods.record import MethodRecord
 from sentcl.objectives.base import Objective
 from sentcl.objectives.matryoshka import matryoshka_wrap
 from sentcl.objectives.mlm import mlm_wrap

@@ -27,8 +27,8 @@ import torch
 from torch import nn
 
 from sentcl.config.static_recipe import LOSSES, FitSettings
+from sentcl.modeling.postprocess.pca import PCA
 from sentcl.objectives.infonce import info_nce
-from sentcl.postprocess.pca import PCA
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
