@@ -376,3 +376,53 @@ def test_the_digest_check(tmp_path: Path) -> None:
         "sentcl/e.py:1 def shards_Fingerprint",
         "sentcl/e.py:3 def sha256_of",
     ]
+
+
+# ---------------------------------------------------------------- no process words in the code
+
+#: Words that record how the work was organised, not what the code does: an issue of the project, a sweep's rows,
+#: the ``rooms`` of a review's metaphor, a development machine's absolute paths. A paper repository's "GitHub issue
+#: #3" is a citation, not a process word.
+PROCESS_WORDS = re.compile(
+    r"(?<!GitHub )\bissues?\b(?! #)|\b(?:reliability|second|third) sweep\b|\bsweep'?s? rows?\b|\brooms\s*="
+    r"|/work/|/home/\w|/Users/\w",
+    re.IGNORECASE,
+)
+#: the checks that hold these words as their data
+PROCESS_WORD_CHECKERS = {"test_architecture.py", "test_docs_site.py", "config/test_builtin_recipes.py"}
+
+
+def process_words(roots: tuple[Path, ...] = (SRC, TESTS)) -> list[str]:
+    """``path:line word`` of every process word in the Python files under ``roots``."""
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if path.relative_to(root).as_posix() in PROCESS_WORD_CHECKERS:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                match = PROCESS_WORDS.search(line)
+                if match:
+                    found.append(f"{path.relative_to(root.parent)}:{number} {match.group(0)!r}")
+    return found
+
+
+def test_no_process_words_in_the_code() -> None:
+    assert process_words() == [], "say what the code or the test does, not how the work was organised"
+
+
+def test_the_process_word_check(tmp_path: Path) -> None:
+    src = write_package(
+        tmp_path,
+        {
+            "a.py": '"""Second reliability sweep, rows C02-C07."""\n',
+            "b.py": "# the issue's setting\nf(x, rooms=True)\n",
+            "c.py": 'DATA = "/work/shared/reports/x.md"\n',
+            "fine.py": '"""The authors\' GitHub issue #3 reports 65; a --truncate-dims sweep; no room for one."""\n',
+        },
+    )
+    assert process_words((src,)) == [
+        "sentcl/a.py:1 'reliability sweep'",
+        "sentcl/b.py:1 'issue'",
+        "sentcl/b.py:2 'rooms='",
+        "sentcl/c.py:1 '/work/'",
+    ]

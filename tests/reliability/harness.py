@@ -1,4 +1,4 @@
-"""The reliability sweep's table format: one row per bad input, run through the real CLI in-process.
+"""The table format of the bad-input tests: one row per bad input, run through the real CLI in-process.
 
 A row (``Case``) writes its bad input under a fresh folder and returns the ``sentcl`` argv to run; the
 command must then exit with ``code`` and print one ``sentcl CMD: error: ...`` line matching ``error``

@@ -1,5 +1,5 @@
 """Runs that cannot learn are refused before any work, naming the key, and a run whose loss stays exactly
-constant stops with a clear message (issue "reliability by design", item 4).
+constant stops with a clear message.
 
 The rules: each objective declares the fewest sentences per batch it learns with and its temperatures
 (``ObjectiveConfig.min_batch``, ``temperature_keys``, ``scale_keys``); ``sentcl.training.validation.check_needs``

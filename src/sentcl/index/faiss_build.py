@@ -144,7 +144,7 @@ def build_from_shards(
 
 def index_inputs(embeddings: str | Path, queries: str | Path | None) -> list[Input]:
     """What an index build reads (its output may live inside the shard folder, as the default does)."""
-    found = [Input(Path(embeddings), "--embeddings", rooms=True)]
+    found = [Input(Path(embeddings), "--embeddings", holds_outputs=True)]
     return found + ([Input(Path(queries), "--queries")] if queries else [])
 
 

@@ -4,7 +4,7 @@ z (B, 2, D) = (h_i, h_i^+), two dropout views of sentence i as in unsupervised S
 of anchor i with the negative h_j^+ (j != i) is
 
     h~_ij = stopgrad( (lambda h_i^+ + (1 - lambda) h_j^+) / || lambda h_i^+ + (1 - lambda) h_j^+ ||_2 ),
-    lambda = 0.2 (the issue's and the paper's BERT-base setting; the authors' script passes --lambdas 0.6)
+    lambda = 0.2 (the paper's BERT-base setting; the authors' script passes --lambdas 0.6)
 
 and the loss adds e^{cos(h_i, h~_ij)/tau} to anchor i's InfoNCE denominator:
 
