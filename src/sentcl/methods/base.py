@@ -73,6 +73,9 @@ class Method:
     #: ``sentcl.training.companion.Companion`` (objective_inputs, after_step, state_dict, load_state_dict);
     #: None: the method needs none
     companion: Companion | None = None
+    #: with ``model.two_encoders``: the encoder of each view, "f" or "g" (the method's own rule, set in its
+    #: build.py); None: the method trains one encoder only
+    view_encoders: tuple[str, ...] | None = None
 
     @property
     def num_views(self) -> int:
