@@ -19,7 +19,6 @@ from sentcl.config.objective import ObjectiveConfig
 from sentcl.methods.base import method_builder
 from sentcl.modeling.model_card import render_card
 
-
 #: where a paper's own page may be: ACL Anthology, arXiv, OpenReview (ICLR and NeurIPS papers), a publisher's DOI,
 #: or the author's post
 PAPER_PAGE = re.compile(
@@ -35,7 +34,11 @@ def test_paper_pages_of_every_kind_are_accepted() -> None:
         "https://doi.org/10.1609/aaai.v36i10.21428",
     ]:
         assert PAPER_PAGE.fullmatch(url), url
-    for url in ["http://arxiv.org/abs/2104.08821", "https://example.com/paper.pdf", "https://openreview.net/"]:
+    for url in [
+        "http://arxiv.org/abs/2104.08821",
+        "https://example.com/paper.pdf",
+        "https://openreview.net/",
+    ]:
         assert not PAPER_PAGE.fullmatch(url), url
 
 
