@@ -29,19 +29,20 @@ MAX_FUNCTION_LINES = 90
 #: The imports allowed to go up the floors (at most 3), each with its one-line reason, which the map repeats.
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
-TREE_LINE = re.compile(r"^(?P<indent>(?:[│ ]   )*)[├└]── (?P<name>\S+)")
+MAP_LINE = re.compile(r"^(?P<indent>(?:  )*)(?P<name>\S+)")
 
 
 def map_modules(text: str) -> set[str]:
-    """The .py files of the map's tree (the first ``src/sentcl/`` code block), as paths under src/sentcl."""
+    """The .py files of the map (the first ``src/sentcl/`` code block: one line per module or package, indented
+    two spaces per level, a package's name ending in ``/``), as paths under src/sentcl."""
     block = text.split("```text\nsrc/sentcl/\n", 1)[1].split("```", 1)[0]
     stack: list[str] = []
     found: set[str] = set()
     for line in block.splitlines():
-        match = TREE_LINE.match(line)
+        match = MAP_LINE.match(line)
         if match is None:
             continue
-        depth, name = len(match["indent"]) // 4, match["name"]
+        depth, name = len(match["indent"]) // 2, match["name"]
         del stack[depth:]
         if name.endswith("/"):
             stack.append(name.rstrip("/"))
@@ -142,8 +143,8 @@ def test_the_graph_counts_function_imports_and_skips_type_checking(tmp_path: Pat
 
 
 def test_the_map_reader_and_the_length_check(tmp_path: Path) -> None:
-    text = "```text\nsrc/sentcl/\n├── a.py   one\n├── pkg/\n│   ├── __init__.py\n│   └── b.py  two\n└── c.py\n```\n"
-    assert map_modules(text) == {"a.py", "pkg/__init__.py", "pkg/b.py", "c.py"}
+    text = "```text\nsrc/sentcl/\na.py   one\npkg/  a package\n  __init__.py\n  b.py  two\n  sub/\n    d.py\nc.py\n```\n"
+    assert map_modules(text) == {"a.py", "pkg/__init__.py", "pkg/b.py", "pkg/sub/d.py", "c.py"}
     body = "\n".join(f"    x{i} = {i}" for i in range(89))
     src = write_package(tmp_path, {"m.py": f"def ok():\n{body}\n\n\n@staticmethod\ndef long():\n{body}\n"})
     assert long_functions(src) == ["sentcl/m.py:94 long (91 lines)"]

@@ -83,7 +83,7 @@ def refusal(overrides: list[str]) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------- rows of docs/reliability.md
+# ---------------------------------------------------------------- rows of bench/results/records/reliability.md
 
 
 def test_batch_size_1_is_refused_for_in_batch_negatives() -> None:

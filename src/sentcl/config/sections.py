@@ -64,7 +64,9 @@ class ModelConfig:
         method_scoped=True,
     )
     two_encoders: bool = opt(
-        False, "Separate encoders: f for view 0 (anchor), g for the other views.", method_scoped=True
+        False,
+        "Separate encoders f and g; the method names the encoder of each view (f for the anchor).",
+        method_scoped=True,
     )
     dual_embedding: str = opt(
         "f", "Inference embedding of a two-encoder model: f, or concat ([f(s); g(s)]).", method_scoped=True
