@@ -7,7 +7,8 @@
 * :func:`plot_spectrum`: normalised singular values σ_i / σ_1 of the embedding matrix (SimCSE Appendix F).
 * :func:`plot_similarity_by_gold`: cos(f(s1), f(s2)) of STS-B pairs as box plots grouped by gold score
   (SimCSE Appendix G).
-* :func:`plot_grid_metric`: a grid's metric per point as bars, the paper's numbers beside them.
+* :func:`plot_grid_metric`: a grid's metric per point as bars from zero, with error bars over seeds and the
+  paper's numbers beside them (:mod:`sentcl.report.figure_rules`).
 * :func:`plot_metric_by_dimension`: a score (e.g. STS-B dev Spearman) against the embedding's truncation
   dimension, one line per series (a Matryoshka model, plain SimCSE, several tasks).
 
@@ -128,6 +129,52 @@ def plot_similarity_by_gold(
     return _finish(fig, ax, path, "gold similarity group", "cosine similarity", title, grid_axis="y")
 
 
+def grid_metric_figure(
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    metric_name: str,
+    paper: Sequence[float | None] | None = None,
+    title: str = "",
+    errors: Sequence[float | None] | None = None,
+) -> Figure:
+    """Bars of ``values`` per grid point from zero (missing: no bar), each value written inside its bar;
+    ``errors``: one sample standard deviation over seeds, drawn as an error bar; ``paper`` numbers as a second,
+    hatched series."""
+    fig, ax = _new_figure()
+    x = np.arange(len(labels))
+    has_paper = paper is not None and any(v is not None for v in paper)
+    width = 0.4 if has_paper else 0.7
+    ours = [np.nan if v is None else v for v in values]
+    yerr = None if errors is None else [0.0 if e is None else e for e in errors]
+    bars = ax.bar(
+        x - (width / 2 if has_paper else 0),
+        ours,
+        width,
+        yerr=yerr,
+        capsize=3 if yerr else 0,
+        label="this run",
+    )
+    ax.bar_label(bars, fmt="%.1f", fontsize=7, label_type="center", color="white")
+    if has_paper and paper is not None:
+        theirs = [np.nan if v is None else v for v in paper]
+        paper_bars = ax.bar(x + width / 2, theirs, width, label="paper", hatch="//", alpha=0.6)
+        ax.bar_label(paper_bars, fmt="%.1f", fontsize=7, label_type="center")
+    ax.set_ylim(0, None)  # bars from zero: a difference of a point reads as the small share it is
+    ax.set_xticks(x, list(labels), rotation=90, fontsize=8)  # upright boxes: long names never overlap
+    if has_paper or yerr:  # the legend in headroom above the tallest bar, never over one
+        high = ax.get_ylim()[1]
+        ax.set_ylim(0, high * 1.25)
+        if yerr:
+            ax.errorbar([], [], yerr=[], fmt="none", ecolor="k", capsize=3, label="± 1 sd over seeds")
+        ax.legend(loc="upper left", ncol=3, fontsize=8, frameon=False)
+    title = "\n".join(textwrap.wrap(title, 70))  # a long grid title on two lines, not cut at the edge
+    ax.set_ylabel(f"{metric_name} (Spearman × 100)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
 def plot_grid_metric(
     labels: Sequence[str],
     values: Sequence[float | None],
@@ -135,32 +182,10 @@ def plot_grid_metric(
     metric_name: str,
     paper: Sequence[float | None] | None = None,
     title: str = "",
+    errors: Sequence[float | None] | None = None,
 ) -> Path:
-    """Bars of ``values`` per grid point (missing: no bar); ``paper`` numbers as a second, hatched series."""
-    fig, ax = _new_figure()
-    x = np.arange(len(labels))
-    has_paper = paper is not None and any(v is not None for v in paper)
-    width = 0.4 if has_paper else 0.7
-    ours = [np.nan if v is None else v for v in values]
-    bars = ax.bar(x - (width / 2 if has_paper else 0), ours, width, label="this run")
-    ax.bar_label(bars, fmt="%.1f", fontsize=7)
-    shown = [v for v in ours if np.isfinite(v)]
-    if has_paper and paper is not None:
-        theirs = [np.nan if v is None else v for v in paper]
-        ax.bar_label(
-            ax.bar(x + width / 2, theirs, width, label="paper", hatch="//", alpha=0.6), fmt="%.1f", fontsize=7
-        )
-        shown += [v for v in theirs if np.isfinite(v)]
-    if shown:  # zoom on the values: differences of a point or two are what a grid shows
-        pad = max(2.0, 0.1 * (max(shown) - min(shown)))
-        ax.set_ylim(min(shown) - pad, max(shown) + pad)
-    ax.set_xticks(x, list(labels), rotation=30, ha="right", fontsize=8)
-    if has_paper:  # the legend in headroom above the tallest bar, never over one
-        low, high = ax.get_ylim()
-        ax.set_ylim(low, high + 0.3 * (high - low))
-        ax.legend(loc="upper left", ncol=2, fontsize=8, frameon=False)
-    title = "\n".join(textwrap.wrap(title, 70))  # a long grid title on two lines, not cut at the edge
-    return _finish(fig, ax, path, "", metric_name, title, title_size=10, grid_axis="y", legend=False)
+    """:func:`grid_metric_figure` saved as a PNG at ``path``."""
+    return _save(grid_metric_figure(labels, values, metric_name, paper, title, errors), path)
 
 
 def plot_metric_by_dimension(
