@@ -128,7 +128,7 @@ def caption(run: dict[str, Any]) -> str:
     machine, config = run["machine"], run["config"]
     return (
         f"teacher {config['teacher']}; {run['sentences']} distinct STS-B test sentences, batch {config['batch_size']}; "
-        f"{machine['cpu']}, {config['threads']} thread; load average {machine['loadavg_start'][0]:.1f} at the start"
+        f"{machine['cpu']}, {config['threads']} thread; system load {machine['loadavg_start'][0]:.1f} at the start"
     )
 
 

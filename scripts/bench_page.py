@@ -48,7 +48,7 @@ def conditions(result: dict[str, Any]) -> str:
     machine = result["machine"]
     start, end = machine["loadavg_start"][0], result.get("loadavg_end", [float("nan")])[0]
     threads = machine["torch_threads"]
-    return f"{machine['cpu']}, {threads} thread{'s' if threads != 1 else ''}, load average {start:.1f} → {end:.1f}"
+    return f"{machine['cpu']}, {threads} thread{'s' if threads != 1 else ''}, system load {start:.1f} → {end:.1f}"
 
 
 def gather() -> dict[str, Any]:
@@ -148,7 +148,7 @@ def page(data: dict[str, Any]) -> str:
         "machine, so compare within a row. The fp32 embeddings of the two libraries agree to float rounding "
         f"(largest difference {data['max_diff']:.1e}), and so do the STS-B dev scores after the same steps.",
         "",
-        "Conditions of each row (the result file, its machine, threads and load average at start → end):",
+        "Conditions of each row (the result file, its machine, threads and the system load at start → end):",
         "",
         f"- training: {cond['train']};",
         f"- encoding, fp32 and int8: {cond['encode']};",
