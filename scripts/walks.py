@@ -186,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="Also write the walks and counts to this JSON file.")
     parser.add_argument("--src", type=Path, default=ROOT / "src", help="The src folder to measure.")
     parser.add_argument(
-        "--markdown", action="store_true", help="Print the walks as bench/results/records/architecture-walks.md has them."
+        "--markdown",
+        action="store_true",
+        help="Print the walks as bench/results/records/architecture-walks.md has them.",
     )
     parser.add_argument(
         "--before", type=Path, help="A --json file of an earlier measurement, for the before counts."
