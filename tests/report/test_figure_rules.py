@@ -163,3 +163,34 @@ def test_placed_labels_of_crowded_points_overlap_nothing() -> None:
         assert overlapping_texts(fig) == [] and texts_outside(fig) == []
     finally:
         plt.close(fig)
+
+
+def test_the_report_figures_keep_the_rules(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report's figures (``sentcl report``, ``eval --truncate-dims --plot``) on crowded inputs: models whose
+    points sit close, several series, long names. Each figure is laid out as saved, then measured."""
+    import sentcl.report.plots as plots
+
+    made: list[Any] = []
+
+    def keep(fig: Any, path: Path) -> Path:
+        fig.tight_layout()
+        made.append(fig)
+        return path
+
+    monkeypatch.setattr(plots, "_save", keep)
+    close = {f"model-{i}": (0.20 + 0.002 * i, -2.10 - 0.003 * i) for i in range(5)}
+    plots.plot_alignment_uniformity(
+        {**close, "unsup-simcse-bert-base-uncased": (0.25, -2.4)}, tmp_path / "a.png"
+    )
+    plots.plot_metric_by_dimension(
+        {"matryoshka": {32: 70.1, 64: 74.2, 128: 76.0, 384: 77.3}},
+        tmp_path / "b.png",
+        "STS-B dev (Spearman × 100)",
+    )
+    plots.plot_spectrum({"a": [1.0, 0.5, 0.2, 0.1], "b": [1.0, 0.3, 0.1, 0.05]}, tmp_path / "c.png")
+    try:
+        for fig in made:
+            assert [b for b in check_figure(fig, benchmark=False) if b.startswith(("labels", "text"))] == []
+    finally:
+        for fig in made:
+            plt.close(fig)

@@ -29,6 +29,8 @@ import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
 
+from sentcl.report.figure_rules import place_labels  # noqa: E402
+
 FIGSIZE_IN = (6.4, 4.8)
 DPI = 100
 PIXELS = (round(FIGSIZE_IN[0] * DPI), round(FIGSIZE_IN[1] * DPI))  # (width, height) = (640, 480)
@@ -63,11 +65,17 @@ def _finish(fig: Figure, ax: Any, path: Path, xlabel: str, ylabel: str, title: s
 def plot_alignment_uniformity(points: Mapping[str, tuple[float, float]], path: Path) -> Path:
     """Scatter of model name -> (ℓ_align, ℓ_uniform), each point labelled with its model."""
     fig, ax = _new_figure()
-    for name, (align, unif) in points.items():
+    for align, unif in points.values():
         ax.scatter([align], [unif], s=40)
-        ax.annotate(name, (align, unif), textcoords="offset points", xytext=(5, 5), fontsize=8)
     xlabel, ylabel = "ℓ_align (lower is better)", "ℓ_uniform (lower is better)"
-    return _finish(fig, ax, path, xlabel, ylabel, "Alignment and uniformity (STS-B test)", legend=False)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title("Alignment and uniformity (STS-B test)")
+    ax.grid(alpha=0.3)
+    ax.margins(0.15)
+    fig.tight_layout()
+    place_labels(ax, [(name, x, y) for name, (x, y) in points.items()], fontsize=8)  # no two labels overlap
+    return _save(fig, path)
 
 
 def plot_trajectory(trajectories: Mapping[str, Sequence[Mapping[str, float]]], path: Path) -> Path:
