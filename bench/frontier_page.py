@@ -123,34 +123,54 @@ def table(run: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def plot(run: dict[str, Any], out: Path) -> None:
+def caption(run: dict[str, Any]) -> str:
+    """The model, the data and the machine of a run, for its figure."""
+    machine, config = run["machine"], run["config"]
+    return (
+        f"teacher {config['teacher']}; {run['sentences']} distinct STS-B test sentences, batch {config['batch_size']}; "
+        f"{machine['cpu']}, {config['threads']} thread; system load {machine['loadavg_start'][0]:.1f} at the start"
+    )
+
+
+def figure(run: dict[str, Any]) -> Any:
     """STS average against the speed ratio to the teacher (log x; the ratio is what the page compares): sentcl
-    filled, peers hollow, sentcl's frontier a line."""
+    filled, peers hollow, sentcl's frontier a line; labels placed where they overlap nothing, the break of the
+    STS axis marked, the model, data and machine in the caption."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    from sentcl.report.figure_rules import add_caption, mark_axis_break, place_labels
+
+    fig, ax = plt.subplots(figsize=(8, 5.4), dpi=100)
     for family, style in (("sentcl", {"color": "C0"}), ("peer", {"facecolors": "none", "edgecolors": "C3"})):
         pts = scored(run, family)
         ax.scatter([p[1] for p in pts], [p[2] for p in pts], s=40, label=family, **style)
-        for i, (name, x, y) in enumerate(pts):  # staggered labels: points of one model sit close
-            offset = ((4, 4), (4, -10), (-40, 8))[i % 3]
-            ax.annotate(name, (x, y), textcoords="offset points", xytext=offset, fontsize=7)
     line = pareto(scored(run, "sentcl"))
     rows = run["points"]
     xs = [rows[n]["speed_vs_teacher"] for n in line]
     ax.plot(xs, [rows[n]["sts"]["avg"] for n in line], color="C0", linewidth=1, label="sentcl frontier")
     ax.set_xscale("log")
     teacher = rows["teacher"]["sentences_per_s"] if "teacher" in rows else None
-    per_s = f" (1x = {teacher:,.0f} sentences/s)" if teacher else ""
-    ax.set_xlabel(f"speed against the teacher's PyTorch encode, one thread{per_s}, log scale")
-    ax.set_ylabel("STS average, 7 tasks")
+    per_s = f"; 1x = {teacher:,.0f} sentences/s" if teacher else ""
+    ax.set_xlabel(f"speed against the teacher's PyTorch encode (x, log scale{per_s})")
+    ax.set_ylabel("STS average, 7 tasks (Spearman × 100)")
     ax.set_title("The CPU frontier: quality against speed")
     ax.grid(True, which="both", alpha=0.3)
+    ax.margins(x=0.12, y=0.12)
     ax.legend(loc="lower left")
-    fig.tight_layout()
+    mark_axis_break(ax)
+    add_caption(fig, caption(run))
+    place_labels(ax, [(name, x, y) for name, x, y in sorted(scored(run), key=lambda p: (p[1], p[2]))])
+    return fig
+
+
+def plot(run: dict[str, Any], out: Path) -> None:
+    """:func:`figure` saved as a PNG at ``out``."""
+    import matplotlib.pyplot as plt
+
+    fig = figure(run)
     fig.savefig(out, metadata={"Software": None})
     plt.close(fig)
 

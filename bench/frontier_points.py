@@ -192,8 +192,8 @@ def layer_student(
 def cut_student(teacher_dir: Path, name: str, work: Path, sentences: list[str]) -> tuple[Any, Path]:
     """The teacher cut to ``CUTS[name]`` (plus a 128-d PCA layer fitted on ``sentences``), saved in ``work``."""
     from sentcl.modeling.encoder import SentenceEncoder
+    from sentcl.modeling.postprocess.pca import fit_pca, raw_vectors
     from sentcl.modeling.student import keep_layers
-    from sentcl.postprocess.pca import fit_pca, raw_vectors
 
     student = SentenceEncoder.from_pretrained(str(teacher_dir)).eval()
     keep_layers(student.backbone, CUTS[name], str(teacher_dir))

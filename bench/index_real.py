@@ -2,7 +2,7 @@
 
 Corpus: every distinct sentence available offline (``bench/index_corpus.py``: wiki prefix, SNLI, the
 SentEval transfer tasks, SICK, STS; about 200k), encoded with all-MiniLM-L6-v2 by the sharded encode
-(``sentcl.index.shards.encode_shards``, normalised, cached and resumable under ``--cache``). Queries: the
+(``sentcl.data.shards.encode_shards``, normalised, cached and resumable under ``--cache``). Queries: the
 distinct STS-B test sentences (not in the corpus), encoded once and cached.
 
 At each of three corpus sizes (the first quarter, half and all of the shards; ``--sizes``), for each type:
@@ -46,7 +46,7 @@ TYPES = ("ivf", "hnsw", "ivfpq")
 
 def encoded(args: argparse.Namespace) -> tuple[Any, np.ndarray]:
     """(the corpus's ShardSet, queries (Q, D) unit rows); encoded once into ``args.cache`` (resumable)."""
-    from sentcl.index.shards import ShardSet, encode_shards, read_manifest
+    from sentcl.data.shards import ShardSet, encode_shards, read_manifest
     from sentcl.modeling.open import load_encoder
 
     Path(args.cache).mkdir(parents=True, exist_ok=True)
@@ -96,7 +96,7 @@ def timed(search: Any, queries: np.ndarray, rounds: int, one: int) -> tuple[floa
 
 def prefix(shards: Any, n_shards: int) -> Any:
     """The first ``n_shards`` shards as a ShardSet of their own."""
-    from sentcl.index.shards import ShardSet
+    from sentcl.data.shards import ShardSet
 
     recs = shards.manifest["shards"][:n_shards]
     return ShardSet(shards.folder, {**shards.manifest, "shards": recs, "rows": sum(r["rows"] for r in recs)})

@@ -43,9 +43,9 @@ from sentcl.methods import static_distill as sd
 from sentcl.methods.static_fit import fit_static
 from sentcl.methods.static_student import corpus_sentences, teacher_matrix, token_lists
 from sentcl.modeling.open import open_model
+from sentcl.modeling.postprocess.pca import fit_pca
 from sentcl.modeling.static import bag_mean
 from sentcl.modeling.static_tokens import StaticTokenizer
-from sentcl.postprocess.pca import fit_pca
 from sentcl.similarity import unit_rows
 
 VARIANTS = (
@@ -91,7 +91,7 @@ def _table(
 def reused_vectors(corpus: Path, shards: Path, sentences: list[str]) -> np.ndarray:
     """The teacher's vectors of ``sentences`` (N, D) from a sentcl shard folder of the same teacher over the
     lines of ``corpus``, matched by sentence (every sentence must be there)."""
-    from sentcl.index.shards import ShardSet
+    from sentcl.data.shards import ShardSet
 
     row = {line: i for i, line in enumerate(corpus.read_text(encoding="utf-8").split("\n"))}
     missing = [s for s in sentences if s not in row]

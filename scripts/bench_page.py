@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+if str(ROOT) not in sys.path:  # ``python scripts/bench_page.py``: the bench package sits at the root
+    sys.path.insert(0, str(ROOT))
 BENCH = ROOT / "bench" / "results"
 PAGE = ROOT / "docs" / "benchmarks.md"
 PLOTS = ROOT / "docs" / "benchmarks"
@@ -33,15 +35,56 @@ def _sts_avg(run: str) -> float:
     return float(results["results"]["sts"]["avg"])
 
 
+#: the frontier's points the quality table shows, by their name in the run
+FRONTIER_POINTS = {
+    "teacher": "teacher (6 layers)",
+    "l3": "student (3 layers)",
+    "l3-onnx-int8": "student, ONNX int8",
+}
+
+
+def conditions(result: dict[str, Any]) -> str:
+    """The machine, threads and load of a result file, in words: ``AMD EPYC, 2 threads, load 3.4 → 2.9``."""
+    machine = result["machine"]
+    start, end = machine["loadavg_start"][0], result.get("loadavg_end", [float("nan")])[0]
+    threads = machine["torch_threads"]
+    return f"{machine['cpu']}, {threads} thread{'s' if threads != 1 else ''}, system load {start:.1f} → {end:.1f}"
+
+
 def gather() -> dict[str, Any]:
     """The page's numbers, each from its committed file."""
+    from bench.frontier_page import newest_run
+
     train, encode, onnx = _load("train_vs_st.json"), _load("encode_vs_st.json"), _load("encode_onnx.json")
     distill, index, hnsw = (
         _load("distill_speed.json"),
         _load("index.json"),
         _load("index_hnsw_1m_tuned_efc80.json"),
     )
+    frontier_path, frontier = newest_run(ROOT)
     return {
+        "conditions": {
+            "train": f"`train_vs_st.json`: {conditions(train)}, batch {train['config']['batch_size']}, "
+            f"max length {train['config']['max_length']}, {train['config']['rounds']} alternating rounds",
+            "encode": f"`encode_vs_st.json`: {conditions(encode)}, {encode['config']['sentences']:,} mixed-length "
+            f"sentences, batch {encode['config']['batch_size']}",
+            "onnx": f"`encode_onnx.json`: {conditions(onnx)}, {onnx['config']['sentences']:,} sentences, "
+            f"batch {onnx['config']['batch_size']}",
+            "frontier": f"`{frontier_path.as_posix()}`: {conditions(frontier)}, {frontier['sentences']} distinct "
+            f"STS-B test sentences, batch {frontier['config']['batch_size']}",
+            "distill": f"`distill_speed.json`: {conditions(distill)}",
+            "index": f"`index.json`, `index_hnsw_1m_tuned_efc80.json`: {conditions(index)} and "
+            f"{conditions(hnsw)}",
+        },
+        "frontier": {
+            label: (
+                frontier["points"][name]["sentences_per_s"],
+                frontier["points"][name]["speed_vs_teacher"],
+                frontier["points"][name]["sts"]["avg"],
+            )
+            for name, label in FRONTIER_POINTS.items()
+        },
+        "distill_teacher_rate": distill["modes"]["teacher"]["sentences_per_s"],
         "train": {m: train["modes"][m] for m in ("sentcl", "st")},
         "train_speedup": train["speed_vs_st"]["sentcl"],
         "encode": {m: encode["modes"][m]["sentences_per_s"] for m in ("sentcl", "st", "sentcl-int8")},
@@ -88,19 +131,28 @@ def _table(data: dict[str, Any]) -> list[str]:
 def page(data: dict[str, Any]) -> str:
     best_hnsw = max((r for r in data["hnsw"] if r["recall_at_10"] >= 0.95), key=lambda r: r["qps"])
     exact = next(r for r in data["index"] if r["type"] == "flat")
+    cond = data["conditions"]
+    teacher_rate = data["frontier"]["teacher (6 layers)"][0]
+    distill = data["distill"]
     lines = [
         "# Benchmarks",
         "",
-        "sentcl against sentence-transformers on the same model, the same sentences and the same threads, on a "
-        "2-core CPU machine. Each number comes from a committed result file of `python -m bench.NAME` "
+        "sentcl against sentence-transformers on the same model, the same sentences and the same threads, on "
+        "2-core CPU machines. Each number comes from a committed result file of `python -m bench.NAME` "
         "(`bench/results/`); `python scripts/bench_page.py` writes this page and its plots from them. How each "
-        "benchmark is run, and every result in full: the [performance records](performance.md).",
+        "benchmark is run: [performance](performance.md).",
         "",
         *_table(data),
         "",
         "Ratios compare two libraries measured in the same run; absolute rates differ between runs of a shared "
         "machine, so compare within a row. The fp32 embeddings of the two libraries agree to float rounding "
         f"(largest difference {data['max_diff']:.1e}), and so do the STS-B dev scores after the same steps.",
+        "",
+        "Conditions of each row (the result file, its machine, threads and the system load at start → end):",
+        "",
+        f"- training: {cond['train']};",
+        f"- encoding, fp32 and int8: {cond['encode']};",
+        f"- encoding, ONNX: {cond['onnx']}.",
         "",
         "## Training speed",
         "",
@@ -110,11 +162,15 @@ def page(data: dict[str, Any]) -> str:
         "",
         "A smaller student trades STS quality for speed ([Make it smaller and faster]"
         "(tutorials/smaller-faster.md)). Seven-task STS average (Spearman × 100) against sentences per second "
-        "on one thread:",
+        "on one thread, in one run of `bench/frontier.py` (the [CPU frontier](results/frontier-cpu.md) shows "
+        f"every point of it): {cond['frontier']}.",
         "",
-        "| model | sentences/s | STS avg. |",
-        "|---|---:|---:|",
-        *(f"| {name} | {rate:.1f} | {sts:.2f} |" for name, (rate, sts) in data["distill"].items()),
+        "| model | sentences/s | speed vs teacher | STS avg. |",
+        "|---|---:|---:|---:|",
+        *(
+            f"| {name} | {rate:,.0f} | {ratio:.2f}× | {sts:.2f} |"
+            for name, (rate, ratio, sts) in data["frontier"].items()
+        ),
         "",
         "![Encoding speed against STS quality](benchmarks/encode_quality.png)",
         "",
@@ -123,42 +179,68 @@ def page(data: dict[str, Any]) -> str:
         f"{data['n']:,} vectors of 384 dimensions, one search thread, recall@10 against the exact search "
         f"({exact['qps']:.1f} queries/s). HNSW at its tuned setting (ef_search {best_hnsw['ef_search']}) reaches "
         f"recall@10 {best_hnsw['recall_at_10']:.3f} at {best_hnsw['qps']:.0f} queries/s "
-        "([Search a large corpus](tutorials/search.md)).",
+        f"([Search a large corpus](tutorials/search.md)). Conditions: {cond['index']}.",
         "",
         "![Recall@10 against queries per second, per index type](benchmarks/ann.png)",
+        "",
+        "## Why the rates differ between pages",
+        "",
+        "A rate in sentences per second holds for its run only: the machine, the threads, the sentences, the "
+        "batch and the other jobs on a shared machine all change it. The pages quote these runs:",
+        "",
+        f"- the teacher at {teacher_rate:,.0f} sentences/s, here and on the CPU frontier: one thread, "
+        f"{cond['frontier']};",
+        f"- sentence-transformers at {data['encode']['st']:.1f} and sentcl at {data['encode']['sentcl']:.1f} "
+        f"sentences/s in the first table: two threads, {cond['encode']};",
+        f"- the teacher at {data['distill_teacher_rate']:.1f} sentences/s in the "
+        f"[distillation grid](results/distillation-cpu.md): one thread, {cond['distill']}, the student "
+        f"there trained for the grid's short budget (STS {distill['student (3 layers)'][1]:.2f}).",
+        "",
+        "The 3-layer student above is the recipe's student of seed 42; the mean of its three seeds is on the "
+        "[layer students](results/layer-students-cpu.md) page. Compare ratios measured in one run, as the "
+        "tables do.",
         "",
     ]
     return "\n".join(lines)
 
 
-def plots(data: dict[str, Any], out: Path) -> None:
+def caption(data: dict[str, Any], key: str, what: str) -> str:
+    """A figure's caption: the model, the data and the machine of its result file."""
+    return f"{what}; {data['conditions'][key]}".replace("`", "")
+
+
+def figures(data: dict[str, Any]) -> dict[str, Any]:
+    """The page's three figures by file name; each names its model, data and machine, and no labels overlap."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    out.mkdir(parents=True, exist_ok=True)
-    fig, ax = plt.subplots(figsize=(6, 2.2))
+    from sentcl.report.figure_rules import add_caption, mark_axis_break, place_labels
+
+    made = {}
+    fig, ax = plt.subplots(figsize=(7, 2.8))
     names = ["sentence-transformers", "sentcl"]
     rates = [data["train"]["st"]["sentences_per_s"], data["train"]["sentcl"]["sentences_per_s"]]
-    ax.barh(names, rates, color=["#999999", "#3b6ea8"])
-    ax.set_xlabel("training sentences per second (higher is better)")
-    fig.tight_layout()
-    fig.savefig(out / "train.png", dpi=100)
-    plt.close(fig)
+    bars = ax.barh(names, rates, color=["#999999", "#3b6ea8"])
+    ax.bar_label(bars, fmt="%.1f", fontsize=8, label_type="center", color="white")
+    ax.set_xlim(0, max(rates) * 1.1)
+    ax.set_xlabel("training sentences per second (sentences/s, higher is better)")
+    add_caption(fig, caption(data, "train", "all-MiniLM-L6-v2, unsupervised SimCSE on wiki1m_prefix"))
+    made["train.png"] = fig
 
-    fig, ax = plt.subplots(figsize=(6, 3.5))
-    for name, (rate, sts) in data["distill"].items():
-        ax.scatter(rate, sts, s=40)
-        ax.annotate(name, (rate, sts), textcoords="offset points", xytext=(6, 4))
-    ax.set_xlabel("sentences per second, one thread (higher is better)")
-    ax.set_ylabel("STS average, Spearman × 100")
-    ax.margins(x=0.3, y=0.2)
-    fig.tight_layout()
-    fig.savefig(out / "encode_quality.png", dpi=100)
-    plt.close(fig)
+    fig, ax = plt.subplots(figsize=(7, 4))
+    points = [(name, ratio, sts) for name, (_, ratio, sts) in data["frontier"].items()]
+    ax.scatter([p[1] for p in points], [p[2] for p in points], s=40)
+    ax.set_xlabel("speed against the teacher's PyTorch encode, one thread (x, higher is better)")
+    ax.set_ylabel("STS average, 7 tasks (Spearman × 100)")
+    ax.margins(x=0.3, y=0.3)
+    mark_axis_break(ax)
+    add_caption(fig, caption(data, "frontier", "all-MiniLM-L6-v2 and its 3-layer student"))
+    place_labels(ax, points, fontsize=8)
+    made["encode_quality.png"] = fig
 
-    fig, ax = plt.subplots(figsize=(6, 3.8))
+    fig, ax = plt.subplots(figsize=(7, 4.4))
     for kind in ("ivf", "ivfpq"):
         rows = [r for r in data["index"] if r["type"] == kind]
         ax.plot([r["qps"] for r in rows], [r["recall_at_10"] for r in rows], "o-", label=kind.upper())
@@ -166,12 +248,22 @@ def plots(data: dict[str, Any], out: Path) -> None:
     exact = next(r for r in data["index"] if r["type"] == "flat")
     ax.plot([exact["qps"]], [1.0], "k*", markersize=10, label="exact")
     ax.set_xscale("log")
-    ax.set_xlabel("queries per second, one thread (log scale)")
-    ax.set_ylabel("recall@10")
+    ax.set_xlabel("queries per second, one thread (queries/s, log scale)")
+    ax.set_ylabel("recall@10 (share of the exact top 10)")
     ax.legend(loc="lower left", frameon=False)
-    fig.tight_layout()
-    fig.savefig(out / "ann.png", dpi=100)
-    plt.close(fig)
+    mark_axis_break(ax)
+    add_caption(fig, caption(data, "index", f"{data['n']:,} generated 384-d vectors (clustered)"))
+    made["ann.png"] = fig
+    return made
+
+
+def plots(data: dict[str, Any], out: Path) -> None:
+    import matplotlib.pyplot as plt
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, fig in figures(data).items():
+        fig.savefig(out / name, dpi=100, metadata={"Software": None})
+        plt.close(fig)
 
 
 def main(argv: list[str] | None = None) -> int:

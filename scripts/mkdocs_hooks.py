@@ -81,8 +81,8 @@ def _table(rows: list[str]) -> str:
 
 def config_reference() -> str:
     from sentcl.config import TrainConfig
+    from sentcl.config.method_catalogue import option_classes as objective_option_classes
     from sentcl.config.objective import ObjectiveConfig
-    from sentcl.methods.catalogue import option_classes as objective_option_classes
 
     hints = typing.get_type_hints(TrainConfig)
     parts = [

@@ -1,4 +1,4 @@
-"""The three walks of docs/architecture.md measured: which files of ``src/sentcl`` a reader passes through, in
+"""The three walks of bench/results/records/architecture-walks.md measured: which files of ``src/sentcl`` a reader passes through, in
 the order the code runs, and how many times the walk returns to a file it has already left.
 
 - ``train``: ``sentcl train --config RECIPE`` (4 steps of unsupervised SimCSE on a tiny random BERT, STS-B dev
@@ -19,7 +19,7 @@ written)::
 
     PYTHONPATH=src python scripts/walks.py            # the three counts
     PYTHONPATH=src python scripts/walks.py --files    # and each walk file by file
-    PYTHONPATH=src python scripts/walks.py --markdown --before OLD.json   # docs/architecture.md's section
+    PYTHONPATH=src python scripts/walks.py --markdown --before OLD.json   # the record's section
 
 ``--src DIR`` measures another checkout's ``src`` (e.g. an older commit unpacked with ``git archive``).
 """
@@ -186,7 +186,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="Also write the walks and counts to this JSON file.")
     parser.add_argument("--src", type=Path, default=ROOT / "src", help="The src folder to measure.")
     parser.add_argument(
-        "--markdown", action="store_true", help="Print the walks as docs/architecture.md has them."
+        "--markdown",
+        action="store_true",
+        help="Print the walks as bench/results/records/architecture-walks.md has them.",
     )
     parser.add_argument(
         "--before", type=Path, help="A --json file of an earlier measurement, for the before counts."

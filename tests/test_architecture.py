@@ -29,19 +29,20 @@ MAX_FUNCTION_LINES = 90
 #: The imports allowed to go up the floors (at most 3), each with its one-line reason, which the map repeats.
 ALLOWED_UPWARD: dict[tuple[str, str], str] = {}
 
-TREE_LINE = re.compile(r"^(?P<indent>(?:[│ ]   )*)[├└]── (?P<name>\S+)")
+MAP_LINE = re.compile(r"^(?P<indent>(?:  )*)(?P<name>\S+)")
 
 
 def map_modules(text: str) -> set[str]:
-    """The .py files of the map's tree (the first ``src/sentcl/`` code block), as paths under src/sentcl."""
+    """The .py files of the map (the first ``src/sentcl/`` code block: one line per module or package, indented
+    two spaces per level, a package's name ending in ``/``), as paths under src/sentcl."""
     block = text.split("```text\nsrc/sentcl/\n", 1)[1].split("```", 1)[0]
     stack: list[str] = []
     found: set[str] = set()
     for line in block.splitlines():
-        match = TREE_LINE.match(line)
+        match = MAP_LINE.match(line)
         if match is None:
             continue
-        depth, name = len(match["indent"]) // 4, match["name"]
+        depth, name = len(match["indent"]) // 2, match["name"]
         del stack[depth:]
         if name.endswith("/"):
             stack.append(name.rstrip("/"))
@@ -142,8 +143,8 @@ def test_the_graph_counts_function_imports_and_skips_type_checking(tmp_path: Pat
 
 
 def test_the_map_reader_and_the_length_check(tmp_path: Path) -> None:
-    text = "```text\nsrc/sentcl/\n├── a.py   one\n├── pkg/\n│   ├── __init__.py\n│   └── b.py  two\n└── c.py\n```\n"
-    assert map_modules(text) == {"a.py", "pkg/__init__.py", "pkg/b.py", "c.py"}
+    text = "```text\nsrc/sentcl/\na.py   one\npkg/  a package\n  __init__.py\n  b.py  two\n  sub/\n    d.py\nc.py\n```\n"
+    assert map_modules(text) == {"a.py", "pkg/__init__.py", "pkg/b.py", "pkg/sub/d.py", "c.py"}
     body = "\n".join(f"    x{i} = {i}" for i in range(89))
     src = write_package(tmp_path, {"m.py": f"def ok():\n{body}\n\n\n@staticmethod\ndef long():\n{body}\n"})
     assert long_functions(src) == ["sentcl/m.py:94 long (91 lines)"]
@@ -375,4 +376,54 @@ def test_the_digest_check(tmp_path: Path) -> None:
         "sentcl/d.py:2 def digest",
         "sentcl/e.py:1 def shards_Fingerprint",
         "sentcl/e.py:3 def sha256_of",
+    ]
+
+
+# ---------------------------------------------------------------- no process words in the code
+
+#: Words that record how the work was organised, not what the code does: an issue of the project, a sweep's rows,
+#: the ``rooms`` of a review's metaphor, a development machine's absolute paths. A paper repository's "GitHub issue
+#: #3" is a citation, not a process word.
+PROCESS_WORDS = re.compile(
+    r"(?<!GitHub )\bissues?\b(?! #)|\b(?:reliability|second|third) sweep\b|\bsweep'?s? rows?\b|\brooms\s*="
+    r"|/work/|/home/\w|/Users/\w",
+    re.IGNORECASE,
+)
+#: the checks that hold these words as their data
+PROCESS_WORD_CHECKERS = {"test_architecture.py", "test_docs_site.py", "config/test_builtin_recipes.py"}
+
+
+def process_words(roots: tuple[Path, ...] = (SRC, TESTS)) -> list[str]:
+    """``path:line word`` of every process word in the Python files under ``roots``."""
+    found = []
+    for root in roots:
+        for path in sorted(root.rglob("*.py")):
+            if path.relative_to(root).as_posix() in PROCESS_WORD_CHECKERS:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                match = PROCESS_WORDS.search(line)
+                if match:
+                    found.append(f"{path.relative_to(root.parent)}:{number} {match.group(0)!r}")
+    return found
+
+
+def test_no_process_words_in_the_code() -> None:
+    assert process_words() == [], "say what the code or the test does, not how the work was organised"
+
+
+def test_the_process_word_check(tmp_path: Path) -> None:
+    src = write_package(
+        tmp_path,
+        {
+            "a.py": '"""Second reliability sweep, rows C02-C07."""\n',
+            "b.py": "# the issue's setting\nf(x, rooms=True)\n",
+            "c.py": 'DATA = "/work/shared/reports/x.md"\n',
+            "fine.py": '"""The authors\' GitHub issue #3 reports 65; a --truncate-dims sweep; no room for one."""\n',
+        },
+    )
+    assert process_words((src,)) == [
+        "sentcl/a.py:1 'reliability sweep'",
+        "sentcl/b.py:1 'issue'",
+        "sentcl/b.py:2 'rooms='",
+        "sentcl/c.py:1 '/work/'",
     ]

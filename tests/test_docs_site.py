@@ -216,7 +216,7 @@ def _committed_numbers() -> set[str]:
             for item in value:
                 walk(item)
 
-    for path in [*(ROOT / "docs" / "results").rglob("*.json"), *(ROOT / "bench" / "results").glob("*.json")]:
+    for path in [*(ROOT / "docs" / "results").rglob("*.json"), *(ROOT / "bench" / "results").rglob("*.json")]:
         walk(json.loads(path.read_text(encoding="utf-8")))
     for path in (ROOT / "docs" / "results").rglob("metrics.jsonl"):  # a run's training log, a record a line
         for line in path.read_text(encoding="utf-8").splitlines():

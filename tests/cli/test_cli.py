@@ -27,7 +27,7 @@ def run(*args: str, **kw) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.parametrize(
     "command",
-    [  # the two over 10 s in make test-fast's durations are slow (docs/architecture.md, testing)
+    [  # the two over 10 s in make test-fast's durations are slow (docs/guides/development.md, "Tests mirror the packages")
         pytest.param([], marks=pytest.mark.slow),
         ["train"],
         pytest.param(["eval"], marks=pytest.mark.slow),

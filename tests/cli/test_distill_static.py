@@ -21,7 +21,7 @@ from sentcl.config.typed import ConfigError
 from sentcl.methods.static_fit import fit_loss, fit_static
 from sentcl.methods.static_student import SUMMARY_FILE
 from sentcl.modeling.open import open_model
-from sentcl.postprocess.pca import fit_pca
+from sentcl.modeling.postprocess.pca import fit_pca
 
 
 def _fit(**changes: object) -> FitSettings:

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sentcl.methods.catalogue import option_classes
+from sentcl.config.method_catalogue import option_classes
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -54,7 +54,7 @@ def test_there_are_cpu_recipes_for_every_method() -> None:
     } <= names
 
 
-#: recipes whose run took over 10 s in make test-fast's durations (docs/architecture.md, testing): make test runs them
+#: recipes whose run took over 10 s in make test-fast's durations (docs/guides/development.md, "Tests mirror the packages"): make test runs them
 SLOW_RECIPES = {"quick_thoughts", "promptbert"}
 
 

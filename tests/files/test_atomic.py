@@ -67,7 +67,7 @@ def test_another_error_is_raised_as_it_is_and_leaves_nothing(tmp_path: Path) -> 
 def test_index_build_into_a_read_only_folder_is_a_clear_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Row D10 of the second reliability sweep: the checkpoint's wording leaked into ``index build``."""
+    """An index build's failed write names the index folder, not a checkpoint."""
     emb, _ = write_shards(tmp_path)
     ro = tmp_path / "rodir"
     ro.mkdir()

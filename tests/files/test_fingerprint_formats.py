@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 
 from sentcl.data.download import SOURCES, verify
 from sentcl.data.fetch import DownloadError
+from sentcl.data.shard_resume import SETTINGS_KEYS
 from sentcl.files.fingerprint import (
     fields_sha256,
     file_sha256,
@@ -26,7 +27,6 @@ from sentcl.files.fingerprint import (
     shards_fingerprint,
     text_sha256,
 )
-from sentcl.index.shard_resume import SETTINGS_KEYS
 from sentcl.methods.teacher_cache import line_safe
 
 TEXTS = ["A man plays the guitar.", "naïve café\nsecond line", "", "tab\there"]
@@ -59,7 +59,7 @@ HEADER = {
 }
 CORPUS = b"one\ntwo\r\nthree\n\nfive"
 # what the code before the move gave for these inputs (teacher_cache.texts_digest, index.search.fingerprint,
-# index.identity.shards_fingerprint, index.shard_resume.settings_sha256 / shard_offset_digests, download.sha256_of)
+# data.vector_identity.shards_fingerprint, data.shard_resume.settings_sha256 / shard_offset_digests, download.sha256_of)
 PINNED = {
     "texts": "eb169cd9d431eb093885140a14a1e7e85f58c02d4082ae0033a0ddd589d0c4ca",
     "search_corpus": "610373ed57135df63151c0cf5e4d3ddec78c990a4ff7e0e44b86323607a739e1",

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from sentcl.data.shards import ShardSet, encode_shards
 from sentcl.files import fingerprint
 from sentcl.files.artefacts import REPORT_CACHE, RUN_CONFIG
 from sentcl.files.output import read_marker, write_marker
 from sentcl.files.read import read_typed_json
-from sentcl.index.shards import ShardSet, encode_shards
 from tests.index.index_fixtures import Fixed, clustered
 
 HYP = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -26,35 +26,16 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.distributed",
         "sentcl.extras",
         "sentcl.config",
-        # a method's options and record, and the catalogue of them: the recipe reads them without torch
-        "sentcl.methods.record",
-        "sentcl.methods.catalogue",
-        "sentcl.methods.*.options",
         "sentcl.files",
-        "sentcl.experiments.schema",
-        "sentcl.evaluation.sts_table",
+        # each method's options and record, in the method's own folder: the recipe reads them without torch
+        "sentcl.methods.*.options",
     ),
-    # the sharded encode and its fingerprints only import floor 0/1 code: methods (teachers) use them
-    ("sentcl.data", "sentcl.index.shards", "sentcl.index.shard_resume", "sentcl.index.identity"),
-    # a whitening or flow layer, and its files in a model folder, are part of the model
-    (
-        "sentcl.modeling",
-        "sentcl.postprocess.whitening",
-        "sentcl.postprocess.flow",
-        "sentcl.postprocess.storage",
-        "sentcl.postprocess.pca",
-    ),
+    ("sentcl.data",),
+    ("sentcl.modeling",),
     ("sentcl.objectives",),
     ("sentcl.methods",),
-    ("sentcl.training", "sentcl.evaluation", "sentcl.training.validation", "sentcl.postprocess"),
-    (
-        "sentcl.interop",
-        "sentcl.index",
-        "sentcl.serve",
-        "sentcl.report",
-        "sentcl.experiments",
-        "sentcl.evaluation.dimensions",
-    ),
+    ("sentcl.training", "sentcl.evaluation", "sentcl.postprocess"),
+    ("sentcl.interop", "sentcl.index", "sentcl.serve", "sentcl.report", "sentcl.experiments"),
     ("sentcl.cli", "sentcl"),
 )
 

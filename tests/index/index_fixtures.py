@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
-from sentcl.index.shards import encode_shards
+from sentcl.data.shards import encode_shards
 
 
 class Fixed:

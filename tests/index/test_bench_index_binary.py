@@ -19,7 +19,7 @@ def _bench_importable(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_bench_index_binary_points(tmp_path: Path, tiny_bert: Path) -> None:
     from bench import index_binary
-    from sentcl.index.shards import encode_shards
+    from sentcl.data.shards import encode_shards
     from sentcl.modeling.open import load_encoder
 
     rng = np.random.default_rng(0)

@@ -51,7 +51,7 @@ def test_bench_index_real_on_given_embeddings(tmp_path: Path, tiny_bert: Path) -
     sentences of the data folder are encoded as queries (equal to the model's own vectors of them, in first-seen
     order), every type is measured on all the rows; shards of another model are refused."""
     from bench import index
-    from sentcl.index.shards import encode_shards
+    from sentcl.data.shards import encode_shards
     from sentcl.modeling.open import load_encoder
 
     rng = np.random.default_rng(0)

@@ -13,9 +13,9 @@ import pytest
 from helpers.shards import encode_argv
 
 from sentcl.cli import main
+from sentcl.data.shards import ShardSet
 from sentcl.index.faiss_build import build_from_shards
 from sentcl.index.faiss_params import IndexParams
-from sentcl.index.shards import ShardSet
 from tests.index.index_fixtures import Fixed, clustered
 from tests.index.test_shards import encode_one_npy
 
@@ -45,7 +45,7 @@ def test_input_edited_in_place_to_the_same_size_is_re_encoded(
 
 
 def test_texts_of_an_input_changed_after_the_encode_are_refused(tmp_path: Path) -> None:
-    from sentcl.index.shards import encode_shards
+    from sentcl.data.shards import encode_shards
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"s{i:03d}\n" for i in range(30)), encoding="utf-8")
@@ -72,7 +72,7 @@ print(rss() - before)
 @pytest.mark.parametrize("kind", ["flat", "ivf", pytest.param("ivfpq", marks=pytest.mark.slow)])
 def test_open_is_memory_mapped(tmp_path: Path, kind: str) -> None:
     """RSS growth of opening the index, in a fresh process, stays below a tenth of index.faiss's size."""
-    from sentcl.index.shards import encode_shards
+    from sentcl.data.shards import encode_shards
 
     n, dim = (240_000 if kind == "ivfpq" else 40_000), 128  # faiss's read keeps ~1 MiB whatever the size
     corpus = tmp_path / "c.txt"
@@ -99,7 +99,7 @@ def test_open_is_memory_mapped(tmp_path: Path, kind: str) -> None:
 def test_build_into_a_folder_that_cannot_be_written(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from sentcl.index.shards import encode_shards
+    from sentcl.data.shards import encode_shards
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"s{i}\n" for i in range(50)), encoding="utf-8")

@@ -18,11 +18,11 @@ from hypothesis import strategies as st
 from index_fixtures import Fixed, clustered
 
 from sentcl.cli import main
+from sentcl.data.shards import encode_shards
 from sentcl.index import open_index
 from sentcl.index.faiss_build import build_from_shards
 from sentcl.index.faiss_params import IndexParams
 from sentcl.index.quantized import code_bits, memory_bytes, sign_bits
-from sentcl.index.shards import encode_shards
 
 
 def unit(x: np.ndarray) -> np.ndarray:

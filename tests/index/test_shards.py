@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from sentcl.cli import main
-from sentcl.index.shards import ShardSet, count_lines, iter_line_chunks
+from sentcl.data.shards import ShardSet, count_lines, iter_line_chunks
 
 LINES = [f"the {w} number {i} sits near the river" for i, w in enumerate(["cat", "dog", "man", "bird"] * 6)]
 LINES[5] = ""  # an empty line keeps its row, as in a plain encode
@@ -92,7 +92,7 @@ def test_resume_with_other_settings_is_refused(
 
 def test_memory_is_one_shard(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The encoder only ever sees part of one shard (streaming, never the whole file); rows stay in order."""
-    from sentcl.index import shards
+    from sentcl.data import shards
 
     class Probe:
         embedding_dim, pooler, biggest = 3, "avg", 0

@@ -1,4 +1,4 @@
-"""The worked example of docs/architecture.md ("How to add a method") works as written: its three files, put in a
+"""The worked example of docs/guides/development.md ("How to add a method") works as written: its three files, put in a
 package of their own, plus the one registration line, make a method that a recipe names, the validation pass
 checks, ``build_method`` builds and a real tiny encoder trains one step with. Its loss is checked against a
 hand-written loop in numpy."""
@@ -19,22 +19,22 @@ from hypothesis import strategies as st
 
 import sentcl.methods
 from sentcl.config import ConfigError, TrainConfig, load_config
+from sentcl.config.method_catalogue import METHODS
 from sentcl.data.readers import Corpus
 from sentcl.methods import build_method
-from sentcl.methods.catalogue import METHODS
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.training.batch_source import make_batch
 from sentcl.training.step import embed_views
 from sentcl.training.validation import validate
 
-MAP = Path(__file__).resolve().parents[2] / "docs" / "architecture.md"
+GUIDE = Path(__file__).resolve().parents[2] / "docs" / "guides" / "development.md"
 FILE_BLOCK = re.compile(r"`sentcl/methods/margin_simcse/(\w+\.py)`:\n\n```python\n(.*?)```", re.S)
 
 
 @pytest.fixture
 def margin_simcse(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     """The docs' package written under tmp_path, found as ``sentcl.methods.margin_simcse``, and registered."""
-    section = MAP.read_text(encoding="utf-8").split("## How to add a method", 1)[1].split("\n## ", 1)[0]
+    section = GUIDE.read_text(encoding="utf-8").split("## How to add a method", 1)[1].split("\n## ", 1)[0]
     files = dict(FILE_BLOCK.findall(section))
     assert sorted(files) == ["build.py", "loss.py", "options.py"]
     package = tmp_path / "margin_simcse"

@@ -14,16 +14,37 @@ import pytest
 
 import sentcl.config.names as config_names
 from sentcl.config import TrainConfig, load_config, method_scoped_keys, resume_safe_keys, to_dict
+from sentcl.config.method_catalogue import METHODS, method_record
 from sentcl.config.objective import ObjectiveConfig
 from sentcl.methods.base import method_builder
-from sentcl.methods.catalogue import METHODS, method_record
 from sentcl.modeling.model_card import render_card
+
+#: where a paper's own page may be: ACL Anthology, arXiv, OpenReview (ICLR and NeurIPS papers), a publisher's DOI,
+#: or the author's post
+PAPER_PAGE = re.compile(
+    r"https://(aclanthology\.org|arxiv\.org/abs|openreview\.net/(forum|pdf)\?id=|doi\.org|kexue\.fm)/?\S+"
+)
+
+
+def test_paper_pages_of_every_kind_are_accepted() -> None:
+    for url in [
+        "https://aclanthology.org/2021.emnlp-main.552",
+        "https://arxiv.org/abs/2104.08821",
+        "https://openreview.net/forum?id=SyxS0T4tvS",
+        "https://doi.org/10.1609/aaai.v36i10.21428",
+    ]:
+        assert PAPER_PAGE.fullmatch(url), url
+    for url in [
+        "http://arxiv.org/abs/2104.08821",
+        "https://example.com/paper.pdf",
+        "https://openreview.net/",
+    ]:
+        assert not PAPER_PAGE.fullmatch(url), url
 
 
 def test_every_record_is_its_own_package_with_a_builder() -> None:
     """One method, one place: each record's options live in ``sentcl/methods/<name>/options.py`` and its builder
     in the same package's ``build.py``; every package under methods/ with an options module is in the catalogue."""
-    assert len(METHODS.names()) == 16
     for name in METHODS.names():
         record = method_record(name)
         assert record.package == f"sentcl.methods.{name}"
@@ -31,10 +52,10 @@ def test_every_record_is_its_own_package_with_a_builder() -> None:
         assert method_builder(name).__module__ == f"sentcl.methods.{name}.build"
     src = Path(__file__).resolve().parents[2] / "src" / "sentcl" / "methods"
     packages = sorted(p.parent.name for p in src.glob("*/options.py"))
-    assert packages == METHODS.names(), "a method package missing from sentcl.methods.catalogue"
-    catalogue = (src / "catalogue.py").read_text(encoding="utf-8")
+    assert packages == METHODS.names(), "a method package missing from sentcl.config.method_catalogue"
+    catalogue = (src.parent / "config" / "method_catalogue.py").read_text(encoding="utf-8")
     missing = [n for n in packages if f"import sentcl.methods.{n}.options  # noqa: F401" not in catalogue]
-    assert missing == [], "each method's one registration line is in catalogue.py"
+    assert missing == [], "each method's one registration line is in config/method_catalogue.py"
 
 
 @pytest.mark.parametrize("name", METHODS.names())
@@ -48,10 +69,8 @@ def test_record_is_complete(name: str) -> None:
     assert paper.title.split(":")[0] in paper.citation
     if "unpublished" in paper.venue and paper.authors.startswith("an unpublished"):
         assert paper.url is None
-    else:  # the paper's own page: ACL Anthology, arXiv, the publisher's DOI, or the author's post
-        assert re.fullmatch(
-            r"https://(aclanthology\.org|arxiv\.org/abs|doi\.org|kexue\.fm)/\S+", paper.url or ""
-        ), name
+    else:  # the paper's own page: ACL Anthology, arXiv, OpenReview, the publisher's DOI, or the author's post
+        assert PAPER_PAGE.fullmatch(paper.url or ""), name
     if paper.headline is None:
         assert paper.headline_what.startswith("none:"), "a missing number says why"
     else:

@@ -110,7 +110,7 @@ def test_shared_dropout_mask(tiny_bert: Path) -> None:
 
 def test_dual_encoder(tiny_bert: Path) -> None:
     model = DualEncoder(_model(tiny_bert, 0.0, seed=0), _model(tiny_bert, 0.0, seed=1))
-    method = _method(head_activation=("tanh", "leaky_relu"))
+    method = _method(head_activation=("tanh", "leaky_relu"), view_encoders=("f", "g"))
     assert_same_step(_step(model, method, 3), _step(model, method, 0))
 
 

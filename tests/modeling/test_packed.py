@@ -152,13 +152,13 @@ def test_forward_loss_and_default(tiny_bert: Path) -> None:
 
 
 def test_packed_two_encoders_equal_padded(tiny_bert: Path) -> None:
-    """A DualEncoder: view 0 through f, view 1 through g, each packed; equal to its own padded embed_views."""
+    """A DualEncoder: each view through the encoder the method names, each packed; equal to the padded embed_views."""
     from sentcl.modeling.dual import DualEncoder
 
     f, g = _model(tiny_bert, "cls", 0.0), _model(tiny_bert, "avg", 0.0)
     torch.nn.init.normal_(g.backbone.encoder.layer[0].output.dense.weight)  # two different encoders
     model = DualEncoder(f, g)
-    method = _method(head_activation=("tanh", "leaky_relu"))
+    method = _method(head_activation=("tanh", "leaky_relu"), view_encoders=("f", "g"))
     batch = make_batch(SENTENCES, method, f)
     packed = embed_views(model, batch, method, B, packed_tokens=True)  # (B, V, D)
     torch.testing.assert_close(packed, embed_views(model, batch, method, B), atol=1e-5, rtol=0)

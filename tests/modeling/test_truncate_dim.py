@@ -10,9 +10,9 @@ import pytest
 from scipy.stats import spearmanr
 
 from sentcl.cli import main
-from sentcl.evaluation.dimensions import plot_sweeps, read_sweep
 from sentcl.files.paths import ModelFolderError
 from sentcl.modeling.encoder import SENTCL_CONFIG, SentenceEncoder
+from sentcl.report.dimensions import plot_sweeps, read_sweep
 
 SENTENCES = ["a dog runs in the garden", "the man is playing music", "a red car", "the stock price falls"]
 PAIRS = [

@@ -15,8 +15,8 @@ from safetensors.torch import load_file, save_file
 
 from sentcl.files.paths import ModelFolderError
 from sentcl.modeling import SentenceEncoder
+from sentcl.modeling.postprocess.flow import FlowConfig, Glow, fit_flow
 from sentcl.postprocess.fit import PostprocessSettings, postprocess_model
-from sentcl.postprocess.flow import FlowConfig, Glow, fit_flow
 
 SENTENCES = ["a man is playing a guitar", "the stock price falls", "a", "the dog runs in the garden"]
 

@@ -21,7 +21,7 @@ from sentcl.cli import main
 from sentcl.config import ModelConfig
 from sentcl.modeling import SentenceEncoder
 from sentcl.modeling.build import build_encoder
-from sentcl.postprocess.pca import fit_pca
+from sentcl.modeling.postprocess.pca import fit_pca
 
 
 def _aligned(ours: np.ndarray, ref: np.ndarray) -> np.ndarray:

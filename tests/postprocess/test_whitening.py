@@ -13,8 +13,8 @@ import torch
 from helpers.data import write_corpus
 
 from sentcl.modeling import SentenceEncoder
+from sentcl.modeling.postprocess.whitening import fit_whitening
 from sentcl.postprocess.fit import PostprocessSettings, postprocess_model, read_fit_sentences
-from sentcl.postprocess.whitening import fit_whitening
 
 SENTENCES = ["a man is playing a guitar", "the stock price falls", "a", "the dog runs in the garden"]
 

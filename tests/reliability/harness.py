@@ -1,10 +1,10 @@
-"""The reliability sweep's table format: one row per bad input, run through the real CLI in-process.
+"""The table format of the bad-input tests: one row per bad input, run through the real CLI in-process.
 
 A row (``Case``) writes its bad input under a fresh folder and returns the ``sentcl`` argv to run; the
 command must then exit with ``code`` and print one ``sentcl CMD: error: ...`` line matching ``error``
 (a regular expression), and never a traceback. ``error=None`` means the command must succeed
 (``code`` 0), and ``check`` (optional) then inspects the folder for the promised behaviour (a counted
-skip, a file left intact, ...). docs/reliability.md keeps the table with its verdicts: a new case is a
+skip, a file left intact, ...). bench/results/records/reliability.md keeps the table with its verdicts: a new case is a
 new row in one of the ``test_*.py`` tables here.
 """
 
@@ -22,7 +22,7 @@ from sentcl.cli import main
 
 @dataclass(frozen=True)
 class Case:
-    id: str  # short name, as in docs/reliability.md
+    id: str  # short name, as in bench/results/records/reliability.md
     setup: Callable[[Path], list[str]]  # writes the bad input below the folder; returns sentcl's argv
     error: str | None  # regex the one error line must match; None: the command must succeed
     code: int = 2

@@ -1,4 +1,4 @@
-"""Second reliability sweep, config and run folders (rows C02-C07, C10, C20, C22, T07, D05, D12).
+"""Bad config files and run folders: each gives one error line naming the file and the key, or the folder.
 
 Each row runs the real CLI in-process (``harness.Case``) on the tiny random BERT. Every row runs with the row's
 own folder as the working folder, so a config that would write into "the current folder" writes there and the

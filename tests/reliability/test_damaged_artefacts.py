@@ -1,4 +1,4 @@
-"""Rows of docs/reliability.md on files sentcl wrote and a user damaged: an index's ``index.json`` and ``rows.npy``,
+"""Files sentcl wrote and a user damaged: an index's ``index.json`` and ``rows.npy``,
 ids a damaged ``index.faiss`` returns, a run folder's ``results.json``, ``metrics.jsonl`` and report cache,
 and a grid's run summaries. Each goes through the one typed reader (``sentcl.files.read.read_typed_json``) and
 gives one error line naming the file and the field, never a traceback; the service refuses such an index at

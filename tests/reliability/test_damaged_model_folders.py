@@ -1,5 +1,4 @@
-"""Second sweep, damaged model folders (rows M01 M04 M07 M08 M10 M11 M12 M13 X08 X09 X10) and the export's
-output folder (X02, X12), through the real CLI.
+"""Damaged model folders and the export's output folder, through the real CLI.
 
 Every row copies a good folder (a sentcl folder, a sentence-transformers folder sentcl did not write, an ONNX
 export of the tiny random BERT, or all-MiniLM-L6-v2 itself), damages one file and runs ``sentcl encode`` on it

@@ -1,4 +1,4 @@
-"""Reliability sweep of data files: NLI csv, ``build-nli --output``, ``sentcl download``,
+"""Bad data files: NLI csv, ``build-nli --output``, ``sentcl download``,
 and the user's own evaluation sets (``eval --pairs`` / ``--retrieval``, ``eval.dev_task: pairs:FILE``).
 
 Each row writes its bad input in its folder and runs the real CLI in-process on the tiny random BERT: one

@@ -1,4 +1,4 @@
-"""DI_resume_ws1 under a real two-process ``torchrun`` (gloo on CPU): a run trained by 2 processes, resumed by 1,
+"""Under a real two-process ``torchrun`` (gloo on CPU): a run trained by 2 processes, resumed by 1,
 is refused before any step (the global batch, and so the in-batch negatives, would halve), naming the number
 of processes to resume with; resumed by 2 it continues. The check itself is tested in test_integrity.py."""
 

@@ -1,4 +1,4 @@
-"""Reliability sweep of indexes and encoding and of the large-corpus commands: sharded
+"""Bad indexes, bad encoding inputs and the large-corpus commands' bad inputs: sharded
 ``encode``, ``index build``, ``search --index`` on a built index, ``mine``.
 
 Each row writes its bad input in its folder and runs the real CLI in-process on the tiny random BERT: one
@@ -125,7 +125,7 @@ def built_index_search(damage: Callable[[Path], None], dim: int | None = None) -
         if dim is None:
             emb = shards(folder)
         else:
-            from sentcl.index.shards import encode_shards
+            from sentcl.data.shards import encode_shards
 
             class Fixed:
                 embedding_dim, pooler = dim, "avg"

@@ -1,7 +1,7 @@
 """The integrity model: every artefact records the SHA-256 of its files, readers refuse a changed byte, an
-index refuses shards that changed, a resume refuses other settings. Rows of the third reliability sweep:
-FXC_flat_mid / SV_idx_flat_mid (bit rot in index.faiss), FX_rows_perm, IX_stale_index,
-IX_model_changed_same_fp, IX_model_changed_encode_resume, DI_resume_other_settings, TC_zero, TS_teach1_stale.
+index refuses shards that changed, a resume refuses other settings: bit rot in index.faiss (in search and in
+serve), permuted rows, a stale index, a model changed under the same fingerprint, an encode resumed with
+another model or other settings, a zeroed or stale teacher cache.
 Artefacts written before the records existed still open (their stated behaviour is tested last)."""
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sentcl.cli import main
+from sentcl.data.shards import ShardSet, encode_shards
 from sentcl.files.fingerprint import IntegrityError
 from sentcl.index.faiss_build import build_from_shards
 from sentcl.index.faiss_index import open_index
-from sentcl.index.shards import ShardSet, encode_shards
 from tests.index.index_fixtures import Fixed, clustered
 
 HYP = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
@@ -109,7 +109,7 @@ def test_bit_rot_in_the_middle_of_index_faiss_is_refused_fxc_flat_mid(
 
 
 def rot_the_middle(path: Path, size: int = 4096) -> None:
-    """``size`` random bytes over the middle of ``path`` (the sweep's 4 KiB of bit rot), the size kept."""
+    """``size`` random bytes over the middle of ``path`` (4 KiB of bit rot), the size kept."""
     data = bytearray(path.read_bytes())
     size = min(size, len(data) // 2)
     mid = len(data) // 2

@@ -1,4 +1,4 @@
-"""The second reliability sweep's I/O rows: input paths that are not regular readable files, outputs the OS
+"""I/O faults: input paths that are not regular readable files, outputs the OS
 refuses, standard output closed or full, downloads that end early or resume wrong, ragged tables.
 
 The ``Case`` rows run the real CLI in-process (``harness.py``). Rows that need the OS to refuse for real run
@@ -571,7 +571,7 @@ GOOD_TAR = tar_archive({MARKER: b"dev\n", "SICK/SICK_trial.txt": b"sick\n", "MR/
 def test_w17_cut_without_length_is_not_installed_nor_pinned(
     mirror: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The real table (wiki1m: a text file of 1,000,000 lines) through the CLI, as the sweep ran it."""
+    """The real table (wiki1m: a text file of 1,000,000 lines) through the CLI, as a user would run it."""
     mirror.files["wiki1m_for_simcse.txt"] = WIKI
     mirror.mode = "cutnolen"
     data = tmp_path / "d_cutnolen"
@@ -614,7 +614,7 @@ def test_w21_part_longer_than_the_file_restarts(mirror: Mirror, tmp_path: Path, 
     mirror.mode = mode
     part = tmp_path / ".downloads" / "w.txt.part"
     part.parent.mkdir()
-    part.write_bytes(WIKI + WIKI)  # the sweep's doubled .part
+    part.write_bytes(WIKI + WIKI)  # a .part of twice the file
     source = {"w": Source("w", f"{mirror.base}/w.txt", None, "corpora/w.txt")}
     download(["w"], tmp_path, source)
     assert (tmp_path / "corpora" / "w.txt").read_bytes() == WIKI
@@ -711,7 +711,7 @@ def test_korean_advice_on_minilm_is_measured(caplog: pytest.LogCaptureFixture) -
     loaded = AutoTokenizer.from_pretrained(folder)
     kept = AutoTokenizer.from_pretrained(folder, strip_accents=False)  # transformers' own way to flip it
     as_loaded, without_nfd = unk_share(loaded, KOREAN), unk_share(kept, KOREAN)
-    assert as_loaded < 0.15 < 0.5 < without_nfd  # the issue's 5% -> 81%, on these sentences
+    assert as_loaded < 0.15 < 0.5 < without_nfd  # 5% -> 81% unknown tokens, on these sentences
     text = advice(loaded, caplog)
     assert f"as loaded: {100 * as_loaded:.0f}%, strip_accents=False: {100 * without_nfd:.0f}%" in text
     assert "0 pieces with Hangul syllables" in text and "Keep the tokenizer as it is" in text

@@ -1,4 +1,4 @@
-"""Reliability sweep of model loading (the inference side, damaged parts, lengths), through the real CLI.
+"""Model loading on the inference side, with damaged parts and lengths, through the real CLI.
 
 Every row copies a good saved sentcl folder (the tiny random BERT with pooler cls and its MLP head), breaks
 one part of it, and runs ``sentcl encode``/``eval``/``search`` on it in-process: one clear error line that

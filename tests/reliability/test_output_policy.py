@@ -8,8 +8,8 @@ The stray-temporary rows must succeed and leave the user's ``.tmp-OUT-notes/impo
 --output``/``--plot``, ``download``) run against an existing file of the user's as well, without
 ``--overwrite``; the rows that point a command at its own input or at a folder pass ``--overwrite``, which
 never makes them allowed. ``test_every_command_of_the_parser_has_a_row`` enumerates the CLI's commands from
-its parser: a new command must get a row here, or a place among the commands that write nothing. Rows OW_index_build, OW_index_into_model, OW_index_onto_input and OW_index_onto_cwd of the
-third reliability sweep are the index build's rows here.
+its parser: a new command must get a row here, or a place among the commands that write nothing. The index build has
+its rows here too: into an existing folder, into a model folder, onto its own input, onto the working folder.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Second reliability sweep (/work/shared/reports/reliability-sweep-2.md), search rows I07, I09, S53.
+"""A search whose encoder differs from the index's is refused, by ``sentcl search`` and by ``sentcl serve``.
 
-I07/I09 run the real CLI in-process on tiny random BERTs (harness ``Case``): an index built with one model
+The CLI cases run the real CLI in-process on tiny random BERTs (harness ``Case``): an index built with one model
 and pooler is searched with another pooler, another model of the same width, and the same model without
-``--pooler`` (its own pooler must not be silently replaced by the index's). S53 starts the real
+``--pooler`` (its own pooler must not be silently replaced by the index's). The service case starts the real
 ``sentcl serve`` process on a `sentcl index build` folder and asks it over HTTP.
 """
 

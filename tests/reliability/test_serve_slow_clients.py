@@ -1,6 +1,6 @@
-"""The second sweep's service rows (S09, S15, S50, S56, S58, S60), each against a real uvicorn running the
+"""Slow, idle and oversized clients of the service, each against a real uvicorn running the
 protocol ``sentcl serve`` runs (``serve.protocol.guarded_protocol``) with short timeouts, from real HTTP
-clients and raw sockets. docs/reliability.md, "Second sweep - the service", gives each row's verdict."""
+clients and raw sockets."""
 
 from __future__ import annotations
 

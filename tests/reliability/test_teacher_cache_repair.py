@@ -1,10 +1,9 @@
 """The teacher cache is sentcl's own: a damaged entry is repaired, never fatal and never reused as it is.
 
-Rows TC_trunc, TC_shape, TC_rows, TC_f64, TC_noshard, TC_manifestgarb and TC_nan of the third reliability sweep
-(a shard cut in half, of another width, of fewer rows, saved as float64, deleted; a garbage manifest; NaN
-written over a shard): each is one warning naming the damaged file and the problem, only the damaged shard is
+A shard cut in half, of another width, of fewer rows, saved as float64, deleted; a garbage manifest; NaN
+written over a shard: each is one warning naming the damaged file and the problem, only the damaged shard is
 encoded again, and the vectors equal the first encode's. A generated test damages any byte of any file of an
-entry. Rows TS_cachefile and EV_cache_file (``model.teacher_cache`` a file; ``$SENTCL_CACHE`` a file) run the
+entry. A cache path that is a file (``model.teacher_cache``, ``$SENTCL_CACHE``) runs the
 real ``sentcl train`` in-process: one error line naming the setting, nothing encoded."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Reliability sweep of ``sentcl train``: bad configs, bad run folders, faults while writing checkpoints.
+"""``sentcl train`` against bad configs, bad run folders, faults while writing checkpoints.
 
 Each row runs the real CLI in-process on the tiny random BERT (tests/conftest.py) for a few steps. Rows that
 need a finished run copy one trained once per module (``base_run``: 4 steps, checkpoints at 2 and 4). Faults

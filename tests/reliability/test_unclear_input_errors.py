@@ -1,4 +1,4 @@
-"""Rows of docs/reliability.md on user input that gave an unclear error or a silent wrong result: grid files
+"""User input that gave an unclear error or a silent wrong result: grid files
 (``vary: {}``, a paper value that is text), mining bounds (NaN, inverted), an empty search query, a repeated
 ``--truncate-dims``, ``$SENTCL_DATA`` naming a file. Each row runs the real CLI in-process on the tiny random
 BERT (``tests/reliability/harness.py``): one error line naming the problem, no traceback, nothing written."""

@@ -1,4 +1,4 @@
-"""`sentcl serve --index DIR` with a folder built by `sentcl index build` (row S53), through a real uvicorn:
+"""`sentcl serve --index DIR` with a folder built by `sentcl index build` through a real uvicorn:
 /search hits' texts are the corpus lines read back through the shards' offsets, ranked as an exact numpy
 search over the shards ranks them; /info reports type, size, tuned setting and measured recall."""
 

@@ -1,5 +1,5 @@
 """Runs that cannot learn are refused before any work, naming the key, and a run whose loss stays exactly
-constant stops with a clear message (issue "reliability by design", item 4).
+constant stops with a clear message.
 
 The rules: each objective declares the fewest sentences per batch it learns with and its temperatures
 (``ObjectiveConfig.min_batch``, ``temperature_keys``, ``scale_keys``); ``sentcl.training.validation.check_needs``
@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 
 from sentcl.cli import main
 from sentcl.config import ConfigError, TrainConfig, load_config
-from sentcl.methods.catalogue import METHODS
+from sentcl.config.method_catalogue import METHODS
 from sentcl.objectives.infonce import info_nce
 from sentcl.training.step import LossWatch, TrainingStalled
 from sentcl.training.validation import SATURATION_GAP, validate
@@ -83,7 +83,7 @@ def refusal(overrides: list[str]) -> str | None:
     return None
 
 
-# ---------------------------------------------------------------- rows of docs/reliability.md
+# ---------------------------------------------------------------- rows of bench/results/records/reliability.md
 
 
 def test_batch_size_1_is_refused_for_in_batch_negatives() -> None:

@@ -83,9 +83,9 @@ def handle(args: argparse.Namespace) -> int:
 
 
 def run_sharded(args: argparse.Namespace) -> int:
-    """Shards + manifest under the --output folder (sentcl.index.shards); ranks split them under torchrun."""
+    """Shards + manifest under the --output folder (sentcl.data.shards); ranks split them under torchrun."""
     from sentcl import distributed
-    from sentcl.index.shards import encode_shards
+    from sentcl.data.shards import encode_shards
 
     if args.output.exists() and not args.output.is_dir():
         raise ValueError(f"--output {args.output} is a file; with --shard-size it must be a folder")

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, load_model
-from sentcl.evaluation.dimensions import parse_dims, plot_sweep, truncation_sweep
 from sentcl.evaluation.user_data import add_user_data_options, evaluate_user_data, read_user_data
 from sentcl.files.atomic import atomic_write_text
 from sentcl.files.output import Input, claim_file, model_input
 from sentcl.files.paths import resolve_data_dir
+from sentcl.report.dimensions import parse_dims, plot_sweep, truncation_sweep
 from sentcl.types import EncodeFn
 
 

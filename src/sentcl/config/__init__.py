@@ -21,6 +21,7 @@ from sentcl.config.load import (
     objective_option_classes,
     resume_safe_keys,
 )
+from sentcl.config.method_catalogue import objective_options
 from sentcl.config.objective import AUGMENTATION_KEYS, ObjectiveConfig
 from sentcl.config.sections import (
     SEED_MAX,
@@ -42,7 +43,6 @@ from sentcl.config.typed import (
     parse_override,
     to_dict,
 )
-from sentcl.methods.catalogue import objective_options
 
 __all__ = [
     "AUGMENTATION_KEYS",

@@ -8,6 +8,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
+from sentcl.config.method_catalogue import objective_options, option_classes
 from sentcl.config.objective import ObjectiveConfig
 from sentcl.config.sections import TrainConfig
 from sentcl.config.typed import (
@@ -21,7 +22,6 @@ from sentcl.config.typed import (
     to_dict,
 )
 from sentcl.files.read import read_yaml
-from sentcl.methods.catalogue import objective_options, option_classes
 
 
 def flagged_keys(flag: str) -> list[str]:
@@ -48,7 +48,7 @@ def resume_safe_keys() -> list[str]:
 
 
 def objective_option_classes() -> dict[str, type[ObjectiveConfig]]:
-    """Method name -> its options class, for every registered method (sentcl.methods.catalogue)."""
+    """Method name -> its options class, for every registered method (sentcl.config.method_catalogue)."""
     return option_classes()
 
 

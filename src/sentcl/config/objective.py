@@ -1,6 +1,6 @@
 """The ``objective:`` section's base options: what every method accepts, and the option fields several methods
 share (temperature, similarity, teachers). Torch-free: each method's own options class (``sentcl/methods/<name>/options.py``)
-derives from these, and the catalogue (``sentcl.methods.catalogue``) lists the methods' records by name, so reading a
+derives from these, and the catalogue (``sentcl.config.method_catalogue``) lists the methods' records by name, so reading a
 recipe never imports a method's torch code.
 
 Each value is checked once, here or in the method's options class; the objectives built from a typed options
@@ -49,7 +49,7 @@ class ObjectiveConfig:
     """The ``objective:`` section: the method's name and the wrapper options every method accepts.
 
     Each method declares its own options as a dataclass subclass (``sentcl/methods/<name>/options.py``), listed by name
-    in ``sentcl.methods.catalogue``; parsing picks the subclass from ``name``, so ``cfg.objective`` is an instance
+    in ``sentcl.config.method_catalogue``; parsing picks the subclass from ``name``, so ``cfg.objective`` is an instance
     of the chosen method's options class."""
 
     name: str = opt("unsup_simcse", "Training method (views + objective), e.g. unsup_simcse.")

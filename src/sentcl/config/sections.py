@@ -7,7 +7,7 @@ change it, sentcl.training.run_folder). Checks live in ``__post_init__`` so that
 work starts, and an unknown key lists the valid ones; the rules that span sections live in
 :mod:`sentcl.training.validation`. The generic dataclass <-> dict machinery is :mod:`sentcl.config.typed`; the
 ``objective:`` section is the chosen method's options class (:mod:`sentcl/methods/<name>/options.py`), found by name in the
-method records (:mod:`sentcl.methods.catalogue`). Torch-free: reading a recipe imports no method code.
+method records (:mod:`sentcl.config.method_catalogue`). Torch-free: reading a recipe imports no method code.
 """
 
 from __future__ import annotations
@@ -15,6 +15,11 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from sentcl.config.method_catalogue import (
+    describe_objective,
+    objective_options,
+    unknown_objective_key,
+)
 from sentcl.config.names import DEV_PREFIXES, DEV_TASKS
 from sentcl.config.objective import ObjectiveConfig
 from sentcl.config.poolers import POOLERS  # the one pooler table
@@ -36,11 +41,6 @@ from sentcl.defaults import (
     TRAIN_MAX_LENGTH,
 )
 from sentcl.files.read import preview
-from sentcl.methods.catalogue import (
-    describe_objective,
-    objective_options,
-    unknown_objective_key,
-)
 
 
 @dataclass
@@ -64,7 +64,9 @@ class ModelConfig:
         method_scoped=True,
     )
     two_encoders: bool = opt(
-        False, "Separate encoders: f for view 0 (anchor), g for the other views.", method_scoped=True
+        False,
+        "Separate encoders f and g; the method names the encoder of each view (f for the anchor).",
+        method_scoped=True,
     )
     dual_embedding: str = opt(
         "f", "Inference embedding of a two-encoder model: f, or concat ([f(s); g(s)]).", method_scoped=True

@@ -1,4 +1,4 @@
-"""Readers by name: a method names the reader that yields its examples (its record's ``reader``, sentcl.methods.catalogue).
+"""Readers by name: a method names the reader that yields its examples (its record's ``reader``, sentcl.config.method_catalogue).
 
 Every reader is ``(path, max_examples) -> Corpus``; ``with_neutral`` (supervised SimCSE's neutral hard
 negatives) goes to the NLI readers that group hypotheses by premise.

@@ -23,8 +23,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sentcl.config.sts_table import STS_TASKS, YEARLY_STS_TASKS
 from sentcl.data.scored_pairs import normalize_spaces as _norm
-from sentcl.evaluation.sts_table import STS_TASKS, YEARLY_STS_TASKS
 from sentcl.files.paths import data_file
 
 # task -> (folder, file labelled 1, file labelled 0); SentEval's BinaryClassifierEval(pos, neg) order.

@@ -31,8 +31,8 @@ from typing import Any
 import numpy as np
 from scipy.stats import pearsonr, spearmanr
 
+from sentcl.config.sts_table import DISPLAY_NAMES, format_sts_table, main_score, row_label  # noqa: F401 - re-exported
 from sentcl.evaluation.senteval_readers import STS_TASKS, STS_YEARS, Pair, load_sts_task
-from sentcl.evaluation.sts_table import DISPLAY_NAMES, format_sts_table, main_score, row_label  # noqa: F401 - re-exported
 from sentcl.files.read import write_json_strict
 from sentcl.types import EncodeFn
 

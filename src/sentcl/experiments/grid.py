@@ -43,6 +43,7 @@ import yaml
 
 from sentcl.config import ConfigError, TrainConfig, from_dict, load_config
 from sentcl.config.builtin import builtin_path
+from sentcl.config.experiment_schema import GRID_KEYS, GridFile
 from sentcl.evaluation.runner import TASKS, expand, headline
 from sentcl.experiments.postprocess_points import (
     EVALUATE_ONLY,
@@ -50,7 +51,6 @@ from sentcl.experiments.postprocess_points import (
     PostprocessPoint,
     parse_postprocess,
 )
-from sentcl.experiments.schema import GRID_KEYS, GridFile
 from sentcl.experiments.targets import Target, parse_targets
 from sentcl.files.read import preview, read_yaml
 from sentcl.training.validation import validate

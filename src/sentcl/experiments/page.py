@@ -123,6 +123,7 @@ def write_grid_report(
         metric,
         paper=[r.paper for r in shown] if spec.paper and spec.paper_metric is None else None,  # one axis
         title=f"{spec.title} ({variant})",
+        errors=[s.sd for s in by_point(rows)] if spec.seeds else None,
     )
     parts = [f"# {spec.title} ({variant} variant)", ""]
     if spec.description:

@@ -30,7 +30,7 @@ No other module of sentcl calls ``hashlib`` or defines a fingerprint, digest or 
 
 Artefacts record their files with ``file_records(folder, names)`` (``{name: {bytes, sha256}}``) and readers
 check them with ``verify_records``, which raises ``IntegrityError`` naming the file, both digests and the
-fix. The cost (``bench/fingerprint.py``, a 400 MB folder) is in docs/reliability.md.
+fix. The cost (``bench/fingerprint.py``, a 400 MB folder) is in bench/results/records/reliability.md.
 
 The trade-off: a digest taken from the sidecar cache proves only that the file's metadata is unchanged. A
 reader whose check used a cached digest says so, once per process (an INFO line naming ``sentcl verify

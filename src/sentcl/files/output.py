@@ -14,8 +14,8 @@ The rules:
   run's ``--resume``, a sharded encode, a report) writes into it.
 * **Never onto an input.** Outputs and inputs are compared as resolved paths: an output equal to an input,
   holding an input (replacing it would delete the input), or inside an input folder (it would change that
-  folder's fingerprint: a model's, a run's) is refused, unless the input names the output as a room of its
-  own (``Input(..., rooms=True)``: an index inside its shard folder).
+  folder's fingerprint: a model's, a run's) is refused, unless the input allows outputs inside it
+  (``Input(..., holds_outputs=True)``: an index inside its shard folder).
 * **Single files** (an encode's ``.npy``, a mined or built CSV, a corpus, an evaluation's JSON or plot, a
   downloaded file) carry no marker: a ``.npy``, a CSV or a text file has no room for one that every other
   reader would ignore, and a sidecar beside it would litter the user's folder and could be copied next to an
@@ -82,11 +82,11 @@ class OutputRefused(ValueError):
 
 @dataclass(frozen=True)
 class Input:
-    """A path a command reads: ``flag`` names it in messages; ``rooms``: outputs may live inside it."""
+    """A path a command reads: ``flag`` names it in messages; ``holds_outputs``: outputs may live inside it."""
 
     path: Path
     flag: str
-    rooms: bool = False
+    holds_outputs: bool = False
 
 
 def model_input(model: str, flag: str = "--model") -> list[Input]:
@@ -158,7 +158,7 @@ def check_not_input(output: Path, inputs: Iterable[Input], flag: str) -> None:
                 f"{flag} {output} is {'the' if out == inp else 'a folder holding the'} {given.flag} "
                 f"{given.path}: writing it would destroy the input; choose another {flag}"
             )
-        if _inside(out, inp) and not given.rooms and inp.is_dir():
+        if _inside(out, inp) and not given.holds_outputs and inp.is_dir():
             raise OutputRefused(
                 f"{flag} {output} lies inside the {given.flag} folder {given.path}: writing there changes the "
                 f"input; choose a {flag} outside it"

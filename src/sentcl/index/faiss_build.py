@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.data.shards import ShardSet
 from sentcl.files.fingerprint import file_records, shards_fingerprint
 from sentcl.files.output import Input, claim_folder, write_folder
 from sentcl.index import quantized
@@ -24,7 +25,6 @@ from sentcl.index.faiss_index import (
 )
 from sentcl.index.faiss_params import TYPES, IndexParams
 from sentcl.index.format import META_FILE, header
-from sentcl.index.shards import ShardSet
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
@@ -144,7 +144,7 @@ def build_from_shards(
 
 def index_inputs(embeddings: str | Path, queries: str | Path | None) -> list[Input]:
     """What an index build reads (its output may live inside the shard folder, as the default does)."""
-    found = [Input(Path(embeddings), "--embeddings", rooms=True)]
+    found = [Input(Path(embeddings), "--embeddings", holds_outputs=True)]
     return found + ([Input(Path(queries), "--queries")] if queries else [])
 
 

@@ -31,14 +31,14 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.data.shards import ShardSet, read_manifest
+from sentcl.data.vector_identity import check_shards, verify_index_files
 from sentcl.extras import extra_hint
 from sentcl.files.fields import Int, Maybe, Record, Text, check
 from sentcl.files.read import load_npy
 from sentcl.index import quantized
 from sentcl.index.faiss_params import REFINED, TYPES
 from sentcl.index.format import FORMAT, kind_of, read_meta
-from sentcl.index.identity import check_shards, verify_index_files
-from sentcl.index.shards import ShardSet, read_manifest
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
@@ -137,8 +137,8 @@ class AnnIndex:
 
     def check_encoder(self, model: str, encoder: Any, max_length: int | None, allow: bool = False) -> None:
         """Refuse an encoder whose model, pooler, max length or truncation differs from the index's
-        (``sentcl.index.identity``; both values named) unless ``allow``, then warned; the dim always."""
-        from sentcl.index.identity import check_encoder, model_identity
+        (``sentcl.data.vector_identity``; both values named) unless ``allow``, then warned; the dim always."""
+        from sentcl.data.vector_identity import check_encoder, model_identity
 
         self.check_dim(int(encoder.embedding_dim), f"model {model!r}")  # never searchable, allowed or not
         now = model_identity(model, encoder, max_length)

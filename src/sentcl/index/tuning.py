@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from sentcl.index.shards import ShardSet
+from sentcl.data.shards import ShardSet
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)

@@ -9,7 +9,7 @@ One method, one package (like transformers' ``models/bert/``)::
         loss.py       the objective on (B, V, D) embeddings
         generator.py  what only this method needs (DiffCSE's generator and discriminator)
 
-:mod:`sentcl.methods.catalogue` lists the records, one line per method; ``build_method`` imports a method's
+:mod:`sentcl.config.method_catalogue` lists the records, one line per method; ``build_method`` imports a method's
 ``build`` module on first use. Shared pieces stay here: ``Method`` and ``build_method``
 (:mod:`sentcl.methods.base`), the view helpers (:mod:`sentcl.methods.views`), teachers and their cache, the
 momentum encoder. This package's face is light (no torch until a name below is asked for), so that reading a
@@ -25,9 +25,9 @@ import sentcl.config  # noqa: F401  the recipe first: it loads the catalogue, wh
 
 #: the names this face offers, and the module that defines each (imported on first use)
 _FACE = {
-    "METHODS": "sentcl.methods.catalogue",
-    "MethodRecord": "sentcl.methods.record",
-    "Paper": "sentcl.methods.record",
+    "METHODS": "sentcl.config.method_catalogue",
+    "MethodRecord": "sentcl.config.method_record",
+    "Paper": "sentcl.config.method_record",
     "Builder": "sentcl.methods.base",
     "EmbeddingAugment": "sentcl.methods.base",
     "Example": "sentcl.methods.base",

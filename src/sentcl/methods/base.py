@@ -6,7 +6,7 @@ A method is data + objective, nothing about optimisation:
             --> (B, V, D) --> objective
 
 Each method lives in ``sentcl/methods/<name>/``: a torch-free record and options class (``options.py``, listed in
-:mod:`sentcl.methods.catalogue`) and a builder ``build(cfg, options, corpus, tokenizer) -> Method`` (``build.py``),
+:mod:`sentcl.config.method_catalogue`) and a builder ``build(cfg, options, corpus, tokenizer) -> Method`` (``build.py``),
 found here by the record's package. The builder receives ``cfg.objective`` as ``options``, an instance of the
 record's options class, and trusts it.
 """
@@ -24,10 +24,10 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.config import ConfigError, TrainConfig
+from sentcl.config.method_catalogue import method_record
+from sentcl.config.method_record import MethodRecord
 from sentcl.data.readers import Corpus
 from sentcl.files.read import preview
-from sentcl.methods.catalogue import method_record
-from sentcl.methods.record import MethodRecord
 from sentcl.objectives.base import Objective
 from sentcl.objectives.matryoshka import matryoshka_wrap
 from sentcl.objectives.mlm import mlm_wrap
@@ -73,6 +73,9 @@ class Method:
     #: ``sentcl.training.companion.Companion`` (objective_inputs, after_step, state_dict, load_state_dict);
     #: None: the method needs none
     companion: Companion | None = None
+    #: with ``model.two_encoders``: the encoder of each view, "f" or "g" (the method's own rule, set in its
+    #: build.py); None: the method trains one encoder only
+    view_encoders: tuple[str, ...] | None = None
 
     @property
     def num_views(self) -> int:

@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from sentcl.postprocess.pca import PCA, fit_pca
+from sentcl.modeling.postprocess.pca import PCA, fit_pca
 
 TOKEN_BATCH = 512
 

@@ -1,6 +1,6 @@
 """Fit a static model's token vectors to a teacher's sentence vectors (the second step of a static student).
 
-Model2Vec's tokenlearn step (Tulkens & van Dongen) and the probe of the CPU frontier issue: the distilled table
+Model2Vec's tokenlearn step (Tulkens & van Dongen), as the CPU frontier (docs/results/frontier-cpu.md) uses it: the distilled table
 E (V, k) is trained so that a sentence's mean of rows, through a learned map M (k x k, or k x k' to a narrower
 student: ``FitSettings.dim``), points where the teacher's
 vector of that sentence points. The teacher's vectors y (D) are brought to width k by the PCA that reduced the
@@ -27,8 +27,8 @@ import torch
 from torch import nn
 
 from sentcl.config.static_recipe import LOSSES, FitSettings
+from sentcl.modeling.postprocess.pca import PCA
 from sentcl.objectives.infonce import info_nce
-from sentcl.postprocess.pca import PCA
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)

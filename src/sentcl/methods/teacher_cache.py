@@ -1,13 +1,13 @@
 """Teacher vectors of a training corpus, encoded once and cached on disk (``model.teacher_cache``).
 
 A cache entry is one folder, named by a digest of what its vectors depend on: the teacher's identity
-(``sentcl.index.identity.model_identity``'s folder path and content fingerprint), its pooler and max length
+(``sentcl.data.vector_identity.model_identity``'s folder path and content fingerprint), its pooler and max length
 as the recipe sets them, the normalisation (none: a folder's own Normalize module applies, as in the student)
 and the sha256 of the texts. It holds
 
 - ``texts.txt``: the distinct texts the teacher encodes, one a line, in first-occurrence order over the
   corpus' examples (a line break inside a text is written as a space), written atomically;
-- ``vectors/``: the sharded encode of ``texts.txt`` (``sentcl.index.shards.encode_shards``): it resumes after
+- ``vectors/``: the sharded encode of ``texts.txt`` (``sentcl.data.shards.encode_shards``): it resumes after
   a kill and re-encodes an edited input; row r is line r + 1 of ``texts.txt``;
 - ``teacher.json``: the key's fields, for a person reading the folder.
 
@@ -36,6 +36,8 @@ import numpy as np
 from sentcl import distributed
 from sentcl.config.teacher import TeacherConfig
 from sentcl.config.typed import ConfigError
+from sentcl.data.shard_resume import shard_stem
+from sentcl.data.shards import MANIFEST, ShardSet, encode_shards, read_manifest
 from sentcl.defaults import ENCODE_BATCH_SIZE, TEACHER_CACHE_SUBDIR
 from sentcl.files.atomic import atomic_write, atomic_write_json
 from sentcl.files.fingerprint import (
@@ -50,8 +52,6 @@ from sentcl.files.output import model_input, prepare_folder
 from sentcl.files.pathcheck import check_output_dir
 from sentcl.files.paths import CACHE_ENV, cache_root, resolve_model_path
 from sentcl.files.read import load_npy, read_json
-from sentcl.index.shard_resume import shard_stem
-from sentcl.index.shards import MANIFEST, ShardSet, encode_shards, read_manifest
 
 logger = logging.getLogger(__name__)
 #: the cache entry's layout version (a new layout gets new entries, never misreads old ones); 2: the teacher's

@@ -26,7 +26,7 @@ from torch import Tensor
 
 from sentcl.config import ConfigError, TrainConfig
 from sentcl.config.teacher import TeacherConfig
-from sentcl.index.shards import ShardSet
+from sentcl.data.shards import ShardSet
 from sentcl.methods.teacher_cache import distinct_texts, teacher_cache_dir, teacher_vectors
 from sentcl.objectives.teacher_targets import teacher_key
 

@@ -60,7 +60,7 @@ def add_output_dense(
     random initialisation (as a new sentence-transformers Dense module)."""
     width = encoder.full_embedding_dim
     if init == "pca":
-        from sentcl.postprocess.pca import fit_pca, raw_vectors
+        from sentcl.modeling.postprocess.pca import fit_pca, raw_vectors
 
         if not fit_sentences:
             raise ValueError("model.output_dim_init: pca needs sentences to fit on (the training corpus)")

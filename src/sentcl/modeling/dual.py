@@ -1,7 +1,8 @@
 """Two encoders f and g (Quick-Thoughts; the SimCSE paper's "two encoders" ablation).
 
-View 0 of every example goes through f (the anchor / "input" encoder), the other views through g (the
-"context" encoder). At inference the embedding is f(s), or [f(s); g(s)] as in Quick-Thoughts.
+In training, each view goes through the encoder its method names (``Method.view_encoders``, written in the
+method's own build.py: f the anchor / "input" encoder, g the "context" encoder). At inference the embedding is
+f(s), or [f(s); g(s)] as in Quick-Thoughts.
 
 Saved as f's plain HF folder with g in ``context_encoder/`` beside it; f's ``sentcl.json`` says how to
 combine them, so ``open_model`` restores the pair while ``AutoModel`` still loads f alone.
@@ -66,27 +67,6 @@ class DualEncoder(nn.Module):
     @property
     def device(self) -> torch.device:
         return self.f.device
-
-    def embed_views(
-        self,
-        batch: dict[str, Tensor],
-        num_examples: int,
-        num_views: int,
-        head_activation: Sequence[str] | None,
-    ) -> Tensor:
-        """Flat rows (B·V, L), example-major: view 0 through f, views 1.. through g -> (B, V, D)."""
-
-        def rows(views: slice) -> dict[str, Tensor]:
-            return {
-                k: v.view(num_examples, num_views, *v.shape[1:])[:, views].reshape(-1, *v.shape[1:])
-                for k, v in batch.items()
-            }  # (B·V', ...) each
-
-        acts = list(head_activation) if head_activation else None
-        z_f = self.f(**rows(slice(0, 1)), head_activation=acts[0] if acts else None)  # (B, D)
-        z_g = self.g(**rows(slice(1, None)), head_activation=acts[1:] if acts else None)  # (B·(V-1), D)
-        z_g = z_g.view(num_examples, num_views - 1, -1)  # (B, V-1, D)
-        return torch.cat([z_f.unsqueeze(1), z_g], dim=1)  # (B, V, D)
 
     def encode(self, sentences: str | Sequence[str], **kwargs) -> np.ndarray | Tensor:  # noqa: ANN003
         to_numpy = kwargs.pop("convert_to_numpy", True)

@@ -149,7 +149,7 @@ class SentenceEncoder(nn.Module):
             remove_st_files(path)
         meta.update({"dense": dense, "normalize": self.normalize_output})
         if self.postprocess is not None or self.flow is not None:
-            from sentcl.postprocess.storage import save_postprocess
+            from sentcl.modeling.postprocess.storage import save_postprocess
 
             meta.update(save_postprocess(self, path))
         if self.prompt is not None:

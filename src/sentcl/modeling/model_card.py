@@ -18,11 +18,11 @@ from typing import Any
 
 import yaml
 
+from sentcl.config.method_catalogue import METHODS, method_record
 from sentcl.config.poolers import pooler_info
-from sentcl.evaluation.sts_table import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
+from sentcl.config.sts_table import DISPLAY_NAMES, STS_TASKS, format_sts_table, main_score
 from sentcl.files.atomic import atomic_write_text
 from sentcl.files.read import load_yaml_text
-from sentcl.methods.catalogue import METHODS, method_record
 from sentcl.modeling.st_folder import is_st_folder
 
 CARD_FILE = "README.md"
@@ -104,7 +104,7 @@ def card_metadata(
 
 def _method_section(name: str) -> tuple[str, list[str]]:
     """The method's one line and its card section (paper, citation, the paper's headline number), from its
-    record (sentcl.methods.catalogue); a name with no record (a run of an older sentcl) gets the name alone."""
+    record (sentcl.config.method_catalogue); a name with no record (a run of an older sentcl) gets the name alone."""
     if name not in METHODS:
         return name, []
     record = method_record(name)

@@ -33,10 +33,10 @@ from sentcl.files.paths import ModelFolderError
 from sentcl.modeling.backbone import Backbone, backbone_pooler_head
 from sentcl.modeling.folder_layout import HEAD_WEIGHTS, SENTCL_CONFIG
 from sentcl.modeling.heads import DenseLayer, MLPHead
+from sentcl.modeling.postprocess.storage import load_flow
 from sentcl.modeling.sentcl_json import saved_lengths
 from sentcl.modeling.st_folder import STLayout, is_head_like, read_dense
 from sentcl.modeling.weights import check_safetensors, load_checked
-from sentcl.postprocess.storage import load_flow
 
 if TYPE_CHECKING:
     from sentcl.modeling.loading import LoadOptions

@@ -11,8 +11,8 @@ from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.folder_layout import SENTCL_CONFIG
 from sentcl.modeling.heads import ACTIVATIONS
+from sentcl.modeling.postprocess.storage import check_postprocess_meta
 from sentcl.modeling.prompt import DENOISE_MODES, check_template
-from sentcl.postprocess.storage import check_postprocess_meta
 
 
 def _check_type(file: Path, meta: dict[str, Any], key: str, ok: bool, expected: str) -> None:

@@ -38,21 +38,36 @@ def similarity_matrix(a: Tensor, b: Tensor, similarity: str = "cosine") -> Tenso
     raise ValueError(f"unknown similarity {similarity!r}; valid: {', '.join(SIMILARITIES)}")
 
 
+def info_nce_from_similarities(
+    similarities: Tensor, temperature: float, targets: Tensor | None = None
+) -> Tensor:
+    """Mean cross-entropy of similarities / tau; row i's positive is column targets[i] (default i).
+
+    similarities (B, M): the methods that change a logit before the softmax (ArcCSE's margin on the positive)
+    or add negatives of their own (a queue, mixed negatives) call this with their matrix.
+    """
+    if targets is None:
+        targets = torch.arange(similarities.size(0), device=similarities.device)
+    return torch.nn.functional.cross_entropy(similarities / temperature, targets)
+
+
 def info_nce(
     anchors: Tensor,
     candidates: Tensor,
     temperature: float,
     targets: Tensor | None = None,
     similarity: str = "cosine",
+    extra_similarities: Tensor | None = None,
 ) -> Tensor:
     """Mean cross-entropy of sim(anchor_i, candidate_j) / tau; anchor i's positive is candidate targets[i].
 
-    anchors (B, D), candidates (M, D); targets default to arange(B).
+    anchors (B, D), candidates (M, D); targets default to arange(B). ``extra_similarities`` (B, K): more
+    negatives' similarities to each anchor, appended to its denominator (ESimCSE's queue, MixCSE's mixes).
     """
-    logits = similarity_matrix(anchors, candidates, similarity) / temperature  # (B, M)
-    if targets is None:
-        targets = torch.arange(anchors.size(0), device=anchors.device)
-    return torch.nn.functional.cross_entropy(logits, targets)
+    logits = similarity_matrix(anchors, candidates, similarity)  # (B, M)
+    if extra_similarities is not None:
+        logits = torch.cat([logits, extra_similarities], dim=1)  # (B, M + K)
+    return info_nce_from_similarities(logits, temperature, targets)
 
 
 def symmetric_info_nce(views: Tensor, temperature: float, similarity: str = "cosine") -> Tensor:

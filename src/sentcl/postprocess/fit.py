@@ -13,7 +13,7 @@ import numpy as np
 from sentcl.data.readers import DataFormatError, read_lines, require_file
 from sentcl.data.tables import iter_csv_records
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.postprocess.pca import raw_vectors  # noqa: F401 - re-exported (its home is pca.py)
+from sentcl.modeling.postprocess.pca import raw_vectors  # noqa: F401 - re-exported (its home is pca.py)
 
 logger = logging.getLogger("sentcl")
 
@@ -23,7 +23,7 @@ METHODS = ("whitening", "flow", "pca")
 @dataclass(frozen=True)
 class PostprocessSettings:
     """What to fit; ``dim`` is whitening's k and PCA's (required there), the flow options follow
-    postprocess/flow.py's defaults; ``center``: PCA's bias −W μ (False: no bias, see postprocess/pca.py)."""
+    modeling/postprocess/flow.py's defaults; ``center``: PCA's bias −W μ (False: no bias, see modeling/postprocess/pca.py)."""
 
     method: str
     dim: int | None = None
@@ -75,8 +75,8 @@ def postprocess_model(
     """Fit ``settings.method`` on the vectors of ``fit_files`` and attach it to ``encoder`` (returned).
 
     ``vectors``: this encoder's ``raw_vectors`` of those sentences when the caller has them already."""
-    from sentcl.postprocess.flow import FlowConfig, fit_flow
-    from sentcl.postprocess.whitening import fit_whitening
+    from sentcl.modeling.postprocess.flow import FlowConfig, fit_flow
+    from sentcl.modeling.postprocess.whitening import fit_whitening
 
     if settings.method not in METHODS:
         raise ValueError(f"unknown post-processing {settings.method!r}; valid: {', '.join(METHODS)}")
@@ -131,7 +131,7 @@ def _attach_pca(
     encoder: Any, vectors: np.ndarray, settings: PostprocessSettings, where: str
 ) -> dict[str, Any]:
     """Append the PCA Dense layer (before the model's final normalisation); its fit record."""
-    from sentcl.postprocess.pca import fit_pca
+    from sentcl.modeling.postprocess.pca import fit_pca
 
     assert settings.dim is not None
     pca = fit_pca(vectors, settings.dim, where, center=settings.center)

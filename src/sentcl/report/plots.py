@@ -7,7 +7,8 @@
 * :func:`plot_spectrum`: normalised singular values σ_i / σ_1 of the embedding matrix (SimCSE Appendix F).
 * :func:`plot_similarity_by_gold`: cos(f(s1), f(s2)) of STS-B pairs as box plots grouped by gold score
   (SimCSE Appendix G).
-* :func:`plot_grid_metric`: a grid's metric per point as bars, the paper's numbers beside them.
+* :func:`plot_grid_metric`: a grid's metric per point as bars from zero, with error bars over seeds and the
+  paper's numbers beside them (:mod:`sentcl.report.figure_rules`).
 * :func:`plot_metric_by_dimension`: a score (e.g. STS-B dev Spearman) against the embedding's truncation
   dimension, one line per series (a Matryoshka model, plain SimCSE, several tasks).
 
@@ -27,6 +28,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+
+from sentcl.report.figure_rules import place_labels  # noqa: E402
 
 FIGSIZE_IN = (6.4, 4.8)
 DPI = 100
@@ -62,11 +65,17 @@ def _finish(fig: Figure, ax: Any, path: Path, xlabel: str, ylabel: str, title: s
 def plot_alignment_uniformity(points: Mapping[str, tuple[float, float]], path: Path) -> Path:
     """Scatter of model name -> (ℓ_align, ℓ_uniform), each point labelled with its model."""
     fig, ax = _new_figure()
-    for name, (align, unif) in points.items():
+    for align, unif in points.values():
         ax.scatter([align], [unif], s=40)
-        ax.annotate(name, (align, unif), textcoords="offset points", xytext=(5, 5), fontsize=8)
     xlabel, ylabel = "ℓ_align (lower is better)", "ℓ_uniform (lower is better)"
-    return _finish(fig, ax, path, xlabel, ylabel, "Alignment and uniformity (STS-B test)", legend=False)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title("Alignment and uniformity (STS-B test)")
+    ax.grid(alpha=0.3)
+    ax.margins(0.15)
+    fig.tight_layout()
+    place_labels(ax, [(name, x, y) for name, (x, y) in points.items()], fontsize=8)  # no two labels overlap
+    return _save(fig, path)
 
 
 def plot_trajectory(trajectories: Mapping[str, Sequence[Mapping[str, float]]], path: Path) -> Path:
@@ -128,6 +137,52 @@ def plot_similarity_by_gold(
     return _finish(fig, ax, path, "gold similarity group", "cosine similarity", title, grid_axis="y")
 
 
+def grid_metric_figure(
+    labels: Sequence[str],
+    values: Sequence[float | None],
+    metric_name: str,
+    paper: Sequence[float | None] | None = None,
+    title: str = "",
+    errors: Sequence[float | None] | None = None,
+) -> Figure:
+    """Bars of ``values`` per grid point from zero (missing: no bar), each value written inside its bar;
+    ``errors``: one sample standard deviation over seeds, drawn as an error bar; ``paper`` numbers as a second,
+    hatched series."""
+    fig, ax = _new_figure()
+    x = np.arange(len(labels))
+    has_paper = paper is not None and any(v is not None for v in paper)
+    width = 0.4 if has_paper else 0.7
+    ours = [np.nan if v is None else v for v in values]
+    yerr = None if errors is None else [0.0 if e is None else e for e in errors]
+    bars = ax.bar(
+        x - (width / 2 if has_paper else 0),
+        ours,
+        width,
+        yerr=yerr,
+        capsize=3 if yerr else 0,
+        label="this run",
+    )
+    ax.bar_label(bars, fmt="%.1f", fontsize=7, label_type="center", color="white")
+    if has_paper and paper is not None:
+        theirs = [np.nan if v is None else v for v in paper]
+        paper_bars = ax.bar(x + width / 2, theirs, width, label="paper", hatch="//", alpha=0.6)
+        ax.bar_label(paper_bars, fmt="%.1f", fontsize=7, label_type="center")
+    ax.set_ylim(0, None)  # bars from zero: a difference of a point reads as the small share it is
+    ax.set_xticks(x, list(labels), rotation=90, fontsize=8)  # upright boxes: long names never overlap
+    if has_paper or yerr:  # the legend in headroom above the tallest bar, never over one
+        high = ax.get_ylim()[1]
+        ax.set_ylim(0, high * 1.25)
+        if yerr:
+            ax.errorbar([], [], yerr=[], fmt="none", ecolor="k", capsize=3, label="± 1 sd over seeds")
+        ax.legend(loc="upper left", ncol=3, fontsize=8, frameon=False)
+    title = "\n".join(textwrap.wrap(title, 70))  # a long grid title on two lines, not cut at the edge
+    ax.set_ylabel(f"{metric_name} (Spearman × 100)")
+    ax.set_title(title, fontsize=10)
+    ax.grid(alpha=0.3, axis="y")
+    fig.tight_layout()
+    return fig
+
+
 def plot_grid_metric(
     labels: Sequence[str],
     values: Sequence[float | None],
@@ -135,32 +190,10 @@ def plot_grid_metric(
     metric_name: str,
     paper: Sequence[float | None] | None = None,
     title: str = "",
+    errors: Sequence[float | None] | None = None,
 ) -> Path:
-    """Bars of ``values`` per grid point (missing: no bar); ``paper`` numbers as a second, hatched series."""
-    fig, ax = _new_figure()
-    x = np.arange(len(labels))
-    has_paper = paper is not None and any(v is not None for v in paper)
-    width = 0.4 if has_paper else 0.7
-    ours = [np.nan if v is None else v for v in values]
-    bars = ax.bar(x - (width / 2 if has_paper else 0), ours, width, label="this run")
-    ax.bar_label(bars, fmt="%.1f", fontsize=7)
-    shown = [v for v in ours if np.isfinite(v)]
-    if has_paper and paper is not None:
-        theirs = [np.nan if v is None else v for v in paper]
-        ax.bar_label(
-            ax.bar(x + width / 2, theirs, width, label="paper", hatch="//", alpha=0.6), fmt="%.1f", fontsize=7
-        )
-        shown += [v for v in theirs if np.isfinite(v)]
-    if shown:  # zoom on the values: differences of a point or two are what a grid shows
-        pad = max(2.0, 0.1 * (max(shown) - min(shown)))
-        ax.set_ylim(min(shown) - pad, max(shown) + pad)
-    ax.set_xticks(x, list(labels), rotation=30, ha="right", fontsize=8)
-    if has_paper:  # the legend in headroom above the tallest bar, never over one
-        low, high = ax.get_ylim()
-        ax.set_ylim(low, high + 0.3 * (high - low))
-        ax.legend(loc="upper left", ncol=2, fontsize=8, frameon=False)
-    title = "\n".join(textwrap.wrap(title, 70))  # a long grid title on two lines, not cut at the edge
-    return _finish(fig, ax, path, "", metric_name, title, title_size=10, grid_axis="y", legend=False)
+    """:func:`grid_metric_figure` saved as a PNG at ``path``."""
+    return _save(grid_metric_figure(labels, values, metric_name, paper, title, errors), path)
 
 
 def plot_metric_by_dimension(

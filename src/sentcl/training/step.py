@@ -55,7 +55,7 @@ def embed_views(
 
     With ``share_dropout_mask`` only view 0 is encoded and reused for every view, which is exactly
     "the same dropout mask for both views" without a second code path in the model. A DualEncoder
-    sends view 0 through f and the other views through g. ``length_buckets`` > 0 runs each encoder on at
+    sends each view through the encoder the method names (``Method.view_encoders``, set in its build.py). ``length_buckets`` > 0 runs each encoder on at
     most that many length-sorted micro-batches per head activation (modeling.bucketing; exact), 0 on the
     padded batch in one call. ``packed_tokens`` runs a supported (BERT) encoder on the real tokens only
     (sentcl.modeling.packed; exact), taking precedence over ``length_buckets``; others fall back to those.
@@ -65,17 +65,7 @@ def embed_views(
     if isinstance(model, DualEncoder):
         if method.embedding_augment or method.share_dropout_mask:
             raise ValueError("two encoders support neither feature augmentations nor a shared dropout mask")
-        if not length_buckets and not packed_tokens:
-            return model.embed_views(batch, num_examples, num_views, acts)
-        first = {k: per_view(v, num_examples, num_views)[:, :1].flatten(0, 1) for k, v in batch.items()}
-        rest = {k: per_view(v, num_examples, num_views)[:, 1:].flatten(0, 1) for k, v in batch.items()}
-        z_f = _encode_views(
-            model.f, first, num_examples, acts[:1] if acts else None, length_buckets, packed_tokens
-        )
-        z_g = _encode_views(
-            model.g, rest, num_examples, acts[1:] if acts else None, length_buckets, packed_tokens
-        )
-        return torch.cat([z_f, z_g], dim=1)  # (B, 1, D) + (B, V-1, D) -> (B, V, D)
+        return _encode_by_encoder(model, batch, method, num_examples, length_buckets, packed_tokens)
     if method.share_dropout_mask:
         rows = {k: per_view(v, num_examples, num_views)[:, 0] for k, v in batch.items()}  # (B, L) each
         z = _encode_views(model, rows, num_examples, None, length_buckets, packed_tokens)  # (B, 1, D)
@@ -87,6 +77,40 @@ def embed_views(
         rows["inputs_embeds"] = _augmented_embeddings(model, batch, method, num_examples)  # (B·V, L, H)
         return _encode_views(model, rows, num_examples, acts, length_buckets, packed_tokens)
     return _encode_views(model, batch, num_examples, acts, length_buckets, packed_tokens)
+
+
+def _encode_by_encoder(
+    model: DualEncoder,
+    batch: dict[str, Tensor],
+    method: Method,
+    num_examples: int,
+    length_buckets: int,
+    packed_tokens: bool,
+) -> Tensor:
+    """Each view through the encoder its method names (``Method.view_encoders``: "f" or "g" per view) -> (B, V, D)."""
+    num_views, acts, encoders = method.num_views, method.head_activation, method.view_encoders
+    if encoders is None or len(encoders) != num_views or set(encoders) - {"f", "g"}:
+        raise ValueError(
+            f"model.two_encoders needs the method to name the encoder of each of its {num_views} views "
+            f"(Method.view_encoders, 'f' or 'g' per view), got {encoders!r}"
+        )
+    slots: list[Tensor] = [torch.empty(0)] * num_views
+    for name, encoder in (("f", model.f), ("g", model.g)):
+        views = [v for v, e in enumerate(encoders) if e == name]
+        if not views:
+            continue
+        rows = {k: per_view(v, num_examples, num_views)[:, views].flatten(0, 1) for k, v in batch.items()}
+        z = _encode_views(  # (B, V_e, D): this encoder's views
+            encoder,
+            rows,
+            num_examples,
+            [acts[v] for v in views] if acts else None,
+            length_buckets,
+            packed_tokens,
+        )
+        for j, v in enumerate(views):
+            slots[v] = z[:, j]
+    return torch.stack(slots, dim=1)  # V x (B, D) -> (B, V, D)
 
 
 def _encode_views(

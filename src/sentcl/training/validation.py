@@ -25,8 +25,8 @@ from sentcl.config import (
     method_scoped_keys,
     objective_option_classes,
 )
+from sentcl.config.method_catalogue import method_record
 from sentcl.files.read import describe_not_a_file, preview
-from sentcl.methods.catalogue import method_record
 
 if TYPE_CHECKING:
     import torch

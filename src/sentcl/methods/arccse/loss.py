@@ -28,6 +28,7 @@ from torch.nn import functional as F
 
 from sentcl.defaults import TEMPERATURE
 from sentcl.objectives.base import Objective
+from sentcl.objectives.infonce import info_nce_from_similarities
 from sentcl.similarity import cosine_matrix
 
 #: arccos has an infinite derivative at +-1: cosines are clamped to [-1 + eps, 1 - eps] before it
@@ -40,13 +41,13 @@ def angles(cosines: Tensor) -> Tensor:
 
 
 def arc_con(anchors: Tensor, positives: Tensor, margin: float, temperature: float) -> Tensor:
-    """ArcCon averaged over the batch: the diagonal logit becomes cos(theta_ii + m); anchors, positives (B, D)."""
+    """ArcCon averaged over the batch: the shared InfoNCE with the diagonal logit cos(theta_ii + m); anchors,
+    positives (B, D)."""
     cos = cosine_matrix(anchors, positives)  # (B, B)
     eye = torch.eye(cos.size(0), dtype=torch.bool, device=cos.device)  # (B, B)
     margined = torch.cos(angles(cos.diagonal()) + margin)  # (B,)
     logits = torch.where(eye, torch.diag_embed(margined), cos)  # (B, B)
-    targets = torch.arange(cos.size(0), device=cos.device)
-    return F.cross_entropy(logits / temperature, targets)
+    return info_nce_from_similarities(logits, temperature)
 
 
 def angular_triplet(anchors: Tensor, weak: Tensor, strong: Tensor, margin: float) -> Tensor:

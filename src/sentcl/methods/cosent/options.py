@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from sentcl.config.method_record import MethodRecord, Paper, register_method
 from sentcl.config.objective import (
     ObjectiveConfig,
 )
@@ -16,7 +17,6 @@ from sentcl.config.typed import (
     check_positive,
     opt,
 )
-from sentcl.methods.record import MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     pass

@@ -15,24 +15,23 @@ from typing import Any
 
 import torch
 from torch import Tensor
-from torch.nn import functional as F
 
 from sentcl.defaults import TEMPERATURE
 from sentcl.objectives.base import Objective
+from sentcl.objectives.infonce import info_nce
 from sentcl.similarity import cosine_matrix
 
 
 def queue_info_nce(anchors: Tensor, positives: Tensor, queue: Tensor | None, temperature: float) -> Tensor:
-    """Mean cross-entropy over [cos(h_i, h_j^+) | cos(h_i, q_m)] / tau, target j = i.
+    """The shared InfoNCE over [cos(h_i, h_j^+) | cos(h_i, q_m)] / tau, target j = i.
 
     anchors, positives (B, D); queue (Q, D) or None.
     """
-    logits = cosine_matrix(anchors, positives)  # (B, B)
+    extra = None
     if queue is not None and queue.numel():
         queue = queue.detach().to(anchors.device, anchors.dtype)
-        logits = torch.cat([logits, cosine_matrix(anchors, queue)], dim=1)  # (B, B + Q)
-    targets = torch.arange(anchors.size(0), device=anchors.device)
-    return F.cross_entropy(logits / temperature, targets)
+        extra = cosine_matrix(anchors, queue)  # (B, Q)
+    return info_nce(anchors, positives, temperature, extra_similarities=extra)  # (B, B + Q) logits
 
 
 class ESimCSELoss(Objective):

@@ -4,7 +4,7 @@ z (B, 2, D) = (h_i, h_i^+), two dropout views of sentence i as in unsupervised S
 of anchor i with the negative h_j^+ (j != i) is
 
     h~_ij = stopgrad( (lambda h_i^+ + (1 - lambda) h_j^+) / || lambda h_i^+ + (1 - lambda) h_j^+ ||_2 ),
-    lambda = 0.2 (the issue's and the paper's BERT-base setting; the authors' script passes --lambdas 0.6)
+    lambda = 0.2 (the paper's BERT-base setting; the authors' script passes --lambdas 0.6)
 
 and the loss adds e^{cos(h_i, h~_ij)/tau} to anchor i's InfoNCE denominator:
 
@@ -34,7 +34,8 @@ from torch.nn import functional as F
 from sentcl.defaults import TEMPERATURE
 from sentcl.methods.mixcse.options import MIX_PARTNERS
 from sentcl.objectives.base import Objective
-from sentcl.similarity import cosine_matrix, unit_rows
+from sentcl.objectives.infonce import info_nce
+from sentcl.similarity import unit_rows
 
 PARTNERS = MIX_PARTNERS
 
@@ -58,13 +59,13 @@ def mixed_negatives(positives: Tensor, lam: float, partners: str = "one") -> Ten
 def mixcse_loss(
     anchors: Tensor, positives: Tensor, lam: float, temperature: float, partners: str = "one"
 ) -> Tensor:
-    """MixCSE's l_i averaged over the batch; anchors, positives (B, D)."""
+    """MixCSE's l_i averaged over the batch: the shared InfoNCE with the mixes' similarities appended; anchors,
+    positives (B, D)."""
     batch = anchors.size(0)
     if batch < 2:
         raise ValueError(
             "MixCSE mixes a positive with another sentence of the batch: batch size must be >= 2"
         )
-    logits = cosine_matrix(anchors, positives)  # (B, B)
     mixes = mixed_negatives(positives, lam, partners)
     if partners == "one":
         extra = F.cosine_similarity(anchors, mixes, dim=-1)[:, None]  # (B, 1)
@@ -72,9 +73,7 @@ def mixcse_loss(
         extra = F.cosine_similarity(anchors[:, None, :], mixes, dim=-1)  # (B, 1, D) vs (B, B, D) -> (B, B)
         eye = torch.eye(batch, dtype=torch.bool, device=anchors.device)  # (B, B)
         extra = extra.masked_fill(eye, float("-inf"))  # j = i is no negative
-    logits = torch.cat([logits, extra], dim=1)  # (B, B + 1) or (B, 2B)
-    targets = torch.arange(batch, device=anchors.device)
-    return F.cross_entropy(logits / temperature, targets)
+    return info_nce(anchors, positives, temperature, extra_similarities=extra)  # (B, B + 1) or (B, 2B) logits
 
 
 class MixCSELoss(Objective):

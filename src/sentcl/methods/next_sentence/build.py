@@ -22,4 +22,6 @@ def build(
         views=NextSentenceViews(cfg.data.next_sentence_window, cfg.training.seed),
         objective=InfoNCE(o.temperature),
         examples=corpus.examples,
+        # with model.two_encoders: f encodes the sentence s_i, g its positive (a nearby sentence)
+        view_encoders=("f", "g"),
     )

@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from sentcl.config.method_record import MethodRecord, Paper, register_method
 from sentcl.config.objective import (
     TWO_ENCODER_KEYS,
     TemperatureOptions,
 )
-from sentcl.methods.record import MethodRecord, Paper, register_method
 from sentcl.methods.unsup_simcse.options import SIMCSE
 
 if TYPE_CHECKING:

@@ -9,13 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from sentcl.config.method_record import STS7, MethodRecord, Paper, register_method
 from sentcl.config.objective import (
     TemperatureOptions,
 )
 from sentcl.config.typed import (
     ConfigError,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     from sentcl.config.sections import TrainConfig

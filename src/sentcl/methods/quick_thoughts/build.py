@@ -39,4 +39,6 @@ def build(
         examples=corpus.examples,
         sampler="contiguous",
         meta=meta,
+        # f encodes the input sentence s_i, g the candidates s_j it scores (the paper's f(s_i)·g(s_j))
+        view_encoders=("f", "g"),
     )

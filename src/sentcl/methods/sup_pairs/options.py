@@ -9,10 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sentcl.config.method_record import MethodRecord, Paper, register_method
 from sentcl.config.objective import (
     InfoNCEOptions,
 )
-from sentcl.methods.record import MethodRecord, Paper, register_method
 from sentcl.methods.unsup_simcse.options import SIMCSE
 
 if TYPE_CHECKING:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from sentcl.config.method_record import STS7, MethodRecord, Paper, register_method
 from sentcl.config.objective import (
     SIMILARITIES,
     TemperatureOptions,
@@ -18,7 +19,6 @@ from sentcl.config.typed import (
     check_choice,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 from sentcl.methods.unsup_simcse.options import SIMCSE
 
 if TYPE_CHECKING:

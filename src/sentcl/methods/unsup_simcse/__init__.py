@@ -14,5 +14,5 @@ or from Python (``from sentcl.config import TrainConfig, load_config``, ``resolv
     result = sentcl.train(cfg)
 
 Here: ``options.py`` (its options class and ``RECORD``, torch-free), ``build.py``. The catalogue
-(``sentcl.methods.catalogue``) lists it.
+(``sentcl.config.method_catalogue``) lists it.
 """

@@ -37,4 +37,6 @@ def build(
         share_dropout_mask=cfg.model.same_dropout_mask,
         stochastic=[a for a in (text_aug, token_aug, embedding_aug) if a is not None],
         views_are_copies=text_aug is None,
+        # with model.two_encoders (the SimCSE paper's "two encoders" ablation): f encodes the anchor, g the positive
+        view_encoders=("f", "g"),
     )

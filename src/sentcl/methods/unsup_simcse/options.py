@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar
 
+from sentcl.config.method_record import STS7, MethodRecord, Paper, register_method
 from sentcl.config.objective import (
     AUGMENTATION_KEYS,
     TWO_ENCODER_KEYS,
@@ -18,7 +19,6 @@ from sentcl.config.typed import (
     ConfigError,
     opt,
 )
-from sentcl.methods.record import STS7, MethodRecord, Paper, register_method
 
 if TYPE_CHECKING:
     from sentcl.config.sections import TrainConfig

@@ -68,7 +68,7 @@ def load_flow(folder: Path, meta: dict[str, Any]) -> Any:
     """The Glow stored in ``folder`` (None when sentcl.json has no ``flow``)."""
     if "flow" not in meta:
         return None
-    from sentcl.postprocess.flow import FlowConfig, Glow
+    from sentcl.modeling.postprocess.flow import FlowConfig, Glow
 
     file = folder / FLOW_WEIGHTS
     if not file.is_file():

@@ -6,13 +6,13 @@ holds lines i·N + 1 .. (i + 1)·N as ``shard-<i>.npy`` (float32, (rows, D)) wit
 range), each written atomically (temporary file, fsync, rename); the sidecar JSON is written last, so a
 shard counts as finished only when it is complete, and a resumed encode skips finished shards.
 ``manifest.json`` (the encoder's identity: model, its folder and content fingerprint, pooler, max length,
-truncation (``sentcl.index.identity``); dim; the input's fingerprint: size, mtime and SHA-256; the shard
+truncation (``sentcl.data.vector_identity``); dim; the input's fingerprint: size, mtime and SHA-256; the shard
 list with line ranges, each shard's SHA-256 and its line-offset table's; sentcl's version; ``complete``) is
 rewritten atomically after each shard. ``ShardSet`` verifies a shard's SHA-256 when it first opens it (the
 fingerprint cache makes that a stat() for an unchanged file; a shard of an older sentcl has none to check).
 
 On resume the settings must match every finished shard's own record, manifest or not (else an error names
-them), and an input changed since is re-encoded from the first shard (``sentcl.index.shard_resume``).
+them), and an input changed since is re-encoded from the first shard (``sentcl.data.shard_resume``).
 
 The input is streamed line by line: only one shard's sentences and embeddings are in memory at a time,
 and the model sees ``ENCODE_CHUNK`` sentences per call (the tokenizer's output is the large part).
@@ -34,6 +34,9 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.readers import decode_line
+from sentcl.data.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, shard_stem
+from sentcl.data.shard_resume import finished as _finished
+from sentcl.data.vector_identity import model_identity
 from sentcl.files.atomic import atomic_save_npy, atomic_write_json
 from sentcl.files.budget import bounded_lines, read_bounded_line
 from sentcl.files.fingerprint import (
@@ -46,9 +49,6 @@ from sentcl.files.fingerprint import (
 )
 from sentcl.files.output import Input, model_input, prepare_folder
 from sentcl.files.read import load_npy, read_json
-from sentcl.index.identity import model_identity
-from sentcl.index.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, shard_stem
-from sentcl.index.shard_resume import finished as _finished
 from sentcl.version import __version__
 
 logger = logging.getLogger(__name__)

@@ -30,7 +30,7 @@ import torch
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.modeling.heads import DenseLayer
-from sentcl.postprocess.whitening import RANK_TOL
+from sentcl.modeling.postprocess.whitening import RANK_TOL
 
 
 @dataclass(frozen=True)

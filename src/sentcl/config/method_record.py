@@ -2,7 +2,7 @@
 and the record itself (name, options class, reader, paper, summary).
 
 Each method writes its own ``RECORD = register_method(MethodRecord(...))`` in ``sentcl/methods/<name>/options.py``,
-beside its options class; the catalogue (:mod:`sentcl.methods.catalogue`) imports every such module, one line each. The model card, the README's table and the results pages
+beside its options class; the catalogue (:mod:`sentcl.config.method_catalogue`) imports every such module, one line each. The model card, the README's table and the results pages
 read the records.
 """
 
@@ -58,7 +58,7 @@ class MethodRecord:
 
 
 #: every method's record by name: each ``options.py`` registers its own (``register_method``), and the catalogue
-#: (:mod:`sentcl.methods.catalogue`) imports every ``options.py``, one line each
+#: (:mod:`sentcl.config.method_catalogue`) imports every ``options.py``, one line each
 METHODS: Registry[MethodRecord] = Registry("method")
 
 

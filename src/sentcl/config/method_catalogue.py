@@ -28,10 +28,10 @@ import sentcl.methods.sncse.options  # noqa: F401
 import sentcl.methods.sup_pairs.options  # noqa: F401
 import sentcl.methods.sup_simcse.options  # noqa: F401
 import sentcl.methods.unsup_simcse.options  # noqa: F401
+from sentcl.config.method_record import METHODS, MethodRecord
 from sentcl.config.objective import ObjectiveConfig
 from sentcl.config.typed import ConfigError, describe_fields
 from sentcl.files.read import cut, preview
-from sentcl.methods.record import METHODS, MethodRecord
 
 
 def method_record(name: object) -> MethodRecord:
