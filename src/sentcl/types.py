@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where arrays are made: the CLI's parser reads these types without it
+    import numpy as np
 
-EncodeFn = Callable[[list[str]], np.ndarray]
+EncodeFn = Callable[[list[str]], "np.ndarray"]
 """sentences -> embeddings (N, D): what every evaluator, the MTEB adapter and retrieval take."""
 
 

@@ -49,7 +49,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--resume", action="store_true", help="Continue from the last checkpoint in the run folder."
     )
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, evaluates=True)
 
 
 def _failed(message: str) -> int:
