@@ -101,3 +101,13 @@ def test_the_parser_still_has_every_command() -> None:
 def test_version_and_help_take_little_cpu(argv: list[str]) -> None:
     spent = _cpu_seconds(argv)
     assert spent <= CPU_LIMIT_S, f"sentcl {' '.join(argv)}: {spent:.2f} CPU seconds (limit {CPU_LIMIT_S})"
+
+
+def test_the_commands_that_evaluate_say_so() -> None:
+    """The "mteb" task is registered before a command that evaluates runs (``evaluates=True``), not for the
+    others, which then never import the evaluation code."""
+    from sentcl.cli import build_parser
+
+    sub = next(a for a in build_parser()._actions if a.dest == "command")
+    evaluating = {name for name, p in sub.choices.items() if p.get_default("evaluates")}
+    assert evaluating == {"train", "eval", "report", "experiment"}

@@ -139,6 +139,9 @@ def _run(args: argparse.Namespace) -> int:
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
+    # faiss' loader says at INFO which CPU build it tried ("Could not load library with AVX2 support"):
+    # a detail of its install, not of the command; shown with --verbose
+    logging.getLogger("faiss").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     try:
         code = int(args.func(args))
         sys.stdout.flush()

@@ -287,12 +287,19 @@ def headline(task: str, result: Mapping[str, Any]) -> float:
 
 
 def dev_score(encode: EncodeFn, data_dir: Path, dev_task: str) -> float:
+    return dev_evaluation(encode, data_dir, dev_task)[0]
+
+
+def dev_evaluation(encode: EncodeFn, data_dir: Path, dev_task: str) -> tuple[float, dict[str, Any] | None]:
+    """The dev score and, for a named task, its whole result (what ``evaluate`` gives for that task: a final
+    evaluation of the same model reuses it); None for the user's PREFIX:PATH tasks."""
     prefix, _, arg = dev_task.partition(":")
     if prefix in DEV_PREFIXES and arg:
-        return DEV_PREFIXES[prefix](encode, user_data_path(arg, data_dir))
+        return DEV_PREFIXES[prefix](encode, user_data_path(arg, data_dir)), None
     if dev_task not in dev_task_names():
         raise ValueError(f"unknown dev task {dev_task!r}; valid: {', '.join(dev_task_names())}")
-    return headline(dev_task, TASKS[dev_task].evaluate(encode, data_dir, EvalOptions()))
+    result = TASKS[dev_task].evaluate(encode, data_dir, EvalOptions())
+    return headline(dev_task, result), result
 
 
 def format_results(results_by_model: dict[str, dict[str, dict[str, Any]]]) -> str:
