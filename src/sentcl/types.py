@@ -42,8 +42,10 @@ class Encoder(Protocol):
         convert_to_numpy: bool = True,
         show_progress: bool = False,
         max_length: int | None = None,
+        normalize_embeddings: bool | None = None,
     ) -> Any:
-        """Embed in input order: (N, D), or (D,) for one string."""
+        """Embed in input order: (N, D), or (D,) for one string. ``normalize_embeddings``: sentence-transformers'
+        name of ``normalize``, accepted as well."""
         ...
 
     def similarity(self, a: Any, b: Any) -> np.ndarray:
