@@ -1,4 +1,5 @@
-"""The evaluations of a run: the starting model (``eval.compare_with_start``), the dev score every
+"""The evaluations of a run: the starting model (``eval.compare_with_start``; and, where the run pools a sentence
+encoder otherwise than its own folder does, the start model in its own pooling, always), the dev score every
 ``eval_steps`` with the best model kept in ``best/`` (as the SimCSE paper does; the saving is
 ``training/best_model.py``), the alignment/uniformity trajectory, and the final evaluation of the best model
 (rank 0; evaluation never shifts the training RNG). A final task that is the dev task is not evaluated again
@@ -18,6 +19,7 @@ from sentcl.evaluation.embedding import evaluation_encode_fn
 from sentcl.evaluation.runner import dev_evaluation, evaluate, expand
 from sentcl.files.read import read_json, write_json_strict
 from sentcl.modeling.encode_adapter import encode_fn
+from sentcl.modeling.locate import locate
 from sentcl.modeling.open import open_model
 from sentcl.rng import preserved_rng
 from sentcl.training.best_model import best_folder, keep_best, write_card
@@ -25,6 +27,9 @@ from sentcl.training.run import RunSetup, RunState
 from sentcl.training.step import TrainingDiverged, check_finite_weights
 
 logger = logging.getLogger(__name__)
+
+# folders that carry their own pooling (a sentence encoder): sentence-transformers' Pooling, sentcl.json
+OWN_POOLING_KINDS = ("sentence-transformers", "sentcl")
 
 
 def _named(tasks: list[str]) -> str:
@@ -59,6 +64,33 @@ class Evaluations:
         results = evaluate(encode, self.run.data_dir, e.final_tasks, transfer_protocol=e.transfer_protocol)
         write_json_strict(start_file, results)
         return results
+
+    def start_own_pooling(self) -> tuple[str, dict[str, Any]] | None:
+        """The start model with its own pooling on the final tasks (once per run folder; rank 0), when it is a
+        sentence encoder (a sentence-transformers or sentcl folder) and the run pools otherwise: the table then
+        shows whether training beat the model as its authors use it, not only the re-pooled start."""
+        m, e, out = self.cfg.model, self.cfg.eval, self.run.out
+        if m.pooler is None or not self.run.main or not e.final_tasks:
+            return None  # the folder's own pooler: the start model of compare_with_start is the own one
+        if locate(m.name_or_path).kind not in OWN_POOLING_KINDS:
+            return None
+        own_file = out / "start_own_pooling.json"
+        if own_file.is_file():
+            saved = read_json(own_file, what="the start model's results in its own pooling")
+            return str(saved["pooler"]), saved["results"]
+        own = open_model(m.name_or_path).to(self.run.device)
+        if own.pooler == m.pooler:
+            return None
+        logger.info(
+            "evaluating the starting model in its own pooling (%s; this run: %s) on %s",
+            own.pooler,
+            m.pooler,
+            _named(e.final_tasks),
+        )
+        encode = evaluation_encode_fn(own, e.batch_size)  # the one evaluation path, as sentcl eval
+        results = evaluate(encode, self.run.data_dir, e.final_tasks, transfer_protocol=e.transfer_protocol)
+        write_json_strict(own_file, {"pooler": own.pooler, "results": results})
+        return own.pooler, results
 
     def geometry(self) -> dict[str, float]:
         """alignment/uniformity on STS-B dev, when tracked (the paper's Figure 2 trajectory)."""

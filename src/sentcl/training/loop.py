@@ -107,6 +107,7 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
     _seed_everything(t.seed + run.rank)
     evals = Evaluations(run, model, len(method.examples))
     start_results = evals.start_results()
+    start_own = evals.start_own_pooling()
 
     # ---- optimizer, schedule, resume
     total_steps = count_steps(run, method)
@@ -168,7 +169,9 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
     tracker.close()
 
     # ---- final evaluation of the best model (rank 0)
-    result = TrainResult(run.out, state.global_step, state.best_step, state.best_score, {}, start_results)
+    result = TrainResult(
+        run.out, state.global_step, state.best_step, state.best_score, {}, start_results, start_own
+    )
     if run.main:
         result.results = evals.final(state)
     distributed.barrier()
