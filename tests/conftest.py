@@ -4,6 +4,7 @@ encoder and index. Shared helper functions live in tests/helpers/."""
 from __future__ import annotations
 
 import contextlib
+import os
 from pathlib import Path
 from typing import Any
 
@@ -28,8 +29,11 @@ def tiny_bert(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def data_dir() -> Path:
-    """The real data folder ($SENTCL_DATA or ../shared/data): always present in development and CI."""
-    return resolve_data_dir()
+    """The real data folder ($SENTCL_DATA, which make test sets, else ../shared/data beside the
+    checkout): always present in development and CI."""
+    return resolve_data_dir(
+        os.environ.get("SENTCL_DATA") or Path(__file__).resolve().parents[1].parent / "shared" / "data"
+    )
 
 
 @pytest.fixture()

@@ -12,6 +12,7 @@ from __future__ import annotations
 import functools
 import re
 import shlex
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -309,3 +310,72 @@ def test_a_page_that_reads_what_no_step_made_is_found(
     assert unmade_inputs(first) == []
     unmade, placeholder = unmade_inputs(second)
     assert "'runs/b/best'" in unmade and "eval ... --tasks sts" in placeholder and "error" in placeholder
+
+
+#: variables a shell has without any page setting them
+SHELL_VARIABLES = {"PWD", "HOME", "PATH", "USER", "OLDPWD", "SHELL"}
+
+
+def page_writes(page: Path) -> set[str]:
+    """The paths the page's own commands write (not what it takes from the pages it links to)."""
+    blocks, _ = _page_blocks(page)
+    written = {_norm(w) for block in blocks for command in commands(block) for w in command.writes}
+    return {path for path in written if not built_in(path)}  # a download item: a second download keeps it
+
+
+def shared_outputs(pages: list[Path]) -> list[str]:
+    """Paths two pages write: run in one folder, one page's output would stop (or replace) the other's."""
+    writers: dict[str, list[str]] = {}
+    for page in pages:
+        for path in page_writes(page):
+            writers.setdefault(path, []).append(str(page.relative_to(ROOT)))
+    return [f"{path}: {', '.join(sorted(by))}" for path, by in sorted(writers.items()) if len(by) > 1]
+
+
+def unset_variables(page: Path) -> list[str]:
+    """Variables the page's commands read (``$NAME``, ``${NAME}``) that no earlier line of the page sets
+    (``export NAME=``, ``NAME=``): they would come from another page's shell."""
+    blocks, _ = _page_blocks(page)
+    set_: set[str] = set(SHELL_VARIABLES)
+    missing = []
+    for block in blocks:
+        for line in block.replace("\\\n", " ").splitlines():
+            code = line.split(" #", 1)[0]
+            for name in re.findall(r"\$\{?([A-Za-z_]\w*)", code):
+                if name not in set_ and not re.search(rf"(?:^|\s){name}=", code):
+                    missing.append(f"{page.relative_to(ROOT)}: ${name} in `{line.strip()}`")
+            # what stays set: `export NAME=...`, or a line of assignments only (not `NAME=value command`)
+            set_ |= set(re.findall(r"export\s+([A-Za-z_]\w*)=", code))
+            if re.fullmatch(r"\s*(?:[A-Za-z_]\w*=\S*\s*)+", code):
+                set_ |= set(re.findall(r"([A-Za-z_]\w*)=", code))
+    return missing
+
+
+def tutorial_pages() -> list[Path]:
+    """The pages a newcomer runs one after another, in one folder: the quickstart and the tutorials."""
+    return [ROOT / "docs" / "quickstart.md", *sorted((ROOT / "docs" / "tutorials").glob("*.md"))]
+
+
+def test_no_two_tutorials_write_the_same_file() -> None:
+    """After the quickstart, in the same folder, a tutorial's `encode --output emb.npy` stopped on the
+    quickstart's emb.npy; two tutorials wrote mined.csv."""
+    shared = shared_outputs(tutorial_pages())
+    assert not shared, "\n".join(shared)
+
+
+def test_every_variable_a_tutorial_reads_is_set_on_that_page() -> None:
+    """In a new shell, without the quickstart's `export SENTCL_DATA`, the tutorials read '/corpora/...'."""
+    missing = [item for page in tutorial_pages() for item in unset_variables(page)]
+    assert not missing, "\n".join(missing)
+
+
+def test_the_page_rules_find_a_shared_output_and_an_unset_variable(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr(sys.modules[__name__], "ROOT", tmp_path)
+    one, two = tmp_path / "one.md", tmp_path / "two.md"
+    one.write_text(
+        "```bash\nexport SENTCL_DATA=$PWD/d\nsentcl encode --model m --input a.txt --output e.npy\n```\n"
+    )
+    two.write_text("```bash\nhead \"$SENTCL_DATA/corpora/x.txt\" > a.txt\nsentcl encode --model m --input a.txt "
+                   "--output e.npy\n```\n")  # fmt: skip
+    assert shared_outputs([one, two]) == ["e.npy: one.md, two.md"]
+    assert unset_variables(one) == [] and len(unset_variables(two)) == 1

@@ -244,3 +244,36 @@ def test_a_missing_data_folder_names_the_one_download_command_for_what_the_run_r
             check_files(cfg)
     finally:
         os.chdir(old)
+
+
+def test_without_sentcl_data_the_data_folder_is_the_users_cache_folder(
+    tmp_path: Path, mirror: Mirror
+) -> None:
+    """The default data folder was ../shared/data relative to the working folder (this repository's layout):
+    it is $XDG_CACHE_HOME/sentcl/data, else ~/.cache/sentcl/data, whatever the working folder."""
+    home, xdg, here, there = tmp_path / "home", tmp_path / "xdg", tmp_path / "a", tmp_path / "b"
+    for folder in (home, here, there):
+        folder.mkdir()
+    sentcl = [sys.executable, "-m", "sentcl.cli"]
+    env = _env(SENTCL_DOWNLOAD_MIRROR=mirror.base, HOME=str(home))
+    env.pop("XDG_CACHE_HOME", None)
+    done = subprocess.run(
+        [*sentcl, "download", "wiki1m_prefix"], cwd=here, env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    placed = home / ".cache" / "sentcl" / "data" / DOWNLOAD_TARGETS["wiki1m_prefix"]
+    assert placed.is_file() and f"wiki1m_prefix: {placed}" in done.stdout
+    found = subprocess.run(
+        [*sentcl, "download", "wiki1m_prefix"], cwd=there, env=env, capture_output=True, text=True
+    )
+    assert found.returncode == 0 and "already there" in found.stderr  # another working folder, the same data
+    with_xdg = {**env, "XDG_CACHE_HOME": str(xdg)}
+    done = subprocess.run(
+        [*sentcl, "download", "wiki1m_prefix"], cwd=here, env=with_xdg, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and (xdg / "sentcl" / "data" / DOWNLOAD_TARGETS["wiki1m_prefix"]).is_file()
+    chosen = {**with_xdg, "SENTCL_DATA": str(tmp_path / "mine")}  # $SENTCL_DATA still wins
+    done = subprocess.run(
+        [*sentcl, "download", "wiki1m_prefix"], cwd=here, env=chosen, capture_output=True, text=True
+    )
+    assert done.returncode == 0 and (tmp_path / "mine" / DOWNLOAD_TARGETS["wiki1m_prefix"]).is_file()

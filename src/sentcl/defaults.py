@@ -36,9 +36,9 @@ ENCODE_BATCH_SIZE = 128
 #: Environment variable naming the data folder.
 DATA_ENV = "SENTCL_DATA"
 
-#: The data folder when neither --data-dir nor $SENTCL_DATA is given: ``shared/data`` in the parent of the
-#: current working folder (run from the checkout, that is ``../shared/data`` beside it).
-DATA_DIR_DEFAULT = ("..", "shared", "data")
+#: The data folder when neither --data-dir nor $SENTCL_DATA is given: ``sentcl/data`` in the user's cache folder
+#: ($XDG_CACHE_HOME, else ~/.cache), the same whatever the working folder.
+DATA_DIR_DEFAULT = ("sentcl", "data")
 
 #: How ``model.output_dim``'s Dense layer starts (the config's choices, read by modeling/build.py): PCA of the
 #: start model's vectors (the first, the default) or nn.Linear's random initialisation.

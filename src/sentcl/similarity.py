@@ -34,6 +34,16 @@ def unit_rows(x: RowsT) -> RowsT:
     return torch.nn.functional.normalize(x, p=2.0, dim=-1, eps=NORM_EPS)
 
 
+def wants_unit_rows(normalize: bool, normalize_embeddings: bool | None) -> bool:
+    """``encode``'s normalisation from its ``normalize`` or sentence-transformers' ``normalize_embeddings``
+    (either name; both given must agree)."""
+    if normalize_embeddings is None:
+        return bool(normalize)
+    if normalize and not normalize_embeddings:
+        raise ValueError("normalize=True and normalize_embeddings=False disagree: give one of them")
+    return bool(normalize_embeddings)
+
+
 def cosine_matrix(a: Tensor, b: Tensor) -> Tensor:
     """cos(a_i, b_j) for all pairs: (N, D), (M, D) -> (N, M)."""
     return unit_rows(a) @ unit_rows(b).T

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-import numpy as np
+if TYPE_CHECKING:  # numpy is imported where arrays are made: the CLI's parser reads these types without it
+    import numpy as np
 
-EncodeFn = Callable[[list[str]], np.ndarray]
+EncodeFn = Callable[[list[str]], "np.ndarray"]
 """sentences -> embeddings (N, D): what every evaluator, the MTEB adapter and retrieval take."""
 
 
@@ -41,8 +42,10 @@ class Encoder(Protocol):
         convert_to_numpy: bool = True,
         show_progress: bool = False,
         max_length: int | None = None,
+        normalize_embeddings: bool | None = None,
     ) -> Any:
-        """Embed in input order: (N, D), or (D,) for one string."""
+        """Embed in input order: (N, D), or (D,) for one string. ``normalize_embeddings``: sentence-transformers'
+        name of ``normalize``, accepted as well."""
         ...
 
     def similarity(self, a: Any, b: Any) -> np.ndarray:

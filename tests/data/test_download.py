@@ -188,3 +188,32 @@ def test_http_error_names_url_and_manual_step(server: Mirror, tmp_path: Path) ->
     ):
         download(["nli"], tmp_path, sources)
     assert not (tmp_path / "corpora").exists()
+
+
+def test_offline_error_names_every_failed_download_and_the_mirror(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Offline, every named download is tried: the one error line names each that failed, and --mirror."""
+    mirror = f"http://127.0.0.1:{_closed_port()}"
+    code = main(["download", "nli", "wiki1m", "--data-dir", str(tmp_path), "--mirror", mirror])
+    err = capsys.readouterr().err
+    assert code == 2 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "2 of 2 downloads failed" in err
+    assert (
+        f"cannot reach {mirror}/nli_for_simcse.csv" in err
+        and f"cannot reach {mirror}/wiki1m_for_simcse.txt" in err
+    )
+    assert "--mirror URL" in err and "$SENTCL_DOWNLOAD_MIRROR" in err
+
+
+def test_a_failed_download_does_not_stop_the_next(
+    server: Mirror, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The mirror lacks nli's file (HTTP 404): wiki1m, named after it, is still installed, and the error says so."""
+    server.files["wiki1m_for_simcse.txt"] = BODY
+    code = main(["download", "nli", "wiki1m", "--data-dir", str(tmp_path / "d"), "--mirror", server.base])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert (tmp_path / "d" / "corpora" / "wiki1m_for_simcse.txt").read_bytes() == BODY
+    assert "1 of 2 downloads failed (wiki1m installed): nli: " in err and "HTTP 404" in err
+    assert not (tmp_path / "d" / "corpora" / "nli_for_simcse.csv").exists()

@@ -86,3 +86,38 @@ def test_config_accepts_prefixed_dev_tasks(value: str, ok: bool) -> None:
     else:
         with pytest.raises(ConfigError, match="eval.dev_task"):
             EvalConfig(dev_task=value)
+
+
+def test_the_best_models_dev_task_is_evaluated_once(
+    tmp_path: Path, tiny_bert: Path, corpus_file: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A final task that is the dev task reuses the best step's dev evaluation (the same model): STS-B dev is
+    evaluated once per dev step, not once more on best/; the reused result is what evaluating best/ gives."""
+    import dataclasses
+
+    from sentcl.evaluation import runner
+    from sentcl.evaluation.embedding import evaluation_encode_fn
+
+    calls: list[str] = []
+    task = runner.TASKS["stsb_dev"]
+
+    def counted(*args: object) -> dict:
+        calls.append("stsb_dev")
+        return task.evaluate(*args)
+
+    monkeypatch.setitem(runner.TASKS, "stsb_dev", dataclasses.replace(task, evaluate=counted))
+    recipe = {
+        "model": {"name_or_path": str(tiny_bert)},
+        "data": {"data_dir": str(data_dir), "train_file": str(corpus_file)},
+        "training": {"output_dir": str(tmp_path / "run"), "batch_size": 8, "max_steps": 2, "eval_steps": 1},
+        "eval": {"dev_task": "stsb_dev", "final_tasks": ["stsb_dev"], "compare_with_start": False},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe), encoding="utf-8")
+    assert main(["train", "--config", str(tmp_path / "r.yaml")]) == 0
+    assert len(calls) == 2  # steps 1 and 2; none for the final evaluation
+    results = json.loads((tmp_path / "run" / "results.json").read_text())
+    best = load_encoder(str(tmp_path / "run" / "best"))
+    again = task.evaluate(evaluation_encode_fn(best), data_dir, runner.EvalOptions())
+    reused = runner.headline("stsb_dev", results["results"]["stsb_dev"])
+    assert reused == pytest.approx(runner.headline("stsb_dev", again), abs=1e-6)
+    assert reused == pytest.approx(results["best_dev_score"])

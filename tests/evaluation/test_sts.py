@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import zlib
 from pathlib import Path
 
@@ -26,8 +27,11 @@ from sentcl.files.paths import resolve_data_dir
 
 @pytest.fixture(scope="module")
 def data_dir() -> Path:
-    """The real data folder ($SENTCL_DATA or ../shared/data); always present in CI."""
-    return resolve_data_dir()
+    """The real data folder ($SENTCL_DATA, which make test sets, else ../shared/data beside the
+    checkout); always present in CI."""
+    return resolve_data_dir(
+        os.environ.get("SENTCL_DATA") or Path(__file__).resolve().parents[2].parent / "shared" / "data"
+    )
 
 
 # ---------------------------------------------------------------------- independent references

@@ -88,3 +88,19 @@ def test_st_folder_through_sentcl_and_back(
     again = SentenceEncoder.from_pretrained(str(tmp_path / "resaved"))
     assert again.max_length == 24 and again.pooler == model.pooler
     np.testing.assert_array_equal(again.encode(SENTENCES), model.encode(SENTENCES))
+
+
+def test_encode_takes_sentence_transformers_normalize_embeddings(tmp_path: Path, tiny_bert: Path) -> None:
+    """``encode(normalize_embeddings=True)``, sentence-transformers' keyword, raised a TypeError: it gives
+    what sentence-transformers gives for the same folder (and sentcl's ``normalize=True``)."""
+    model = SentenceEncoder.from_pretrained(str(tiny_bert), pooler="avg")
+    folder = tmp_path / "saved"
+    model.save_pretrained(folder)
+    ours = model.encode(SENTENCES, normalize_embeddings=True)
+    np.testing.assert_allclose(np.linalg.norm(ours, axis=1), 1.0, atol=1e-6)
+    np.testing.assert_allclose(ours, st_encode(folder, SENTENCES, normalize=True), atol=1e-5)
+    np.testing.assert_array_equal(ours, model.encode(SENTENCES, normalize=True))
+    raw = model.encode(SENTENCES, normalize_embeddings=False)
+    np.testing.assert_array_equal(raw, model.encode(SENTENCES))
+    with pytest.raises(ValueError, match="disagree"):
+        model.encode(SENTENCES, normalize=True, normalize_embeddings=False)

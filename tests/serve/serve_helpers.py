@@ -11,6 +11,21 @@ from typing import Any
 import numpy as np
 
 
+def error_of(resp: Any) -> tuple[str, str]:
+    """(message, type) of an error answer, checking its shape: OpenAI's ``{"error": {"message", "type", "param",
+    "code"}}`` (``code``: sentcl's type) under /v1/, else sentcl's ``{"error", "error_type"}``."""
+    body = resp.json()
+    if resp.request.url.path.startswith("/v1/"):
+        assert set(body) == {"error"} and set(body["error"]) == {"message", "type", "param", "code"}, body
+        error = body["error"]
+        assert error["type"] == ("server_error" if resp.status_code >= 500 else "invalid_request_error"), body
+        assert isinstance(error["message"], str) and error["message"], body
+        return error["message"], error["code"]
+    assert set(body) == {"error", "error_type"}, body
+    assert isinstance(body["error"], str) and body["error"], body
+    return body["error"], body["error_type"]
+
+
 def unit(x: np.ndarray) -> np.ndarray:
     return x / np.linalg.norm(x, axis=-1, keepdims=True)
 

@@ -11,7 +11,7 @@ from typing import Any
 import numpy as np
 import pytest
 from fastapi.testclient import TestClient
-from serve_helpers import unit
+from serve_helpers import error_of, unit
 
 from sentcl.serve.app import create_app
 from sentcl.serve.auth import API_KEY_ENV, resolve_api_key
@@ -43,9 +43,7 @@ def reference(encoder: Any, texts: list[str], max_length: int | None = None) -> 
 
 def assert_error(resp: Any, status: int, error_type: str) -> None:
     assert resp.status_code == status, resp.text
-    body = resp.json()
-    assert set(body) == {"error", "error_type"} and body["error_type"] == error_type, body
-    assert isinstance(body["error"], str) and body["error"]
+    assert error_of(resp)[1] == error_type, resp.text
 
 
 def test_embed_matches_encoding_each_sentence_alone(client: TestClient, tiny_encoder: Any) -> None:
@@ -280,3 +278,23 @@ def test_a_fault_of_the_service_is_a_json_500(tiny_encoder: Any) -> None:
         resp = c.post("/search", json={"query": "a dog", "k": 1})
     assert_error(resp, 500, "internal")
     assert resp.headers["content-type"] == "application/json" and "RuntimeError" in resp.json()["error"]
+
+
+def test_counting_an_input_over_the_models_length_warns_nothing(
+    tiny_encoder: Any, capfd: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The service counts every token of an input to refuse one over the model's length (422): transformers'
+    "Token indices sequence length is longer than ... (821 > 512)" warning repeated that in the log."""
+    key = "sequence-length-is-longer-than-the-specified-maximum"  # transformers' once-a-tokenizer flag
+    # the tiny tokenizer declares no maximum: give it the model's, as a real tokenizer (512) does
+    monkeypatch.setattr(tiny_encoder.tokenizer, "model_max_length", tiny_encoder.max_length)
+    app = create_app(tiny_encoder, model_name="tiny")
+    service = app.state.service
+    tokenizers = [t for t in (service._count_tokenizer, service._loop_tokenizer, tiny_encoder.tokenizer) if t]
+    for tok in tokenizers:
+        tok.deprecation_warnings.pop(key, None)
+    long = " ".join(["word"] * (tiny_encoder.max_length + 10))
+    with TestClient(app, base_url=LOCAL) as c:
+        assert_error(c.post("/embed", json={"inputs": [long]}), 422, "input_too_long")
+    assert not [t for t in tokenizers if t.deprecation_warnings.get(key)]
+    assert "Token indices sequence length" not in capfd.readouterr().err

@@ -102,3 +102,30 @@ def test_info_line_follows_the_key(browser: Any, tiny_encoder: Any, index_dir: P
         browser.find_element(By.ID, "compare-btn").click()
         wait.until(lambda d: "missing or wrong API key" in info_line())
         assert "missing or wrong API key" in browser.find_element(By.ID, "compare-status").text
+
+
+def test_without_an_index_the_page_offers_no_search(browser: Any, tiny_encoder: Any) -> None:
+    """A service started without --index showed a search box that could only answer "No index loaded": the
+    page has no search form then, says why and how to get one, and comparing still works."""
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    app = create_app(tiny_encoder, model_name="tiny-bert")
+    wait = WebDriverWait(browser, 15)
+    with running_server(app) as url:
+        html = httpx.get(url + "/", timeout=10).text
+        assert 'id="search-form"' not in html and "--index DIR" in html
+        browser.get(url + "/")
+        wait.until(lambda d: "no index" in d.find_element(By.ID, "model-info").text)
+        assert not browser.find_elements(By.ID, "query") and not browser.find_elements(By.ID, "search-btn")
+        note = browser.find_element(By.ID, "no-index")
+        assert note.is_displayed() and "nothing to search" in note.text
+        browser.find_element(By.ID, "sentence-a").send_keys("a man plays the guitar")
+        browser.find_element(By.ID, "sentence-b").send_keys("a woman plays the piano")
+        browser.find_element(By.ID, "compare-btn").click()
+        wait.until(lambda d: d.find_element(By.ID, "cosine").text not in ("–", "…"))
+        body = {
+            "inputs": {"source_sentence": "a man plays the guitar", "sentences": ["a woman plays the piano"]}
+        }
+        want = httpx.post(f"{url}/similarity", json=body, timeout=10).json()[0]
+        assert abs(float(browser.find_element(By.ID, "cosine").text) - want) < 6e-5

@@ -37,8 +37,11 @@ def test_openai_client_against_uvicorn(tiny_encoder: Any, index_dir: Path) -> No
             openai.OpenAI(base_url=f"{url}/v1", api_key="wrong", max_retries=0).embeddings.create(
                 input="a", model="x"
             )
-        with pytest.raises(openai.BadRequestError):  # 400: the client maps it, with our JSON body
+        with pytest.raises(openai.BadRequestError) as empty:  # 400 in OpenAI's error shape
             client.embeddings.create(input="", model="x")
+        # the client shows the message (not only "Error code: 400") and reads type and code
+        assert str(empty.value).startswith("Error code: 400 - ") and "input 0" in str(empty.value)
+        assert (empty.value.type, empty.value.code) == ("invalid_request_error", "empty")
         hits = httpx.post(
             f"{url}/search", json={"query": "a dog", "k": 2}, headers={"Authorization": "Bearer k-123"}
         )
@@ -92,7 +95,7 @@ def test_openai_token_arrays_and_models(tiny_encoder: Any) -> None:
         np.testing.assert_allclose(one.data[0].embedding, want[1], atol=1e-5)
         with pytest.raises(openai.BadRequestError) as bad:
             client.embeddings.create(input=[[5, 100_277]], model="x")  # a tiktoken id
-        assert "outside the model's vocabulary" in bad.value.body  # the client keeps our "error" string
+        assert "outside the model's vocabulary" in str(bad.value) and bad.value.code == "invalid_token_id"
         listed = client.models.list()
         assert [m.id for m in listed.data] == ["org/tiny-bert"]
         model = client.models.retrieve("org/tiny-bert")

@@ -40,3 +40,47 @@ def test_start_results_are_strict_json_written_once(tmp_path: Path, monkeypatch:
 
     again = evaluation_hooks.Evaluations(run, model=None, train_examples=0).start_results()  # type: ignore[arg-type]
     assert again == written and len(calls) == 1, "a resumed run reads the file instead of evaluating again"
+
+
+def test_the_table_shows_the_start_model_in_its_own_pooling(
+    tmp_path: Path,
+    tiny_bert: Path,
+    corpus_file: Path,
+    data_dir: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A run that pools a sentence encoder otherwise (here [CLS] on a sentence-transformers folder with mean
+    pooling) prints the start model in its own pooling beside the result; the number is what evaluating the
+    folder as sentence-transformers pools it gives, and it is evaluated once a run folder."""
+    import yaml
+
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1] / "modeling"))
+    from modeling_folders import st_folder
+
+    from sentcl.cli import main
+    from sentcl.evaluation.embedding import evaluation_encode_fn
+    from sentcl.evaluation.runner import evaluate, headline
+    from sentcl.modeling.open import open_model
+
+    folder = st_folder(tmp_path / "st", tiny_bert, "mean", [], normalize=False)
+    recipe = {
+        "model": {"name_or_path": str(folder), "pooler": "cls", "mlp_only_train": True},
+        "data": {"data_dir": str(data_dir), "train_file": str(corpus_file)},
+        "training": {"output_dir": str(tmp_path / "run"), "batch_size": 8, "max_steps": 1, "eval_steps": 1},
+        "eval": {"dev_task": "stsb_dev", "final_tasks": ["stsb_dev"], "compare_with_start": True},
+    }
+    (tmp_path / "r.yaml").write_text(yaml.safe_dump(recipe), encoding="utf-8")
+    assert main(["train", "--config", str(tmp_path / "r.yaml")]) == 0
+    table = capsys.readouterr().out
+    header = next(line for line in table.splitlines() if line.startswith("| Task"))
+    assert header == "| Task | start model, own pooling (avg) | start model, cls | trained |", table
+    saved = json.loads((tmp_path / "run" / "start_own_pooling.json").read_text())
+    own = open_model(str(folder))  # sentence-transformers' Pooling: mean
+    want = evaluate(evaluation_encode_fn(own), data_dir, ["stsb_dev"], progress=False)
+    assert saved["pooler"] == "avg"
+    assert headline("stsb_dev", saved["results"]["stsb_dev"]) == pytest.approx(
+        headline("stsb_dev", want["stsb_dev"]), abs=1e-6
+    )
+    row = next(line for line in table.splitlines() if line.startswith("| STS-B dev"))
+    assert f"{headline('stsb_dev', want['stsb_dev']):.2f}" == row.split("|")[2].strip()

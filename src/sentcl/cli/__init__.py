@@ -1,7 +1,11 @@
 """Command line: ``sentcl COMMAND``. One module per command in this package; shared options in ``options``.
 
 A command module defines ``add_parser(sub)``, which registers its sub-parser and sets ``func`` to the function
-that handles it (``handle(args) -> int``). A new command is a new module named in ``COMMANDS``.
+that handles it (``handle(args) -> int``); ``evaluates=True`` there when the command runs evaluation tasks
+(the "mteb" task is then registered). A new command is a new module named in ``COMMANDS``. Building the
+parser imports no model, engine or evaluation code (``sentcl --version`` and ``--help`` answer at once): a
+command module imports what runs it inside its handler, and the choices its options offer come from the
+light ``sentcl.config.names``.
 
 ``main`` turns what goes wrong into one line ``sentcl CMD: error: ...`` and an exit status, never a
 traceback: a user's mistake (``options.USER_ERRORS``) exits 2; an OS error (a write the OS refused: a
@@ -126,12 +130,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     """Run the command; user errors exit 2, the OS's refusals 1 (one line each, see the module doc)."""
-    import transformers
-
-    transformers.utils.logging.disable_progress_bar()  # per-file load/save bars drown the training bar
+    # per-file load/save bars drown the training bar; transformers reads this when (if) it is imported
+    os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
+    if "transformers" in sys.modules:
+        sys.modules["transformers"].utils.logging.disable_progress_bar()
+    if getattr(args, "evaluates", False):  # a command that evaluates (set_defaults(evaluates=True))
+        from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
     )
+    # faiss' loader says at INFO which CPU build it tried ("Could not load library with AVX2 support"):
+    # a detail of its install, not of the command; shown with --verbose
+    logging.getLogger("faiss").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     try:
         code = int(args.func(args))
         sys.stdout.flush()

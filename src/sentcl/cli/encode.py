@@ -6,8 +6,6 @@ import argparse
 import logging
 from pathlib import Path
 
-import numpy as np
-
 from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int
 from sentcl.data.readers import iter_text_lines, require_file
 from sentcl.files.atomic import atomic_save_npy
@@ -45,6 +43,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
+    import numpy as np
+
     # the input, then the output: both checked before the model loads and the corpus is encoded
     require_file(args.input, "input")
     if args.shard_size:

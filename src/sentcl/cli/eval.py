@@ -7,12 +7,23 @@ import json
 from pathlib import Path
 
 from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, load_model
-from sentcl.evaluation.user_data import add_user_data_options, evaluate_user_data, read_user_data
+from sentcl.config.names import EVAL_GROUPS, EVAL_TASKS, TRANSFER_TASKS, eval_tasks_help
+from sentcl.evaluation.user_data import add_user_data_options
 from sentcl.files.atomic import atomic_write_text
 from sentcl.files.output import Input, claim_file, model_input
 from sentcl.files.paths import resolve_data_dir
-from sentcl.report.dimensions import parse_dims, plot_sweep, truncation_sweep
 from sentcl.types import EncodeFn
+
+
+def parse_dims(text: str) -> list[int]:
+    """``384,256,128`` -> [384, 256, 128]: positive, distinct whole numbers."""
+    try:
+        dims = [int(part) for part in text.split(",")]
+    except ValueError:
+        raise ValueError(f"--truncate-dims expects comma-separated whole numbers, got {text!r}") from None
+    if not dims or any(d <= 0 for d in dims) or len(set(dims)) != len(dims):
+        raise ValueError(f"--truncate-dims expects distinct positive whole numbers, got {text!r}")
+    return dims
 
 
 def dims_option(text: str) -> list[int]:
@@ -24,18 +35,15 @@ def dims_option(text: str) -> list[int]:
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.evaluation.runner import task_names, tasks_help
-    from sentcl.evaluation.transfer import TRANSFER_TASKS
-
     p = sub.add_parser("eval", help="Evaluate a model on STS (and more) tasks.")
     add_model_options(p)
     p.add_argument(
         "--tasks",
         nargs="+",
         default=None,
-        choices=task_names(),
+        choices=[*EVAL_TASKS, *EVAL_GROUPS],
         metavar="TASK",
-        help=f"Tasks: {tasks_help()}. Default: sts, or none with --pairs/--retrieval.",
+        help=f"Tasks: {eval_tasks_help()}. Default: sts, or none with --pairs/--retrieval.",
     )
     add_user_data_options(p)
     p.add_argument(
@@ -74,12 +82,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--plot", type=Path, help="With --truncate-dims: a PNG of each task's score against the dimension."
     )
     add_overwrite(p, "file at --output or --plot")
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, evaluates=True)
 
 
 def handle(args: argparse.Namespace) -> int:
+    from sentcl.report.dimensions import plot_sweep, truncation_sweep
     from sentcl.evaluation.embedding import before_normalisation, evaluation_encode_fn
     from sentcl.evaluation.runner import evaluate, expand, format_results
+    from sentcl.evaluation.user_data import evaluate_user_data, read_user_data
 
     # the user's pairs files and BEIR folders, read (and checked) before the model loads
     user_data = read_user_data(args)

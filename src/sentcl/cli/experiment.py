@@ -60,7 +60,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Train nothing: rebuild the page from the run summaries committed beside it "
         "(OUTPUT/GRID-VARIANT/runs/, written by every run of this command).",
     )
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, evaluates=True)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -7,14 +7,13 @@ import logging
 from pathlib import Path
 
 from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int, settings_from_args
+from sentcl.config.names import MINING_SAMPLING
 from sentcl.files.output import Input, claim_file, model_input
 
 logger = logging.getLogger("sentcl")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.index.mining import SAMPLING
-
     p = sub.add_parser(
         "mine", help="Mine hard negatives for (anchor, positive) pairs into supervised SimCSE's CSV."
     )
@@ -39,7 +38,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--relative-margin", type=float, help="Keep a negative only if cos <= pos - |pos|·margin (e.g. 0.05)."
     )
-    p.add_argument("--sampling", choices=SAMPLING, default="top", help="top candidates, or a random sample.")
+    p.add_argument(
+        "--sampling", choices=MINING_SAMPLING, default="top", help="top candidates, or a random sample."
+    )
     p.add_argument(
         "--include-anchor-text",
         action="store_true",

@@ -1,4 +1,8 @@
-"""Options shared by several commands, declared once, and the errors that count as the user's."""
+"""Options shared by several commands, declared once, and the errors that count as the user's.
+
+Light: building every command's parser imports no model, engine or evaluation code (``sentcl --help``
+answers at once); what runs a command is imported when it runs.
+"""
 
 from __future__ import annotations
 
@@ -13,8 +17,6 @@ from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
-from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
-from sentcl.modeling.encode_adapter import encode_fn as model_encode_fn
 from sentcl.types import EncodeFn
 
 T = TypeVar("T")
@@ -151,4 +153,6 @@ def settings_from_args(cls: type[T], args: argparse.Namespace, **given: Any) -> 
 
 def encode_fn(model: Any, args: argparse.Namespace) -> EncodeFn:
     """sentences -> embeddings with the command's batch size and length (``sentcl.modeling.encode_fn``)."""
+    from sentcl.modeling.encode_adapter import encode_fn as model_encode_fn
+
     return model_encode_fn(model, args.batch_size, args.max_length)

@@ -6,12 +6,11 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler
+from sentcl.config.names import EVAL_GROUPS, EVAL_TASKS
 from sentcl.files.pathcheck import check_output_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.evaluation.runner import task_names
-
     p = sub.add_parser("report", help="Markdown report with tables and PNG plots for runs or models.")
     p.add_argument(
         "runs", nargs="+", metavar="RUN_DIR", help="Run folders, model folders or offline short names."
@@ -20,7 +19,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--eval-tasks",
         nargs="+",
-        choices=task_names(),
+        choices=[*EVAL_TASKS, *EVAL_GROUPS],
         metavar="TASK",
         help="Tasks to show; ones results.json lacks are computed and cached "
         "(default: sts transfer_fast align_uniform anisotropy).",
@@ -31,7 +30,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         p,
         "Pooler for model sources (runs keep their saved one); default: the model's saved one, else cls.",
     )
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, evaluates=True)
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -8,12 +8,12 @@ import logging
 from pathlib import Path
 
 from sentcl.cli.options import add_backend, add_batch_size, add_pooler, max_length_arg, positive_int
+from sentcl.config.names import SEARCH_BACKENDS
 
 logger = logging.getLogger("sentcl")
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.index.exact import BACKENDS
 
     p = sub.add_parser("search", help="Nearest corpus sentences (cosine) for one or more queries.")
     p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
@@ -48,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--index-backend",
-        choices=BACKENDS,
+        choices=SEARCH_BACKENDS,
         default="auto",
         help="Search cache's index: exact (numpy), faiss, or auto (faiss when installed and the corpus is large).",
     )

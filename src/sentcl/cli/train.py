@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from typing import Any
 
 from sentcl.cli.options import add_overrides
 from sentcl.config import TrainConfig, describe, load_config
@@ -49,13 +50,27 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--resume", action="store_true", help="Continue from the last checkpoint in the run folder."
     )
-    p.set_defaults(func=handle)
+    p.set_defaults(func=handle, evaluates=True)
 
 
 def _failed(message: str) -> int:
     """The run failed (not the user's input): one line, exit status 1."""
     print(f"sentcl train: error: {message}", file=sys.stderr)
     return 1
+
+
+def result_columns(result: Any, pooler: str | None) -> dict[str, dict[str, Any]]:
+    """The end-of-training table's columns: the start model in its own pooling (where the run pooled it
+    otherwise), the start model as the run pooled it (``eval.compare_with_start``), the trained model."""
+    columns: dict[str, dict[str, Any]] = {}
+    if result.start_own is not None:
+        own_pooler, own_results = result.start_own
+        columns[f"start model, own pooling ({own_pooler})"] = own_results
+        if result.start_results:
+            columns[f"start model, {pooler}"] = result.start_results
+    elif result.start_results:
+        columns["start model"] = result.start_results
+    return {**columns, "trained": result.results}
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -85,6 +100,5 @@ def handle(args: argparse.Namespace) -> int:
     print(
         f"best {cfg.eval.dev_task} = {result.best_score:.2f} at step {result.best_step}; model in {result.output_dir / 'best'}"
     )
-    columns = {"start model": result.start_results} if result.start_results else {}
-    print(format_results({**columns, "trained": result.results}))
+    print(format_results(result_columns(result, cfg.model.pooler)))
     return 0

@@ -170,7 +170,7 @@ class ModelConfig:
 class DataConfig:
     data_dir: str | None = opt(
         None,
-        f"Data folder (SentEval layout); default ${DATA_ENV}, else ../shared/data (relative to the working folder).",
+        f"Data folder (SentEval layout); default ${DATA_ENV}, else $XDG_CACHE_HOME/sentcl/data (~/.cache/sentcl/data).",
         resume_safe=True,
     )
     train_file: str = opt(

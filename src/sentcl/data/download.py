@@ -282,7 +282,8 @@ def fetch_verified(source: Source, data_dir: Path) -> tuple[Path, str | None, bo
         reason = getattr(err, "reason", err)
         raise DownloadError(
             f"cannot reach {source.url} ({reason}); are you offline? {data_dir / source.target} is missing: run "
-            f"sentcl download {source.name} again online, or {manual_hint(source, data_dir)}"
+            f"sentcl download {source.name} again online, or give --mirror URL (or ${MIRROR_ENV}) naming a "
+            f"server with the same file names, or {manual_hint(source, data_dir)}"
         ) from None
     digest = verify(source, part, downloads)
     whole = check_whole(source, part, whole)
@@ -347,11 +348,31 @@ def download(
     force: bool = False,
     forget_sum: bool = False,
 ) -> list[Path]:
-    """Install each named source below ``data_dir``; unknown names are a ValueError listing the valid ones."""
+    """Install each named source below ``data_dir``; unknown names are a ValueError listing the valid ones.
+
+    A source that fails (offline, a bad mirror, a wrong sum) does not stop the others: each is tried, and one
+    DownloadError then names every source that failed with its reason, and those that were installed."""
     unknown = [n for n in names if n not in sources]
     if unknown:
         raise ValueError(f"unknown download(s) {', '.join(unknown)}; choose from: {', '.join(sources)}")
     started = time.perf_counter()
-    paths = [install(sources[name], Path(data_dir), force, forget_sum) for name in dict.fromkeys(names)]
+    paths: list[Path] = []
+    failed: dict[str, DownloadError] = {}
+    for name in dict.fromkeys(names):
+        try:
+            paths.append(install(sources[name], Path(data_dir), force, forget_sum))
+        except DownloadError as err:
+            failed[name] = err
+    if failed:
+        raise _failures(failed, [name for name in dict.fromkeys(names) if name not in failed])
     logger.info("done in %.1f s", time.perf_counter() - started)
     return paths
+
+
+def _failures(failed: Mapping[str, DownloadError], installed: Sequence[str]) -> DownloadError:
+    """One error naming every source that failed (each with its own reason) and those that were installed."""
+    if len(failed) == 1 and not installed:
+        return next(iter(failed.values()))
+    done = f" ({', '.join(installed)} installed)" if installed else ""
+    reasons = " | ".join(f"{name}: {err}" for name, err in failed.items())
+    return DownloadError(f"{len(failed)} of {len(failed) + len(installed)} downloads failed{done}: {reasons}")

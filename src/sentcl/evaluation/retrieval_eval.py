@@ -32,6 +32,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.config.names import DEFAULT_ZERO_JUDGED, ZERO_JUDGED
 from sentcl.data.readers import DataFormatError
 from sentcl.data.tables import cell, check_width, column_index, read_table
 from sentcl.files.pathcheck import check_input_dir
@@ -40,8 +41,6 @@ from sentcl.types import EncodeFn
 
 logger = logging.getLogger(__name__)
 Qrels = dict[str, dict[str, int]]  # query id -> document id -> relevance
-ZERO_JUDGED = ("keep", "drop")  # a query judged only 0: counted with 0 (BEIR's mean) or left out
-DEFAULT_ZERO_JUDGED = "keep"
 
 
 @dataclass

@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sentcl.config.names import EVAL_GROUP_MEMBERS, EVAL_TASK_HELP, eval_tasks_help
 from sentcl.data.scored_pairs import read_pairs
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.anisotropy import anisotropy
@@ -100,7 +101,7 @@ def _stsb_task(name: str, split: str, evaluate: Callable[..., dict[str, Any]]) -
     """STS-B alone on one split ("test" or "dev"; a dev split may pick the best checkpoint)."""
     return Task(
         name,
-        f"STS-B {split} only",
+        EVAL_TASK_HELP[name],
         lambda enc, d, protocol: evaluate(enc, d, tasks=("STSBenchmark",)),
         format_sts_table,
         headline=_stsb,
@@ -114,7 +115,7 @@ TASKS: dict[str, Task] = {
     for task in (
         Task(
             "sts",
-            "the seven STS tasks (STS12-16 'all', STS-B test, SICK-R test)",
+            EVAL_TASK_HELP["sts"],
             lambda enc, d, o: evaluate_sts(enc, d, on_done=o.on_done),
             format_sts_table,
             headline=lambda r: float(r["avg"]),
@@ -123,7 +124,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "dev",
-            "STS-B dev and SICK-R trial",
+            EVAL_TASK_HELP["dev"],
             lambda enc, d, o: evaluate_sts_dev(enc, d, on_done=o.on_done),
             format_sts_table,
             headline=lambda r: (_stsb(r) + main_score(r, "SICKRelatedness")) / 2,
@@ -135,7 +136,7 @@ TASKS: dict[str, Task] = {
         _stsb_task("stsb_dev", "dev", evaluate_sts_dev),
         Task(
             "transfer",
-            "the seven SentEval transfer tasks (SentEval's protocol, SimCSE's test mode: 10 folds)",
+            EVAL_TASK_HELP["transfer"],
             lambda enc, d, o: evaluate_transfer(
                 enc, d, tasks=o.transfer_tasks, protocol=o.transfer_protocol, on_done=o.on_done
             ),
@@ -144,7 +145,7 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "transfer_fast",
-            "transfer tasks, SentEval's prototyping settings (SimCSE's fasttest: 5 folds, RMSprop)",
+            EVAL_TASK_HELP["transfer_fast"],
             lambda enc, d, o: evaluate_transfer(
                 enc, d, tasks=o.transfer_tasks, fast=True, protocol=o.transfer_protocol, on_done=o.on_done
             ),
@@ -153,12 +154,12 @@ TASKS: dict[str, Task] = {
         ),
         Task(
             "align_uniform",
-            "alignment/uniformity on STS-B test",
+            EVAL_TASK_HELP["align_uniform"],
             lambda enc, d, o: alignment_uniformity(enc, d, split="test"),
         ),
         Task(
             "anisotropy",
-            "spectrum, random-pair cosine, cosine by gold",
+            EVAL_TASK_HELP["anisotropy"],
             lambda enc, d, o: anisotropy(enc, d, split="test"),
         ),
     )
@@ -174,7 +175,7 @@ def register_task(task: Task) -> None:
 
 
 # composite names -> the tasks they run
-GROUPS: dict[str, tuple[str, ...]] = {"full": ("sts", "transfer"), "full_fast": ("sts", "transfer_fast")}
+GROUPS: dict[str, tuple[str, ...]] = dict(EVAL_GROUP_MEMBERS)
 
 
 # dev tasks on the user's own data, written PREFIX:PATH (path absolute, else relative to the working folder, else
@@ -192,9 +193,8 @@ def dev_task_names() -> list[str]:
 
 
 def tasks_help() -> str:
-    """One line per task and group, for ``sentcl eval --help`` and ``sentcl report --help``."""
-    groups = [f"{name}: {' + '.join(members)}" for name, members in GROUPS.items()]
-    return "; ".join([*(f"{t.name}: {t.help}" for t in TASKS.values()), *groups])
+    """One line per task and group (``sentcl.config.names.eval_tasks_help``, which the CLI reads)."""
+    return eval_tasks_help()
 
 
 def user_data_path(text: str, data_dir: Path | None) -> Path:
@@ -287,12 +287,19 @@ def headline(task: str, result: Mapping[str, Any]) -> float:
 
 
 def dev_score(encode: EncodeFn, data_dir: Path, dev_task: str) -> float:
+    return dev_evaluation(encode, data_dir, dev_task)[0]
+
+
+def dev_evaluation(encode: EncodeFn, data_dir: Path, dev_task: str) -> tuple[float, dict[str, Any] | None]:
+    """The dev score and, for a named task, its whole result (what ``evaluate`` gives for that task: a final
+    evaluation of the same model reuses it); None for the user's PREFIX:PATH tasks."""
     prefix, _, arg = dev_task.partition(":")
     if prefix in DEV_PREFIXES and arg:
-        return DEV_PREFIXES[prefix](encode, user_data_path(arg, data_dir))
+        return DEV_PREFIXES[prefix](encode, user_data_path(arg, data_dir)), None
     if dev_task not in dev_task_names():
         raise ValueError(f"unknown dev task {dev_task!r}; valid: {', '.join(dev_task_names())}")
-    return headline(dev_task, TASKS[dev_task].evaluate(encode, data_dir, EvalOptions()))
+    result = TASKS[dev_task].evaluate(encode, data_dir, EvalOptions())
+    return headline(dev_task, result), result
 
 
 def format_results(results_by_model: dict[str, dict[str, dict[str, Any]]]) -> str:

@@ -42,6 +42,7 @@ from sklearn.metrics import f1_score
 from sklearn.model_selection import StratifiedKFold
 from threadpoolctl import threadpool_limits
 
+from sentcl.config.names import TRANSFER_TASKS
 from sentcl.evaluation.senteval_classifier import FAST_MODE, TEST_MODE, senteval_order, split_classifier
 from sentcl.evaluation.senteval_classifier import SEED as SENTEVAL_SEED
 from sentcl.evaluation.senteval_classifier import inner_kfold as se_inner_kfold
@@ -58,7 +59,6 @@ from sentcl.evaluation.senteval_readers import (
 from sentcl.files.paths import resolve_data_dir
 from sentcl.types import EncodeFn
 
-TRANSFER_TASKS = ("MR", "CR", "SUBJ", "MPQA", "SST2", "TREC", "MRPC")
 PROTOCOLS = ("senteval", "sklearn")
 DEFAULT_PROTOCOL = "senteval"  # SentEval's own protocol, as SimCSE reports; sklearn: our earlier one
 Folds = list[tuple[np.ndarray, np.ndarray]]

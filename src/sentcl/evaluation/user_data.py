@@ -8,7 +8,7 @@ from typing import Any
 
 
 def add_user_data_options(p: argparse.ArgumentParser) -> None:
-    from sentcl.evaluation.retrieval_eval import DEFAULT_ZERO_JUDGED, ZERO_JUDGED
+    from sentcl.config.names import DEFAULT_ZERO_JUDGED, ZERO_JUDGED
 
     p.add_argument(
         "--pairs",

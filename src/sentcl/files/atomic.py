@@ -19,9 +19,10 @@ import sys
 import uuid
 from collections.abc import Callable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:
+    import numpy as np
 
 #: The names ``atomic_write`` and ``atomic_dir_write`` give their temporaries (``.tmp-``) and, between two
 #: renames, the replaced folder (``.old-``): ``.<kind>-<target name>-<8 hex>``.
@@ -114,6 +115,8 @@ class _PlainWriter:
 
 
 def atomic_save_npy(path: Path, array: np.ndarray) -> Path:
+    import numpy as np  # on use: the CLI's parser imports this module without numpy
+
     return atomic_write(path, lambda handle: np.save(_PlainWriter(handle), array))  # type: ignore[arg-type]
 
 

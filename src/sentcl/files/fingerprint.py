@@ -280,7 +280,7 @@ def verify_records(folder: Path, records: Any, what: str, fix: str, cached: bool
         digest = file_sha256(path, cached)
         if cached and not _said[0] and str(path.resolve()) in _from_cache:
             _said[0] = True
-            logger.info(
+            logger.debug(  # once a process, and only with --verbose: not a line on every load
                 "%s: checked against the recorded SHA-256; the digest of a file unchanged since it was last "
                 "hashed (size, mtime, ctime, inode) comes from the fingerprint cache: run sentcl verify --full "
                 "%s to read every byte",

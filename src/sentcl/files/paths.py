@@ -1,8 +1,8 @@
 """Where data and models live: the data directory and short model names.
 
 The data directory comes from (first match wins) an explicit argument, the
-``SENTCL_DATA`` environment variable, or ``shared/data`` in the parent of the working folder
-(``../shared/data``; ``sentcl.defaults.DATA_DIR_DEFAULT``). A relative file a recipe names (``data.train_file``)
+``SENTCL_DATA`` environment variable, or ``sentcl/data`` in the user's cache folder (``$XDG_CACHE_HOME``, else
+``~/.cache``; ``sentcl.defaults.DATA_DIR_DEFAULT``), whatever the working folder. A relative file a recipe names (``data.train_file``)
 is looked up in the working folder first, then in the data folder (``user_file``). A missing file of the data
 folder's layout is an error naming the ``sentcl download NAME`` command that fetches it (``DOWNLOAD_TARGETS``,
 the one table of what ``sentcl download`` provides, which ``sentcl.data.download`` reads). Models are a Hugging
@@ -19,9 +19,7 @@ from pathlib import Path
 from sentcl.defaults import DATA_DIR_DEFAULT, DATA_ENV
 
 #: how help texts name the default data folder
-DATA_DIR_DEFAULT_TEXT = (
-    f"${DATA_ENV}, else {'/'.join(DATA_DIR_DEFAULT)}: shared/data in the working folder's parent"
-)
+DATA_DIR_DEFAULT_TEXT = f"${DATA_ENV}, else $XDG_CACHE_HOME/{'/'.join(DATA_DIR_DEFAULT)}, else ~/.cache/{'/'.join(DATA_DIR_DEFAULT)}"
 
 #: What ``sentcl download NAME`` writes below the data folder: NAME -> a file, or the folder an archive becomes.
 DOWNLOAD_TARGETS: dict[str, str] = {
@@ -84,10 +82,13 @@ class DataNotFoundError(FileNotFoundError):
 
 
 def default_data_dir() -> Path:
-    """The data folder named by ``$SENTCL_DATA``, else ``shared/data`` in the parent of the working folder."""
+    """The data folder named by ``$SENTCL_DATA``, else ``sentcl/data`` in the user's cache folder
+    (``$XDG_CACHE_HOME``, else ``~/.cache``, as the XDG base directory specification says)."""
     if os.environ.get(DATA_ENV):
         return Path(os.environ[DATA_ENV])
-    return Path(os.path.normpath(Path.cwd().joinpath(*DATA_DIR_DEFAULT)))
+    xdg = os.environ.get("XDG_CACHE_HOME", "")
+    cache = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"  # a relative value is to be ignored
+    return cache.joinpath(*DATA_DIR_DEFAULT)
 
 
 def resolve_data_dir(
@@ -104,7 +105,7 @@ def resolve_data_dir(
         source = f"${DATA_ENV}"
     else:
         path = default_data_dir()
-        source = f"the default {'/'.join(DATA_DIR_DEFAULT)}"
+        source = "the default, the user's cache folder"
     if path.exists() and not path.is_dir():
         raise DataNotFoundError(
             f"data directory {path} (from {source}) is a file, not a folder: point it at the data folder. "

@@ -16,12 +16,12 @@ from __future__ import annotations
 import json
 import math
 import reprlib
+import sys
 import typing
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 import yaml
 
 from sentcl.files.atomic import atomic_write_json
@@ -29,6 +29,9 @@ from sentcl.files.budget import bounded_lines
 from sentcl.files.fields import Kind, check
 from sentcl.files.pathcheck import check_input_file, input_file_problem
 from sentcl.files.yaml_dialect import Core12Loader, find_legacy_scalar, legacy_advice
+
+if TYPE_CHECKING:
+    import numpy as np
 
 _KINDS = {dict: "a JSON object", list: "a JSON list", str: "a JSON string"}
 
@@ -319,7 +322,8 @@ def json_safe(value: Any) -> Any:
         return {str(k): json_safe(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
         return [json_safe(v) for v in value]
-    if isinstance(value, np.generic):
+    numpy = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported: no import here
+    if numpy is not None and isinstance(value, numpy.generic):
         value = value.item()
     if isinstance(value, float) and not math.isfinite(value):
         return None
@@ -339,6 +343,8 @@ def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
         raise FileNotFoundError(f"{path} does not exist")
     if path.stat().st_size == 0:
         raise ValueError(f"{path} is empty (0 bytes): not a .npy array; re-create it")
+    import numpy as np
+
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:

@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.config.names import SEARCH_BACKENDS
 from sentcl.extras import extra_hint
 from sentcl.index.format import EXACT, META_FILE, header, read_meta
 from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
 
-BACKENDS = ("auto", "exact", "faiss")
+BACKENDS = SEARCH_BACKENDS
 AUTO_FAISS_MIN = 50_000
 FAISS_HELP = (
     f"faiss is not installed: pip install faiss-cpu, or {extra_hint('faiss')}; or use backend='exact'"

@@ -31,12 +31,13 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.config.names import MINING_SAMPLING
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.index.exact import ExactIndex
 from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
-SAMPLING = ("top", "random")
+SAMPLING = MINING_SAMPLING
 
 
 @dataclass

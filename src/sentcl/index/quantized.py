@@ -20,9 +20,10 @@ candidates of a query are read (``AnnIndex._rescore``).
 from __future__ import annotations
 
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
+if TYPE_CHECKING:  # numpy on use: `sentcl index --help` reads KINDS without it
+    import numpy as np
 
 KINDS = ("binary", "int8")
 BINARY_INDEXES = ("flat", "hnsw")
@@ -39,6 +40,8 @@ def code_bits(dim: int) -> int:
 
 def sign_bits(x: np.ndarray) -> np.ndarray:
     """(N, D) float -> (N, ceil(D / 8)) uint8: bit j % 8 of byte j // 8 is 1 where x[:, j] > 0."""
+    import numpy as np
+
     return np.packbits(np.asarray(x) > 0, axis=1, bitorder="little")  # (N, ceil(D/8))
 
 

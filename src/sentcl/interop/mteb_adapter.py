@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.config.names import EVAL_TASK_HELP
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.evaluation.runner import Task, format_mteb_table, register_task
 from sentcl.evaluation.senteval_readers import load_sts_task
@@ -143,7 +144,7 @@ def run_mteb_tasks(
 register_task(
     Task(
         "mteb",
-        "the seven STS tasks scored by mteb's own code, data from the local SentEval folder (offline)",
+        EVAL_TASK_HELP["mteb"],
         lambda enc, d, options: evaluate_mteb_local(enc, d),
         format_mteb_table,
     )

@@ -21,7 +21,7 @@ import torch
 from torch import Tensor, nn
 
 from sentcl.modeling.folder_layout import SENTCL_CONFIG
-from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows
 
 if TYPE_CHECKING:
     from sentcl.modeling.encoder import SentenceEncoder
@@ -70,7 +70,7 @@ class DualEncoder(nn.Module):
 
     def encode(self, sentences: str | Sequence[str], **kwargs) -> np.ndarray | Tensor:  # noqa: ANN003
         to_numpy = kwargs.pop("convert_to_numpy", True)
-        normalize = kwargs.pop("normalize", False)
+        normalize = wants_unit_rows(kwargs.pop("normalize", False), kwargs.pop("normalize_embeddings", None))
         f = self.f.encode(sentences, convert_to_numpy=False, **kwargs)
         out = (
             f

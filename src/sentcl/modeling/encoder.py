@@ -35,7 +35,7 @@ from sentcl.modeling.loading import LoadOptions, load_single
 from sentcl.modeling.locate import locate
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
-from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows  # noqa: F401 - cosine_matrix re-exported
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows  # noqa: F401 - cosine_matrix re-exported
 
 
 class SentenceEncoder(nn.Module):
@@ -283,11 +283,14 @@ class SentenceEncoder(nn.Module):
         convert_to_numpy: bool = True,
         show_progress: bool = False,
         max_length: int | None = None,
+        normalize_embeddings: bool | None = None,
     ) -> np.ndarray | Tensor:
         """Embed sentences in input order (batches are sorted by token length internally).
 
         ``max_length`` truncates; default ``self.max_length`` (no truncation short of the model's limit).
+        ``normalize_embeddings``: sentence-transformers' name of ``normalize``, accepted as well.
         """
+        normalize = wants_unit_rows(normalize, normalize_embeddings)
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         limit = position_limit(self.backbone.config)

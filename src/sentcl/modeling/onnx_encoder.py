@@ -27,7 +27,7 @@ from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.batching import MAX_CELLS, length_sorted_batches
 from sentcl.modeling.weights import check_tokenizer_files
-from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows
 
 ONNX_CONFIG = "sentcl_onnx.json"
 ONNX_MODEL = "model.onnx"
@@ -131,8 +131,11 @@ class OnnxEncoder:
         convert_to_numpy: bool = True,
         show_progress: bool = False,
         max_length: int | None = None,
+        normalize_embeddings: bool | None = None,
     ) -> np.ndarray | Tensor:
-        """Embed in input order; batches are sorted by token count as in ``SentenceEncoder.encode``."""
+        """Embed in input order; batches are sorted by token count as in ``SentenceEncoder.encode``
+        (``normalize_embeddings``: sentence-transformers' name of ``normalize``)."""
+        normalize = wants_unit_rows(normalize, normalize_embeddings)
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         single = isinstance(sentences, str)

@@ -99,13 +99,14 @@ class Prompt:
 
     def _cut(self, sentence: str, budget: int) -> str:
         sentence = bounded_texts([sentence], budget)[0]  # the input budget: never tokenise a whole huge line
-        enc = self.tokenizer(sentence, add_special_tokens=False, return_offsets_mapping=True)
+        # measured against the budget here: no "longer than the model's maximum" warning from transformers
+        enc = self.tokenizer(sentence, add_special_tokens=False, return_offsets_mapping=True, verbose=False)
         if len(enc["input_ids"]) <= budget:
             return sentence
         keep = budget
         while keep > 0:  # a prefix cut at a token boundary re-tokenizes to the same pieces (WordPiece)
             cut = sentence[: enc["offset_mapping"][keep - 1][1]]
-            if len(self.tokenizer(cut, add_special_tokens=False)["input_ids"]) <= budget:
+            if len(self.tokenizer(cut, add_special_tokens=False, verbose=False)["input_ids"]) <= budget:
                 return cut
             keep -= 1
         return ""

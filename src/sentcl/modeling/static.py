@@ -30,7 +30,7 @@ from sentcl.files.output import Input
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
-from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
+from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows
 
 STATIC_MODULE = "StaticEmbedding"
 ST_TYPE = "sentence_transformers.models.StaticEmbedding"  # the name sentence-transformers 3 to 6 resolve
@@ -174,9 +174,11 @@ class StaticEncoder:
         convert_to_numpy: bool = True,
         show_progress: bool = False,  # noqa: ARG002 - the Encoder API; a static encode takes no time to show
         max_length: int | None = None,
+        normalize_embeddings: bool | None = None,
     ) -> np.ndarray | torch.Tensor:
         """Embed in input order: the mean of each sentence's token rows (then L2-normalised when the folder
-        has a Normalize module or ``normalize``)."""
+        has a Normalize module or ``normalize``; ``normalize_embeddings``: sentence-transformers' name)."""
+        normalize = wants_unit_rows(normalize, normalize_embeddings)
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
         if max_length is not None and max_length <= 0:

@@ -21,17 +21,6 @@ from sentcl.types import EncodeFn
 Results = dict[str, dict[str, Any]]
 
 
-def parse_dims(text: str) -> list[int]:
-    """``384,256,128`` -> [384, 256, 128]: positive, distinct whole numbers."""
-    try:
-        dims = [int(part) for part in text.split(",")]
-    except ValueError:
-        raise ValueError(f"--truncate-dims expects comma-separated whole numbers, got {text!r}") from None
-    if not dims or any(d <= 0 for d in dims) or len(set(dims)) != len(dims):
-        raise ValueError(f"--truncate-dims expects distinct positive whole numbers, got {text!r}")
-    return dims
-
-
 def truncation_sweep(
     model: Any, dims: Sequence[int], evaluate_at: Callable[[EncodeFn], Results], encode: EncodeFn
 ) -> dict[int, Results]:

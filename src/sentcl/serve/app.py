@@ -18,7 +18,7 @@ from starlette.exceptions import HTTPException
 from sentcl.serve.auth import BearerAuth
 from sentcl.serve.content import DECLARED_TYPE, JsonBody, declared_type_note
 from sentcl.serve.hosts import HostCheck, HostPolicy
-from sentcl.serve.limits import BodySizeLimit, Limits, ServiceError
+from sentcl.serve.limits import BodySizeLimit, Limits, ServiceError, is_openai_path
 from sentcl.serve.metrics import MetricsMiddleware
 from sentcl.serve.routes import ROUTES, add_routes
 from sentcl.serve.service import Service, backend_name
@@ -28,14 +28,17 @@ def _validation_error(request: Request, err: Exception) -> Response:
     errors = err.errors() if isinstance(err, RequestValidationError) else []
     note = declared_type_note(getattr(request.state, DECLARED_TYPE, None))
     if any(e.get("type") == "json_invalid" for e in errors):
-        return _error(ServiceError(400, "malformed_json", f"the request body is not valid JSON{note}"))
+        return _error(
+            ServiceError(400, "malformed_json", f"the request body is not valid JSON{note}"), request
+        )
     parts = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in errors[:3]]
-    return _error(ServiceError(422, "validation", "; ".join(parts) or "invalid request"))
+    return _error(ServiceError(422, "validation", "; ".join(parts) or "invalid request"), request)
 
 
-def _error(err: ServiceError) -> Response:
+def _error(err: ServiceError, request: Request) -> Response:
+    """``err`` as JSON in the shape of the request's route (OpenAI's under /v1/)."""
     # json.dumps escapes to ASCII: a message quoting a client's lone surrogate cannot fail to encode
-    body = json.dumps(err.body())
+    body = json.dumps(err.body(openai=is_openai_path(request.url.path)))
     return Response(body, status_code=err.status, media_type="application/json", headers=err.headers())
 
 
@@ -43,14 +46,18 @@ def _http_error(request: Request, err: Exception) -> Response:
     assert isinstance(err, HTTPException)
     if err.status_code == 400 and isinstance(err.__cause__, UnicodeDecodeError):  # FastAPI's body parsing
         note = declared_type_note(getattr(request.state, DECLARED_TYPE, None))
-        return _error(ServiceError(400, "malformed_json", f"the request body is not UTF-8 text{note}"))
+        return _error(
+            ServiceError(400, "malformed_json", f"the request body is not UTF-8 text{note}"), request
+        )
     kind = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code, "http_error")
-    return _error(ServiceError(err.status_code, kind, str(err.detail)))
+    return _error(ServiceError(err.status_code, kind, str(err.detail)), request)
 
 
-def _internal_error(_: Request, err: Exception) -> Response:
+def _internal_error(request: Request, err: Exception) -> Response:
     # a fault of the service, not of the request: JSON like every other answer (the traceback is logged)
-    return _error(ServiceError(500, "internal", f"internal error ({type(err).__name__}); see the server log"))
+    return _error(
+        ServiceError(500, "internal", f"internal error ({type(err).__name__}); see the server log"), request
+    )
 
 
 def create_app(
@@ -100,7 +107,7 @@ def create_app(
 
     app = FastAPI(title="sentcl serve", lifespan=lifespan, docs_url=None, redoc_url=None, openapi_url=None)
     app.state.service = service
-    app.add_exception_handler(ServiceError, lambda _, e: _error(e))  # type: ignore[arg-type]
+    app.add_exception_handler(ServiceError, lambda request, e: _error(e, request))  # type: ignore[arg-type]
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(Exception, _internal_error)

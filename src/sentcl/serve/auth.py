@@ -59,5 +59,5 @@ class BearerAuth:
             return
         message = "missing or wrong API key: send the header 'Authorization: Bearer KEY'"
         await send_json_error(
-            send, ServiceError(401, "unauthorized", message), [(b"www-authenticate", b"Bearer")]
+            send, ServiceError(401, "unauthorized", message), scope, [(b"www-authenticate", b"Bearer")]
         )

@@ -47,6 +47,7 @@ class JsonBody:
                     "unsupported_media_type",
                     f"Content-Encoding {name!r} is not supported: send the JSON body uncompressed",
                 ),
+                scope,
             )
             return
         declared = next((v for k, v in headers if k == b"content-type"), None)

@@ -88,4 +88,4 @@ class HostCheck:
             f"{shown} is not one this service answers ({self.policy.describe()}): start it with "
             "--allowed-hosts NAME to serve under another name"
         )
-        await send_json_error(send, ServiceError(400, "host_not_allowed", message))
+        await send_json_error(send, ServiceError(400, "host_not_allowed", message), scope)

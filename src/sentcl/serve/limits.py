@@ -1,4 +1,8 @@
-"""The service's limits, its JSON errors ``{"error", "error_type"}`` and the request-body size cap."""
+"""The service's limits, its JSON errors and the request-body size cap.
+
+An error is ``{"error": MESSAGE, "error_type": TYPE}``; under OpenAI's routes (``/v1/...``) it is OpenAI's shape
+``{"error": {"message", "type", "param", "code"}}`` (``code``: the same TYPE), which OpenAI's clients show.
+"""
 
 from __future__ import annotations
 
@@ -42,18 +46,30 @@ class ServiceError(Exception):
         self.error_type = error_type
         self.message = message
 
-    def body(self) -> dict[str, str]:
+    def body(self, openai: bool = False) -> dict[str, Any]:
+        """sentcl's shape, or OpenAI's (``openai``: a /v1/ route, whose clients read ``error.message``)."""
+        if openai:
+            kind = "invalid_request_error" if self.status < 500 else "server_error"
+            return {"error": {"message": self.message, "type": kind, "param": None, "code": self.error_type}}
         return {"error": self.message, "error_type": self.error_type}
 
     def headers(self) -> dict[str, str]:
         return {"x-error-type": self.error_type}  # metrics.ERROR_TYPE_HEADER
 
 
+OPENAI_PREFIX = "/v1/"  # the routes whose errors take OpenAI's shape
+
+
+def is_openai_path(path: str) -> bool:
+    return path.startswith(OPENAI_PREFIX)
+
+
 async def send_json_error(
-    send: Send, err: ServiceError, headers: list[tuple[bytes, bytes]] | None = None
+    send: Send, err: ServiceError, scope: Scope, headers: list[tuple[bytes, bytes]] | None = None
 ) -> None:
-    """Answer an ASGI request with ``err`` as JSON (for middlewares, which run outside FastAPI's handlers)."""
-    body = json.dumps(err.body()).encode()
+    """Answer an ASGI request with ``err`` as JSON (for middlewares, which run outside FastAPI's handlers),
+    in the shape of the request's route (``scope["path"]``)."""
+    body = json.dumps(err.body(openai=is_openai_path(scope.get("path", "")))).encode()
     head = [
         (b"content-type", b"application/json"),
         (b"content-length", str(len(body)).encode()),
@@ -78,7 +94,7 @@ class BodySizeLimit:
         too_big = ServiceError(413, "payload_too_large", f"request body over {self.max_bytes} bytes")
         declared = dict(scope.get("headers", [])).get(b"content-length")
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await send_json_error(send, too_big)
+            await send_json_error(send, too_big, scope)
             return
         # read the body (at most max_bytes + one chunk), then replay it to the app
         chunks: list[bytes] = []
@@ -91,7 +107,7 @@ class BodySizeLimit:
             size += len(chunks[-1])
             more = message.get("more_body", False)
             if size > self.max_bytes:
-                await send_json_error(send, too_big)
+                await send_json_error(send, too_big, scope)
                 return
         body = b"".join(chunks)
         replayed = False

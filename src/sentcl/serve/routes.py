@@ -48,8 +48,22 @@ def _json(payload: Any) -> Response:
     return Response(json_body(payload), media_type="application/json")
 
 
-def page() -> str:
-    return resources.files("sentcl.serve").joinpath("static/index.html").read_text(encoding="utf-8")
+NO_INDEX_NOTE = (
+    '<p class="meta" id="no-index">This service has no index, so there is nothing to search here. Start it '
+    "with <code>--index DIR</code> (a folder from <code>sentcl index build</code>, or the cache of "
+    "<code>sentcl search --index</code>) to search; comparing two sentences below works without one.</p>"
+)
+
+
+def page(searchable: bool = True) -> str:
+    """The page; without an index (``searchable`` False) its search form is replaced by a sentence saying
+    why there is none and how to get one."""
+    html = resources.files("sentcl.serve").joinpath("static/index.html").read_text(encoding="utf-8")
+    if searchable:
+        return html
+    head, _, rest = html.partition("<!--search-->")
+    _, _, tail = rest.partition("<!--/search-->")
+    return head + NO_INDEX_NOTE + tail
 
 
 def _as_list(inputs: str | list[str]) -> list[str]:
@@ -70,8 +84,7 @@ def model_card(service: Service, created: int) -> dict[str, Any]:
 
 def openai_error(status: int, message: str, code: str) -> Response:
     """OpenAI's error shape, which its clients read (``error.message``, ``error.code``)."""
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    body = ServiceError(status, code, message).body(openai=True)
     return Response(
         json.dumps(body), status_code=status, media_type="application/json", headers={"x-error-type": code}
     )
@@ -80,7 +93,7 @@ def openai_error(status: int, message: str, code: str) -> Response:
 def add_routes(app: FastAPI, service: Service) -> None:
     @app.get("/", include_in_schema=False)
     async def index_page() -> HTMLResponse:
-        return HTMLResponse(page())
+        return HTMLResponse(page(searchable=service.index is not None))
 
     def index_info(index: Any) -> dict[str, Any]:
         """Size and backend; for a `sentcl index build` folder also type, setting, measured recall."""

@@ -147,7 +147,11 @@ class Service:
     def _token_ids(self, texts: list[str], limit: int | None, tokenizer: Any = None) -> list[list[int]]:
         """Each text's token ids, specials included: all of them (``limit`` None), or cut as the model reads
         them (truncated to ``limit``); by ``tokenizer`` (default: the counting thread's)."""
-        cut_at: dict[str, Any] = {"truncation": True, "max_length": limit} if limit else {"truncation": False}
+        # counting every token (no limit) is how an input over the model's length is found and refused:
+        # transformers' "sequence length is longer than ... (821 > 512)" warning would only repeat it
+        cut_at: dict[str, Any] = (
+            {"truncation": True, "max_length": limit} if limit else {"truncation": False, "verbose": False}
+        )
         cut_at.update(return_attention_mask=False, return_token_type_ids=False)  # the ids are all it reads
         if tokenizer is None:  # not ``or``: a tokenizer's truth is its len(), a vocabulary lookup a call
             tokenizer = self._count_tokenizer

@@ -1,7 +1,9 @@
-"""The evaluations of a run: the starting model (``eval.compare_with_start``), the dev score every
+"""The evaluations of a run: the starting model (``eval.compare_with_start``; and, where the run pools a sentence
+encoder otherwise than its own folder does, the start model in its own pooling, always), the dev score every
 ``eval_steps`` with the best model kept in ``best/`` (as the SimCSE paper does; the saving is
 ``training/best_model.py``), the alignment/uniformity trajectory, and the final evaluation of the best model
-(rank 0; evaluation never shifts the training RNG)."""
+(rank 0; evaluation never shifts the training RNG). A final task that is the dev task is not evaluated again
+on ``best/``: its result is the dev evaluation of the best step (the same model), kept in memory."""
 
 from __future__ import annotations
 
@@ -14,9 +16,10 @@ from torch import nn
 from sentcl import distributed
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.embedding import evaluation_encode_fn
-from sentcl.evaluation.runner import dev_score, evaluate
+from sentcl.evaluation.runner import dev_evaluation, evaluate, expand
 from sentcl.files.read import read_json, write_json_strict
 from sentcl.modeling.encode_adapter import encode_fn
+from sentcl.modeling.locate import locate
 from sentcl.modeling.open import open_model
 from sentcl.rng import preserved_rng
 from sentcl.training.best_model import best_folder, keep_best, write_card
@@ -24,6 +27,9 @@ from sentcl.training.run import RunSetup, RunState
 from sentcl.training.step import TrainingDiverged, check_finite_weights
 
 logger = logging.getLogger(__name__)
+
+# folders that carry their own pooling (a sentence encoder): sentence-transformers' Pooling, sentcl.json
+OWN_POOLING_KINDS = ("sentence-transformers", "sentcl")
 
 
 def _named(tasks: list[str]) -> str:
@@ -42,6 +48,8 @@ class Evaluations:
         self.run, self.model, self.train_examples = run, model, train_examples
         self.cfg = run.cfg
         self.encode = encode_fn(model, self.cfg.eval.batch_size)
+        # the dev task's whole result at the best step (None: not known in this process, e.g. after a resume)
+        self.best_dev_result: dict[str, Any] | None = None
 
     def start_results(self) -> dict[str, Any] | None:
         """The starting model's final-task results (once per run folder; rank 0), when compared with."""
@@ -56,6 +64,33 @@ class Evaluations:
         results = evaluate(encode, self.run.data_dir, e.final_tasks, transfer_protocol=e.transfer_protocol)
         write_json_strict(start_file, results)
         return results
+
+    def start_own_pooling(self) -> tuple[str, dict[str, Any]] | None:
+        """The start model with its own pooling on the final tasks (once per run folder; rank 0), when it is a
+        sentence encoder (a sentence-transformers or sentcl folder) and the run pools otherwise: the table then
+        shows whether training beat the model as its authors use it, not only the re-pooled start."""
+        m, e, out = self.cfg.model, self.cfg.eval, self.run.out
+        if m.pooler is None or not self.run.main or not e.final_tasks:
+            return None  # the folder's own pooler: the start model of compare_with_start is the own one
+        if locate(m.name_or_path).kind not in OWN_POOLING_KINDS:
+            return None
+        own_file = out / "start_own_pooling.json"
+        if own_file.is_file():
+            saved = read_json(own_file, what="the start model's results in its own pooling")
+            return str(saved["pooler"]), saved["results"]
+        own = open_model(m.name_or_path).to(self.run.device)
+        if own.pooler == m.pooler:
+            return None
+        logger.info(
+            "evaluating the starting model in its own pooling (%s; this run: %s) on %s",
+            own.pooler,
+            m.pooler,
+            _named(e.final_tasks),
+        )
+        encode = evaluation_encode_fn(own, e.batch_size)  # the one evaluation path, as sentcl eval
+        results = evaluate(encode, self.run.data_dir, e.final_tasks, transfer_protocol=e.transfer_protocol)
+        write_json_strict(own_file, {"pooler": own.pooler, "results": results})
+        return own.pooler, results
 
     def geometry(self) -> dict[str, float]:
         """alignment/uniformity on STS-B dev, when tracked (the paper's Figure 2 trajectory)."""
@@ -78,7 +113,7 @@ class Evaluations:
         if self.run.main:
             task, step = self.cfg.eval.dev_task, state.global_step
             with preserved_rng():  # evaluation must not shift the training RNG streams
-                score = dev_score(self.encode, self.run.data_dir, task)
+                score, result = dev_evaluation(self.encode, self.run.data_dir, task)
                 extra = self.geometry()
             finite = math.isfinite(score)  # a NaN score (diverged or collapsed model) is never the best
             improved = finite and (state.best_score is None or score > state.best_score)
@@ -95,6 +130,7 @@ class Evaluations:
             if improved:
                 check_finite_weights(self.model, step)
                 state.best_score, state.best_step = score, step
+                self.best_dev_result = result
                 keep_best(self.model, self.run, state, self.train_examples)
         distributed.barrier()
 
@@ -103,6 +139,7 @@ class Evaluations:
         if self.run.main:
             check_finite_weights(self.model, state.global_step)
             state.best_score, state.best_step = None, state.global_step
+            self.best_dev_result = None
             keep_best(self.model, self.run, state, self.train_examples)
         distributed.barrier()
 
@@ -114,16 +151,25 @@ class Evaluations:
                 f"no evaluation gave a finite {cfg.eval.dev_task} score, so there is no best model; the "
                 f"checkpoints in {out} are kept"
             )
-        best = open_model(str(best_folder(out))).to(self.run.device)
-        logger.info(
-            "evaluating the best model (step %s) on %s", state.best_step, _named(cfg.eval.final_tasks)
-        )
-        results = evaluate(
-            evaluation_encode_fn(best, cfg.eval.batch_size),  # the one evaluation path, as sentcl eval
-            self.run.data_dir,
-            cfg.eval.final_tasks,
-            transfer_protocol=cfg.eval.transfer_protocol,
-        )
+        tasks = expand(cfg.eval.final_tasks)
+        known = {} if self.best_dev_result is None else {cfg.eval.dev_task: self.best_dev_result}
+        known = {task: result for task, result in known.items() if task in tasks}
+        rest = [task for task in tasks if task not in known]
+        if known:
+            logger.info(
+                "%s of the best model (step %s): its dev evaluation", ", ".join(known), state.best_step
+            )
+        computed: dict[str, Any] = {}
+        if rest or not known:
+            best = open_model(str(best_folder(out))).to(self.run.device)
+            logger.info("evaluating the best model (step %s) on %s", state.best_step, _named(rest))
+            computed = evaluate(
+                evaluation_encode_fn(best, cfg.eval.batch_size),  # the one evaluation path, as sentcl eval
+                self.run.data_dir,
+                rest,
+                transfer_protocol=cfg.eval.transfer_protocol,
+            )
+        results = {task: known[task] if task in known else computed[task] for task in tasks}
         summary = {
             "best_step": state.best_step,
             "best_dev_score": state.best_score,

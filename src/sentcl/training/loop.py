@@ -106,7 +106,7 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
     trainable = nn.ModuleDict({"encoder": model, **method.objective.attach(model)}).to(run.device)
     _seed_everything(t.seed + run.rank)
     evals = Evaluations(run, model, len(method.examples))
-    start_results = evals.start_results()
+    starts = (evals.start_results(), evals.start_own_pooling())  # as the run pools it; in its own pooling
 
     # ---- optimizer, schedule, resume
     total_steps = count_steps(run, method)
@@ -168,7 +168,7 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
     tracker.close()
 
     # ---- final evaluation of the best model (rank 0)
-    result = TrainResult(run.out, state.global_step, state.best_step, state.best_score, {}, start_results)
+    result = TrainResult(run.out, state.global_step, state.best_step, state.best_score, {}, *starts)
     if run.main:
         result.results = evals.final(state)
     distributed.barrier()

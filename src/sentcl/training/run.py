@@ -51,6 +51,9 @@ class TrainResult:
     best_score: float | None
     results: dict[str, Any] = field(default_factory=dict)
     start_results: dict[str, Any] | None = None
+    # the start model in its own pooling (a sentence encoder's folder), where the run pools otherwise:
+    # (its pooler, its final-task results)
+    start_own: tuple[str, dict[str, Any]] | None = None
 
 
 @dataclass
