@@ -86,10 +86,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def handle(args: argparse.Namespace) -> int:
-    from sentcl.report.dimensions import plot_sweep, truncation_sweep
     from sentcl.evaluation.embedding import before_normalisation, evaluation_encode_fn
     from sentcl.evaluation.runner import evaluate, expand, format_results
     from sentcl.evaluation.user_data import evaluate_user_data, read_user_data
+    from sentcl.report.dimensions import plot_sweep, truncation_sweep
 
     # the user's pairs files and BEIR folders, read (and checked) before the model loads
     user_data = read_user_data(args)
