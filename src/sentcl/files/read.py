@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 import yaml
 
+from sentcl.files.arrays import npy_problem
 from sentcl.files.atomic import atomic_write_json
 from sentcl.files.budget import bounded_lines
 from sentcl.files.fields import Kind, check
@@ -333,13 +334,19 @@ def write_json_strict(path: str | Path, payload: Any) -> Path:
     return atomic_write_json(path, json_safe(payload), allow_nan=False)
 
 
-def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
-    """An .npy file (memory-mapped by default); a missing, empty, truncated or corrupt file names itself."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist")
-    if path.stat().st_size == 0:
-        raise ValueError(f"{path} is empty (0 bytes): not a .npy array; re-create it")
+def load_npy(path: Path, mmap: bool = True, what: str = "") -> np.ndarray:
+    """An .npy file (memory-mapped by default); a missing, special (FIFO, device, folder), empty, truncated or
+    corrupt file names itself, and so does an archive, a pickle or text named .npy (``npy_problem``)."""
+    path = Path(path)
+    label = f"{what} {path}".strip()
+    found = input_file_problem(path)
+    if found is not None:
+        raise (FileNotFoundError if found[1] else ValueError)(f"{label} {found[0]}")
+    problem = npy_problem(path)
+    if problem is not None:
+        raise ValueError(f"{label} {problem}; re-create it")
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:
-        raise ValueError(f"{path} is truncated or not a valid .npy array ({err}); re-create it") from None
+        reason = "it holds Python objects" if "pickle" in str(err) else str(err)
+        raise ValueError(f"{label} is truncated or not a valid .npy array ({reason}); re-create it") from None

@@ -30,6 +30,7 @@ from sentcl.files.output import Input
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
+from sentcl.modeling.tokenizer_checks import check_patterns
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows
 
 STATIC_MODULE = "StaticEmbedding"
@@ -89,6 +90,14 @@ def _read_table(folder: Path) -> np.ndarray:
     table = np.ascontiguousarray(table, dtype=np.float32)  # (V, D)
     if not np.isfinite(table).all():
         raise ModelFolderError(f"{file}: {WEIGHT_KEY!r} holds NaN or inf")
+    if table.shape[1] == 0 or len(table) == 0:
+        raise ModelFolderError(
+            f"{file}: {WEIGHT_KEY!r} has shape {tuple(table.shape)}: no vectors to embed with"
+        )
+    if not table.any():
+        raise ModelFolderError(
+            f"{file}: {WEIGHT_KEY!r} is all zeros: every sentence would get the zero vector"
+        )
     return table
 
 
@@ -104,6 +113,7 @@ def load_tokenizer(file: Path) -> Any:  # noqa: ANN401 - a tokenizers.Tokenizer
         raise ModelFolderError(f"{file}: not a tokenizers file: {err}") from err
     tokenizer.no_padding()
     tokenizer.no_truncation()
+    check_patterns(tokenizer, str(file))
     return tokenizer
 
 
