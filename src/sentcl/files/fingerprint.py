@@ -143,17 +143,19 @@ def file_sha256(path: str | os.PathLike[str], cached: bool = True) -> str:
 
 def tree_files(folder: Path) -> list[Path]:
     """The regular files under ``folder`` in sorted order, hidden paths (a part starting with '.') left out.
-    A linked sub-folder is walked too (what a model folder's loading reads through it), each real folder
-    once, so a link loop ends."""
+    A linked sub-folder is walked too (what a model folder's loading reads through it); a link back to a
+    folder above it (a loop) is not."""
     found = []
-    seen: set[tuple[int, int]] = set()
+    above: dict[str, tuple[str, ...]] = {str(folder): (os.path.realpath(folder),)}
     for root, dirs, files in os.walk(folder, followlinks=True):
-        st = os.stat(root)
-        if (st.st_dev, st.st_ino) in seen:
-            dirs[:] = []
-            continue
-        seen.add((st.st_dev, st.st_ino))
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+        chain = above.pop(root, ())
+        kept = []
+        for d in sorted(d for d in dirs if not d.startswith(".")):
+            real = os.path.realpath(os.path.join(root, d))
+            if real not in chain:
+                kept.append(d)
+                above[os.path.join(root, d)] = (*chain, real)
+        dirs[:] = kept
         found += [Path(root) / f for f in files if not f.startswith(".")]
     return sorted(p for p in found if p.is_file())
 

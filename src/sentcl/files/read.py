@@ -348,5 +348,6 @@ def load_npy(path: Path, mmap: bool = True, what: str = "") -> np.ndarray:
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:
-        reason = "it holds Python objects" if "pickle" in str(err) else str(err)
+        objects = "pickle" in str(err) or "Python objects" in str(err)
+        reason = "it holds Python objects, which sentcl never unpickles" if objects else str(err)
         raise ValueError(f"{label} is truncated or not a valid .npy array ({reason}); re-create it") from None
