@@ -59,4 +59,8 @@ def test_a_vocabulary_word_over_the_length_rule_is_unknown() -> None:
     rust.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tokens = StaticTokenizer(rust)
     assert tokens.fast
-    assert tokens.ids(["a guitar"]).lists() == [[2, 0]] == [rust.encode("a guitar", add_special_tokens=False).ids]
+    assert (
+        tokens.ids(["a guitar"]).lists()
+        == [[2, 0]]
+        == [rust.encode("a guitar", add_special_tokens=False).ids]
+    )

@@ -163,7 +163,9 @@ PIECES = st.sampled_from(["a", "man", "guitar", " ", " " * 40, "\n", "x" * 101, 
 
 @settings(max_examples=60, deadline=None)
 @given(parts=st.lists(PIECES, min_size=1, max_size=60), max_length=st.integers(3, 12))
-def test_the_cut_keeps_the_tokens_the_full_text_gives(tiny_tokenizer: Any, parts: list[str], max_length: int) -> None:
+def test_the_cut_keeps_the_tokens_the_full_text_gives(
+    tiny_tokenizer: Any, parts: list[str], max_length: int
+) -> None:
     text = " ".join(parts)
     kept = keep_for_tokens(text, max_length)
     assert text.startswith(kept) and len(kept) <= max(len(text), char_budget(max_length))
@@ -196,7 +198,15 @@ def _st_folder(tiny_bert: Path, root: Path, transformer_path: str) -> Path:
 
 def _encode(model: Path, tmp_path: Path) -> list[str]:
     (tmp_path / "in.txt").write_text("a man plays a guitar\n")
-    return ["encode", "--model", str(model), "--input", str(tmp_path / "in.txt"), "--output", str(tmp_path / "o.npy")]
+    return [
+        "encode",
+        "--model",
+        str(model),
+        "--input",
+        str(tmp_path / "in.txt"),
+        "--output",
+        str(tmp_path / "o.npy"),
+    ]
 
 
 def test_module_paths_stay_inside_the_folder(tiny_bert: Path, tmp_path: Path, capsys: Any) -> None:
@@ -247,7 +257,10 @@ def test_a_tokenizer_larger_than_the_embeddings_is_refused_at_load(
 @pytest.mark.parametrize(
     ("where", "step"),
     [
-        ("pre_tokenizer", {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": False}),
+        (
+            "pre_tokenizer",
+            {"type": "Split", "pattern": {"Regex": "(a+)+$"}, "behavior": "Isolated", "invert": False},
+        ),
         ("normalizer", {"type": "Replace", "pattern": {"Regex": "(x+x+)+y"}, "content": "y"}),
     ],
 )

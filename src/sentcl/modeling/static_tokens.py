@@ -128,7 +128,9 @@ class StaticTokenizer:
         # a vocabulary word is its own token only within WordPiece's length rule, which comes first: a longer
         # one is [UNK], as the Rust model gives it
         self._words = {
-            w: (i,) for w, i in vocab.items() if self._word.fullmatch(w) and w not in added and len(w) <= limit
+            w: (i,)
+            for w, i in vocab.items()
+            if self._word.fullmatch(w) and w not in added and len(w) <= limit
         }
 
     def _plain(self, text: str) -> bool:
