@@ -122,7 +122,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _run(args)
     except KeyboardInterrupt:
         _silence_stdout(stdout)
-        return _error(command, "interrupted", SIGINT_EXIT)
+        print(f"sentcl {command}: interrupted", file=sys.stderr)
+        return SIGINT_EXIT
     except StdoutError as err:
         _silence_stdout(stdout)
         if err.errno == errno.EPIPE:

@@ -10,11 +10,14 @@ from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, l
 from sentcl.evaluation.dimensions import parse_dims, plot_sweep, truncation_sweep
 from sentcl.evaluation.user_data import add_user_data_options, evaluate_user_data, read_user_data
 from sentcl.files.atomic import atomic_write_text
+from sentcl.files.kinds import names_value, write_path
 from sentcl.files.output import Input, claim_file, model_input
 from sentcl.files.paths import resolve_data_dir
+from sentcl.files.slots import declare
 from sentcl.types import EncodeFn
 
 
+@declare("dims")
 def dims_option(text: str) -> list[int]:
     """argparse type for --truncate-dims: ``parse_dims``'s reason as argparse's message (not 'invalid value')."""
     try:
@@ -55,6 +58,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--mteb-tasks",
+        type=names_value,
         nargs="+",
         default=[],
         metavar="NAME",
@@ -62,7 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "comes from the hub, so this needs a network the first time.",
     )
     add_data_dir(p)
-    p.add_argument("--output", type=Path, help="Write the results as JSON here.")
+    p.add_argument("--output", type=write_path, help="Write the results as JSON here.")
     p.add_argument(
         "--truncate-dims",
         type=dims_option,
@@ -71,7 +75,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         'results per dimension (JSON {"truncate_dims": {K: results}}).',
     )
     p.add_argument(
-        "--plot", type=Path, help="With --truncate-dims: a PNG of each task's score against the dimension."
+        "--plot",
+        type=write_path,
+        help="With --truncate-dims: a PNG of each task's score against the dimension.",
     )
     add_overwrite(p, "file at --output or --plot")
     p.set_defaults(func=handle)
