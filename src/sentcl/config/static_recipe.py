@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,7 @@ class FitSettings:
     batch_size: int
     learning_rate: float
     warmup_steps: int
-    loss: str
+    loss: str = field(metadata={"kind": "choice"})
     contrastive_weight: float
     temperature: float
     center: bool
@@ -61,17 +61,17 @@ class FitSettings:
 class StaticRecipe:
     """Every setting of a static student (``sentcl.methods.static_student.build_static_student``)."""
 
-    teacher: str
-    output_dir: str
+    teacher: str = field(metadata={"kind": "model"})
+    output_dir: str = field(metadata={"kind": "folder-own"})
     dim: int
-    weighting: str
+    weighting: str = field(metadata={"kind": "choice"})
     sif_a: float
     fit: FitSettings
     #: the width of the distillation's PCA; wider than ``dim``, the learned map chooses the student's axes
     pca_dim: int | None = None
     skip_pattern: str | None = None
     max_sentences: int | None = None
-    teacher_cache: str | None = None
+    teacher_cache: str | None = field(default=None, metadata={"kind": "folder-own"})
 
     def __post_init__(self) -> None:
         if self.weighting not in WEIGHTINGS:

@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.arrays import first_bad_row
 from sentcl.files.budget import bounded_texts
 from sentcl.files.output import Input
 from sentcl.files.paths import ModelFolderError
@@ -254,6 +255,13 @@ def save_static(
     if table.ndim != 2 or len(table) < tokenizer.get_vocab_size():
         raise ValueError(
             f"token vectors of shape {table.shape} for a tokenizer of {tokenizer.get_vocab_size()} tokens"
+        )
+    bad = first_bad_row(np.asarray(table))
+    if bad is not None or not np.asarray(table).any():
+        what = f"row {bad[0]} holds {bad[1]}" if bad else "it is all zeros"
+        raise ValueError(
+            f"the static model's token table is not written to {folder}: {what} (a fit that diverged: a "
+            "smaller learning rate or a larger temperature)"
         )
     clean = type(tokenizer).from_str(tokenizer.to_str())  # a copy: the caller's tokenizer keeps its settings
     clean.no_padding()
