@@ -61,7 +61,7 @@ def test_a_link_to_the_folder_is_followed_and_kept(tmp_path: Path, static_parts:
 
 
 def test_index_build_onto_links(tiny_bert: Path, tmp_path: Path, capsys: Any) -> None:
-    from tests.helpers.shards import encode_argv
+    from helpers.shards import encode_argv
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"the man plays a guitar {i}\n" for i in range(30)))

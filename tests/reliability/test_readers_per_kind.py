@@ -132,7 +132,7 @@ def test_vectors_must_be_real_finite_and_have_a_direction() -> None:
 
 
 def test_index_build_refuses_nan_and_zero_queries(tiny_bert: Path, tmp_path: Path, capsys: Any) -> None:
-    from tests.helpers.shards import encode_argv
+    from helpers.shards import encode_argv
 
     corpus = tmp_path / "c.txt"
     corpus.write_text("".join(f"the man {w} a guitar {i}\n" for i, w in enumerate(["plays"] * 30)))

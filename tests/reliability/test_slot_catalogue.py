@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sentcl.files.slots import KINDS, cli_slots, config_slots, file_slots, schema_slots, unclassified
-from tests.reliability.hostile import GENERATORS, HTTP_KINDS
+from hostile import GENERATORS, HTTP_KINDS
 
 ROUTES = (
     ("POST /embed", "EmbedRequest"),

@@ -221,7 +221,10 @@ def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError)
     core schema. Refused, as ``error``: invalid YAML, a key written twice in one mapping (its line named), a
     plain scalar that YAML 1.1 reads as another value (``010``, ``1:30``, ``yes``: key and line named), aliases
     that expand past YAML_MAX_NODES nodes, a recursive alias, nesting too deep to read."""
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # its reader refuses control characters and surrogates at once
+    except yaml.YAMLError as err:
+        raise error(f"{source} is not valid YAML: {yaml_problem(err)}") from None
     try:
         node = loader.get_single_node()
         if node is None:
