@@ -28,7 +28,9 @@ class Made:
 class Gen:
     name: str
     make: Callable[[Path], Made]
-    bad: bool = True  # must be refused (exit 2, one line); False: a valid limit, must succeed or be refused clearly
+    bad: bool = (
+        True  # must be refused (exit 2, one line); False: a valid limit, must succeed or be refused clearly
+    )
     syntactic: bool = False  # refused by the type= reader, no file system needed
 
     def __call__(self, folder: Path) -> Made:
@@ -112,7 +114,11 @@ FILE_READ = [
     Gen("not-utf8", _file("latin1.txt", "café\n".encode("latin-1"))),
     Gen("binary", _file("binary.txt", bytes(range(256)) * 4)),
 ]
-FOLDER_READ = [*FS_READ, Gen("a-file", _file("a_file.txt", b"text\n")), Gen("empty-folder", _dir)]
+FOLDER_READ = [
+    *[g for g in FS_READ if g.name != "directory"],
+    Gen("a-file", _file("a_file.txt", b"text\n")),
+    Gen("empty-folder", _dir, bad=False),  # a real folder: read (nothing found is named) or refused clearly
+]
 WRITE = [
     Gen("user-file", _user_file),
     Gen("directory", _dir),
@@ -138,7 +144,7 @@ TEXT_BAD = [_const("not-utf8", SURROGATE), _const("lone-surrogate", "a\ud83d")]
 GENERATORS: dict[str, list[Gen]] = {
     "path-read": FILE_READ,
     "folder-read": FOLDER_READ,
-    "path-any-read": FOLDER_READ[:-2],
+    "path-any-read": FS_READ,
     "path-write": WRITE,
     "folder-own": OWN,
     "model": [*FOLDER_READ[:-1], Gen("garbage-config", _file("config.json", b"{not json"))],

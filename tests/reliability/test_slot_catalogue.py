@@ -8,9 +8,9 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hostile import GENERATORS, HTTP_KINDS
 
 from sentcl.files.slots import KINDS, cli_slots, config_slots, file_slots, schema_slots, unclassified
-from hostile import GENERATORS, HTTP_KINDS
 
 ROUTES = (
     ("POST /embed", "EmbedRequest"),
@@ -41,7 +41,7 @@ def all_config_slots() -> list[Any]:
     from sentcl.methods.catalogue import option_classes
 
     slots = config_slots(TrainConfig) + config_slots(StaticRecipe)
-    for name, cls in option_classes().items():  # the objective section: each method's own options
+    for cls in option_classes().values():  # the objective section: each method's own options
         slots += [s for s in config_slots(cls, "objective.") if s not in slots]
     return slots
 

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from pathlib import Path
 
+from sentcl.files.pathcheck import input_dir_problem, input_file_problem
 from sentcl.files.secret import SecretError, check_secret
 from sentcl.files.slots import declare
 
@@ -35,14 +37,27 @@ def _path(text: str) -> Path:
     return Path(text)
 
 
+def _existing(text: str, folder: bool) -> Path:
+    """``text`` as a path; one that exists but is not what the slot reads (a folder, a FIFO, a device, a link
+    loop where a file is read; a file or special file where a folder is read) is refused now, in
+    ``sentcl.files.pathcheck``'s words. A missing path is the command's to name (it may make or fetch it)."""
+    path = _path(text)
+    if not os.path.lexists(path):
+        return path
+    found = input_dir_problem(path) if folder else input_file_problem(path)
+    if found is not None and not found[1]:
+        raise argparse.ArgumentTypeError(f"{path} {found[0]}")
+    return path
+
+
 @declare("path-read")
 def read_file(text: str) -> Path:
-    return _path(text)
+    return _existing(text, folder=False)
 
 
 @declare("folder-read")
 def read_folder(text: str) -> Path:
-    return _path(text)
+    return _existing(text, folder=True)
 
 
 @declare("path-any-read")
@@ -68,12 +83,16 @@ def own_folder_name(text: str) -> str:
 
 @declare("folder-read")
 def read_folder_name(text: str) -> str:
-    return str(_path(text))
+    """A folder to read, kept as text (a data folder, run folders): it must exist when given."""
+    path = _existing(text, folder=True)
+    if not os.path.lexists(path):
+        raise argparse.ArgumentTypeError(f"{path} does not exist")
+    return str(path)
 
 
 @declare("array")
 def array_file(text: str) -> Path:
-    return _path(text)
+    return _existing(text, folder=False)
 
 
 @declare("secret-file")

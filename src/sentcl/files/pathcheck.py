@@ -96,10 +96,8 @@ def check_input_file(
     return path
 
 
-def check_input_dir(
-    path: str | os.PathLike[str], what: str = "folder", error: type[ValueError] = InputPathError
-) -> Path:
-    """``path`` if it is a folder that can be listed; else FileNotFoundError (missing) or ``error``."""
+def input_dir_problem(path: str | os.PathLike[str]) -> tuple[str, bool] | None:
+    """What keeps ``path`` from being listed as a folder, and whether it is simply missing; None if fine."""
     path = Path(path)
     found = _stat_problem(path)
     if found is None and not path.is_dir():
@@ -108,6 +106,15 @@ def check_input_dir(
         found = (f"{kind}, not a folder", False)
     if found is None and not os.access(path, os.R_OK | os.X_OK):
         found = ("cannot be read: permission denied", False)
+    return found
+
+
+def check_input_dir(
+    path: str | os.PathLike[str], what: str = "folder", error: type[ValueError] = InputPathError
+) -> Path:
+    """``path`` if it is a folder that can be listed; else FileNotFoundError (missing) or ``error``."""
+    path = Path(path)
+    found = input_dir_problem(path)
     if found is not None:
         problem, missing = found
         raise (FileNotFoundError if missing else error)(f"{what} {path} {problem}")
