@@ -121,7 +121,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         command = args.command
         return _run(args)
     except KeyboardInterrupt:
-        _silence_stdout(stdout)
         print(f"sentcl {command}: interrupted", file=sys.stderr)
         return SIGINT_EXIT
     except StdoutError as err:
