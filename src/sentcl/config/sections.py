@@ -36,6 +36,7 @@ from sentcl.defaults import (
     TRAIN_MAX_LENGTH,
 )
 from sentcl.files.read import preview
+from sentcl.files.slots import FolderOwn, FolderRead, ModelRef, PathRead
 from sentcl.methods.catalogue import (
     describe_objective,
     objective_options,
@@ -45,18 +46,17 @@ from sentcl.methods.catalogue import (
 
 @dataclass
 class ModelConfig:
-    name_or_path: str = opt(
-        "all-MiniLM-L6-v2", "Hugging Face hub id, local folder, or offline short name.", kind="model"
+    name_or_path: ModelRef = opt(
+        "all-MiniLM-L6-v2", "Hugging Face hub id, local folder, or offline short name."
     )
     pooler: str | None = opt(
         None,
         f"Pooler: one of {', '.join(POOLERS)}; 'cls' adds the MLP head. null: the start model's own (a "
         "sentence-transformers folder's Pooling, a sentcl folder's saved pooler), else cls.",
-        kind="choice",
     )
     mlp_only_train: bool = opt(False, "With pooler 'cls': use the MLP head in training only (unsup. SimCSE).")
     dropout: float | None = opt(
-        None, "Dropout rate for hidden and attention layers; null keeps the model's own.", kind="probability"
+        None, "Dropout rate for hidden and attention layers; null keeps the model's own."
     )
     max_length: int = opt(
         TRAIN_MAX_LENGTH, "Maximum tokens per sentence in training (longer ones are truncated)."
@@ -114,19 +114,17 @@ class ModelConfig:
         "teacher's vectors reduced by PCA, fitted on the corpus' teacher vectors, to the student's width).",
         method_scoped=True,
     )
-    teacher_cache: str | None = opt(
+    teacher_cache: FolderOwn | None = opt(
         None,
         f"Folder of cached teacher vectors (null: $SENTCL_CACHE/{TEACHER_CACHE_SUBDIR}, else "
         f"~/.cache/sentcl/{TEACHER_CACHE_SUBDIR}); read by the methods that distil a teacher.",
         resume_safe=True,
-        kind="folder-own",
     )
-    generator: str | None = opt(
+    generator: ModelRef | None = opt(
         None,
         "DiffCSE's frozen masked-LM generator G: a Hugging Face folder or hub id with an MLM head and the "
         "encoder's vocabulary (the paper: distilbert-base-uncased for BERT).",
         method_scoped=True,
-        kind="model",
     )
 
     def __post_init__(self) -> None:
@@ -171,31 +169,26 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    data_dir: str | None = opt(
+    data_dir: FolderRead | None = opt(
         None,
         f"Data folder (SentEval layout); default ${DATA_ENV}, else ../shared/data (relative to the working folder).",
         resume_safe=True,
-        kind="folder-read",
     )
-    train_file: str = opt(
+    train_file: PathRead = opt(
         "corpora/wiki1m_prefix.txt",
         "Training corpus: absolute, or relative to the working folder (looked up first) or the data folder.",
-        kind="path-read",
     )
-    reader: str | None = opt(
-        None, "Reader of the training file (lines, ...); null: the method's own.", kind="choice"
-    )
+    reader: str | None = opt(None, "Reader of the training file (lines, ...); null: the method's own.")
     max_examples: int | None = opt(None, "Use only the first N training examples (null: all).")
     streaming: bool = opt(
         False,
         "Read the training file line by line from disk (line index + token ids cached on disk) instead of "
         "loading it: for corpora larger than memory; reader 'lines' only.",
     )
-    cache_dir: str | None = opt(
+    cache_dir: FolderOwn | None = opt(
         None,
         "Cache folder of streaming corpora (default $SENTCL_CACHE or ~/.cache/sentcl).",
         resume_safe=True,
-        kind="folder-own",
     )
     no_duplicates_in_batch: bool = opt(False, "Keep identical texts out of the same batch (false negatives).")
     augmentation: str | None = opt(
@@ -205,10 +198,7 @@ class DataConfig:
         method_scoped=True,
     )
     augmentation_rate: float = opt(
-        0.1,
-        "Fraction k of words the text augmentation crops/deletes/replaces.",
-        method_scoped=True,
-        kind="probability",
+        0.1, "Fraction k of words the text augmentation crops/deletes/replaces.", method_scoped=True
     )
     token_augmentation: str | None = opt(
         None,
@@ -216,25 +206,18 @@ class DataConfig:
         method_scoped=True,
     )
     token_augmentation_rate: float = opt(
-        0.1,
-        "Fraction of tokens (or feature dims) the token augmentation cuts.",
-        method_scoped=True,
-        kind="probability",
+        0.1, "Fraction of tokens (or feature dims) the token augmentation cuts.", method_scoped=True
     )
     cutoff_token: str = opt(
         "unk", "Token that replaces cut-off tokens: unk, pad or mask (never [CLS]/[SEP]).", method_scoped=True
     )
-    mlm_augmentation_model: str | None = opt(
-        None,
-        "Masked-LM for mlm_replacement (null: the encoder's own checkpoint).",
-        method_scoped=True,
-        kind="model",
+    mlm_augmentation_model: ModelRef | None = opt(
+        None, "Masked-LM for mlm_replacement (null: the encoder's own checkpoint).", method_scoped=True
     )
-    wordnet_dir: str | None = opt(
+    wordnet_dir: FolderRead | None = opt(
         None,
         "WordNet dict folder for synonym_replacement (default $SENTCL_WORDNET or /usr/share/wordnet).",
         method_scoped=True,
-        kind="folder-read",
     )
     next_sentence_window: int = opt(
         1, "next_sentence: positive is s_(i+1) (1) or one of the next 3 sentences (3).", method_scoped=True
@@ -244,12 +227,11 @@ class DataConfig:
         "Supervised: neutral hypotheses as extra hard negatives (needs them in the data).",
         method_scoped=True,
     )
-    negation_file: str | None = opt(
+    negation_file: PathRead | None = opt(
         None,
         "sncse: a TSV of 'sentence<TAB>negation' lines giving every training sentence's negation (null: our "
         "rule-based English negator, sentcl.data.negation).",
         method_scoped=True,
-        kind="path-read",
     )
 
     def __post_init__(self) -> None:
@@ -267,11 +249,8 @@ SEED_MAX = 2**32 - 1
 
 @dataclass
 class TrainingConfig:
-    output_dir: str = opt(
-        "runs/unsup_simcse",
-        "Run folder: metrics, checkpoints, best model.",
-        resume_safe=True,
-        kind="folder-own",
+    output_dir: FolderOwn = opt(
+        "runs/unsup_simcse", "Run folder: metrics, checkpoints, best model.", resume_safe=True
     )
     batch_size: int = opt(64, "Sentences (not views) per batch.")
     learning_rate: float = opt(3e-5, "Peak learning rate of AdamW.")
@@ -295,14 +274,9 @@ class TrainingConfig:
     )
     num_threads: int | None = opt(None, "torch CPU threads (null: torch's default).", resume_safe=True)
     device: str = opt(
-        "auto",
-        "Device: auto (cuda if available, else cpu), cpu, cuda, cuda:N.",
-        resume_safe=True,
-        kind="choice",
+        "auto", "Device: auto (cuda if available, else cpu), cpu, cuda, cuda:N.", resume_safe=True
     )
-    precision: str = opt(
-        "fp32", "fp32, or autocast in bf16 (CPU or GPU) / fp16 (GPU, with loss scaling).", kind="choice"
-    )
+    precision: str = opt("fp32", "fp32, or autocast in bf16 (CPU or GPU) / fp16 (GPU, with loss scaling).")
     progress: bool = opt(True, "Show a progress bar.", resume_safe=True)
     gradient_cache_chunk: int = opt(
         0,
@@ -379,7 +353,7 @@ def check_dev_task_name(dev_task: str) -> None:
 
 @dataclass
 class EvalConfig:
-    dev_task: str = opt("stsb_dev", "Task scored during training to pick the best checkpoint.", kind="name")
+    dev_task: str = opt("stsb_dev", "Task scored during training to pick the best checkpoint.")
     final_tasks: list[str] = opt(
         ["sts"], "Tasks evaluated on the best model after training (sts, dev, ...).", resume_safe=True
     )

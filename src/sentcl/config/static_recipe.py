@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from sentcl.config.builtin import static_recipe_path
 from sentcl.config.typed import ConfigError, from_dict, merge_override, parse_override
 from sentcl.files.read import read_yaml
+from sentcl.files.slots import FolderOwn, ModelRef
 
 LOSSES = ("cosine", "mse")
 WEIGHTINGS = ("zipf", "corpus", "none")
@@ -32,7 +33,7 @@ class FitSettings:
     batch_size: int
     learning_rate: float
     warmup_steps: int
-    loss: str = field(metadata={"kind": "choice"})
+    loss: str
     contrastive_weight: float
     temperature: float
     center: bool
@@ -61,17 +62,17 @@ class FitSettings:
 class StaticRecipe:
     """Every setting of a static student (``sentcl.methods.static_student.build_static_student``)."""
 
-    teacher: str = field(metadata={"kind": "model"})
-    output_dir: str = field(metadata={"kind": "folder-own"})
+    teacher: ModelRef
+    output_dir: FolderOwn
     dim: int
-    weighting: str = field(metadata={"kind": "choice"})
+    weighting: str
     sif_a: float
     fit: FitSettings
     #: the width of the distillation's PCA; wider than ``dim``, the learned map chooses the student's axes
     pca_dim: int | None = None
     skip_pattern: str | None = None
     max_sentences: int | None = None
-    teacher_cache: str | None = field(default=None, metadata={"kind": "folder-own"})
+    teacher_cache: FolderOwn | None = None
 
     def __post_init__(self) -> None:
         if self.weighting not in WEIGHTINGS:

@@ -15,6 +15,8 @@ from pathlib import Path
 
 import numpy as np
 
+from sentcl.similarity import unit_rows
+
 NPY_MAGIC = b"\x93NUMPY"
 _SNIFF_BYTES = 16
 
@@ -64,9 +66,8 @@ def unit_rows_safe(arr: np.ndarray) -> np.ndarray:
     by its largest magnitude first (in float64), then by its norm. Zero rows stay zero."""
     x = np.asarray(arr, dtype=np.float64)
     peak = np.abs(x).max(axis=1, keepdims=True)  # (N, 1)
-    x = np.divide(x, peak, out=np.zeros_like(x), where=peak > 0)
-    norm = np.linalg.norm(x, axis=1, keepdims=True)  # (N, 1)
-    return np.divide(x, norm, out=np.zeros_like(x), where=norm > 0).astype(np.float32)
+    x = np.divide(x, peak, out=np.zeros_like(x), where=peak > 0)  # every row's largest magnitude now 1
+    return unit_rows(x).astype(np.float32)
 
 
 def check_vectors(

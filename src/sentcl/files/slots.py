@@ -8,8 +8,9 @@ kind of file sentcl reads. Its kind is declared where the slot is declared, not 
 - an option's ``type=`` function carries it (``declare("count")(positive_int)``; ``sentcl.files.kinds`` holds
   the typed readers of paths, text, secrets and numbers); a flag (``store_true``) is ``flag`` and an option
   with ``choices`` is ``choice``;
-- a configuration field's metadata ``kind`` (``opt(..., kind="path-read")``), else its annotation (int,
-  float, bool, str, a list, a Literal);
+- a configuration field's annotation: ``ModelRef``, ``PathRead``, ``FolderRead``, ``FolderOwn`` (a ``str``
+  to the typed reader, carrying its kind), else int, float, bool, str, a list, a Literal; or its metadata
+  ``kind``;
 - a request field's ``json_schema_extra={"kind": ...}``, else its annotation (StrictBool, StrictInt, str,
   list[str], a Literal).
 
@@ -26,7 +27,7 @@ import types
 import typing
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar, get_args, get_origin
+from typing import Annotated, Any, Literal, TypeVar, get_args, get_origin
 
 SLOT_ATTR = "slot_kind"
 
@@ -65,6 +66,20 @@ KINDS: dict[str, str] = {
 }
 
 F = TypeVar("F", bound=Callable[..., Any])
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A slot kind carried by an annotation: ``Annotated[str, Kind("model")]`` (the typed config's fields)."""
+
+    name: str
+
+
+# annotations of configuration fields that name a path or a model (the typed reader sees ``str``)
+ModelRef = Annotated[str, Kind("model")]
+PathRead = Annotated[str, Kind("path-read")]
+FolderRead = Annotated[str, Kind("folder-read")]
+FolderOwn = Annotated[str, Kind("folder-own")]
 
 
 def declare(kind: str) -> Callable[[F], F]:
@@ -126,9 +141,13 @@ _SCALARS = {bool: "flag", int: "integer", float: "float", str: "text"}
 
 
 def annotation_kind(annotation: Any) -> str | None:
-    """The kind an annotation says by itself: bool, int, float, str, a Literal, a list, a mapping; an
-    Optional of one of these; None for anything else (it must declare its kind)."""
+    """The kind an annotation says by itself: a ``Kind`` it carries (``ModelRef``), bool, int, float, str, a
+    Literal, a list, a mapping; an Optional of one of these; None for anything else (it must declare its
+    kind)."""
     origin = get_origin(annotation)
+    if origin is Annotated:
+        declared = [m.name for m in annotation.__metadata__ if isinstance(m, Kind)]
+        return declared[0] if declared else annotation_kind(get_args(annotation)[0])
     if origin is Literal:
         return "choice"
     if origin in (typing.Union, types.UnionType):
@@ -151,7 +170,7 @@ def config_slots(cls: type[Any], prefix: str = "") -> list[Slot]:
     """Every leaf key of the typed config ``cls`` (dataclasses): its kind from the field's metadata ``kind``,
     else from its annotation; a section (a nested dataclass) is walked."""
     slots: list[Slot] = []
-    hints = typing.get_type_hints(cls)
+    hints = typing.get_type_hints(cls, include_extras=True)
     for f in dataclasses.fields(cls):
         key, annotation = f"{prefix}{f.name}", hints[f.name]
         if dataclasses.is_dataclass(annotation) and "kind" not in f.metadata:
