@@ -115,7 +115,10 @@ FILE_READ = [
     Gen("binary", _file("binary.txt", bytes(range(256)) * 4)),
 ]
 FOLDER_READ = [
-    *[g for g in FS_READ if g.name != "directory"],
+    # a missing folder is named by the command that reads it (with how to get it: a data folder); an option
+    # the command does not read (--data-dir beside --pairs) is not looked at
+    Gen("missing", lambda f: Made(str(f / "missing")), bad=False),
+    *[g for g in FS_READ if g.name not in ("directory", "missing")],
     Gen("a-file", _file("a_file.txt", b"text\n")),
     Gen("empty-folder", _dir, bad=False),  # a real folder: read (nothing found is named) or refused clearly
 ]

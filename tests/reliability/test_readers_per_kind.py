@@ -53,7 +53,11 @@ def test_an_empty_key_is_refused_whichever_way_it_came(
         argv += ["--api-key", flag]
     if env is not None:
         monkeypatch.setenv("SENTCL_API_KEY", env)
-    assert main(argv) == 2
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # the option's own reader (argparse): one line, exit 2
+        code = stop.code
+    assert code == 2
     line = _one_error(capsys, "serve")
     assert re.search(r"--api-key.* (empty|blank)" if flag is not None else r"\$SENTCL_API_KEY is", line), line
 
@@ -215,10 +219,19 @@ def test_module_paths_stay_inside_the_folder(tiny_bert: Path, tmp_path: Path, ca
     folder = _st_folder(tiny_bert, tmp_path, "../ext")
     assert main(_encode(folder, tmp_path)) == 2
     assert "names '../ext', outside the model folder" in _one_error(capsys, "encode")
-    (folder / "bb").symlink_to(tmp_path / "ext")  # a module folder linked in from outside
+    for name in ("/abs/ext", "sub/../../ext"):
+        (folder / "modules.json").write_text((folder / "modules.json").read_text().replace("../ext", name))
+        assert main(_encode(folder, tmp_path)) == 2
+        assert "outside the model folder" in _one_error(capsys, "encode")
+        (folder / "modules.json").write_text((folder / "modules.json").read_text().replace(name, "../ext"))
+    (folder / "bb").symlink_to(tmp_path / "ext")  # a module folder linked in from outside: read, and hashed
     (folder / "modules.json").write_text((folder / "modules.json").read_text().replace("../ext", "bb"))
-    assert main(_encode(folder, tmp_path)) == 2
-    assert "leads out of the model folder" in _one_error(capsys, "encode")
+    from sentcl.files.fingerprint import model_fingerprint
+
+    before = model_fingerprint(str(folder))
+    assert folder / "bb" / "model.safetensors" in tree_files(folder)
+    (tmp_path / "ext" / "config.json").write_text((tmp_path / "ext" / "config.json").read_text() + " ")
+    assert model_fingerprint(str(folder)) != before  # the linked backbone changed: another model
     inner = tmp_path / "inner"
     (inner / "real").mkdir(parents=True)
     (inner / "real" / "w.bin").write_bytes(b"w")

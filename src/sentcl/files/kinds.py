@@ -83,11 +83,8 @@ def own_folder_name(text: str) -> str:
 
 @declare("folder-read")
 def read_folder_name(text: str) -> str:
-    """A folder to read, kept as text (a data folder, run folders): it must exist when given."""
-    path = _existing(text, folder=True)
-    if not os.path.lexists(path):
-        raise argparse.ArgumentTypeError(f"{path} does not exist")
-    return str(path)
+    """A folder to read, kept as text (a data folder, run folders)."""
+    return str(_existing(text, folder=True))
 
 
 @declare("array")

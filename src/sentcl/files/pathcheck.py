@@ -188,22 +188,13 @@ def os_error_message(err: OSError) -> str:
 
 def inside_folder(folder: str | os.PathLike[str], name: str, what: str, error: type[ValueError]) -> Path:
     """``folder / name`` for a path that a file of the folder names (modules.json's module paths, a sharded
-    checkpoint's weight map, a tokenizer's files), or ``error`` naming ``what``: an absolute name, a '..' part,
-    or a folder on the way that is a symbolic link leading out of ``folder`` (resolved) is refused, so the
-    folder's fingerprint covers everything its loading reads. A file itself may be a link (the Hugging Face
-    cache links every file of a snapshot to its blob): the fingerprint hashes what it points to."""
+    checkpoint's weight map), or ``error`` naming ``what`` when the name leads out of the folder: an absolute
+    name or a '..' part. A sub-folder or file that is a symbolic link stays allowed (a folder assembled from
+    linked parts, the Hugging Face cache's linked blobs): ``sentcl.files.fingerprint.tree_files`` walks linked
+    folders, so the folder's fingerprint covers what its loading reads through them."""
     folder = Path(folder)
-    parts = Path(name).parts
-    if Path(name).is_absolute() or ".." in parts:
-        raise error(f"{what} names {name!r}, outside the model folder {folder}: refused")
-    root = folder.resolve()
-    target = folder / name
-    # every folder on the way (the target too when it is a folder) must stay inside once links resolve
-    outer = target if target.is_dir() else target.parent
-    resolved = outer.resolve()
-    if resolved != root and root not in resolved.parents:
+    if Path(name).is_absolute() or ".." in Path(name).parts:
         raise error(
-            f"{what} names {name!r}, which leads out of the model folder {folder} through a symbolic link "
-            f"(to {resolved}): refused; copy it into the folder"
+            f"{what} names {name!r}, outside the model folder {folder}: refused; copy it into the folder"
         )
-    return target
+    return folder / name

@@ -34,8 +34,8 @@ def check_secret(value: str, what: str) -> str:
     if not key:
         shown = "empty" if not value else "blank (only spaces)"
         raise SecretError(
-            f"{what} is {shown}: give the key (an unset variable in '{what} \"$KEY\"' gives an empty one), "
-            "or leave the option out to serve without authentication"
+            f"{what} is {shown}: give the key (an unset variable, as in --api-key \"$KEY\", gives an empty "
+            "one), or give none to serve without authentication"
         )
     if "\n" in key or "\r" in key:
         raise SecretError(f"{what} holds several lines: give the key alone on one line")
@@ -77,7 +77,11 @@ def read_secret_file(path: str | os.PathLike[str], what: str, timeout: float = P
     if not stat.S_ISFIFO(mode):
         found = input_file_problem(path)
         if found is not None:
-            raise SecretError(f"{what} {path} {found[0]}")
+            raise SecretError(
+                f"{what} {path}: cannot read it: it {found[0].removeprefix('is ')}"
+                if found[1]
+                else f"{what} {path} {found[0]}"
+            )
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     except OSError as err:
