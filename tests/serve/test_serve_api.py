@@ -152,8 +152,14 @@ def test_api_key(tiny_encoder: Any, monkeypatch: pytest.MonkeyPatch) -> None:
         assert c.get("/health").status_code == 200 and c.get("/").status_code == 200  # public
     monkeypatch.setenv(API_KEY_ENV, "from-env")
     assert resolve_api_key(None) == "from-env" and resolve_api_key("cli") == "cli"
-    monkeypatch.setenv(API_KEY_ENV, "")
+    monkeypatch.delenv(API_KEY_ENV)
     assert resolve_api_key(None) is None
+    for given in ("", " "):  # a key given but empty turns nothing off without a word, whichever way it came
+        monkeypatch.setenv(API_KEY_ENV, given)
+        with pytest.raises(ValueError, match=r"\$SENTCL_API_KEY is (empty|blank)"):
+            resolve_api_key(None)
+        with pytest.raises(ValueError, match="--api-key is (empty|blank)"):
+            resolve_api_key(given)
 
 
 def test_info_and_page(client: TestClient, tiny_encoder: Any, index: Any) -> None:

@@ -13,7 +13,11 @@ read-only folder, a full disk, a file-size limit) exits 1, naming the user's pat
 (``sentcl.files.pathcheck.os_error_message``). Standard output closed early (``sentcl ... | head -1``) ends
 quietly with 141, as a process killed by SIGPIPE; standard output full or failing (``> /dev/full``) is one
 error line and exit 1. In both cases standard output is then pointed at /dev/null, so the interpreter's own
-flush at exit prints nothing more.
+flush at exit prints nothing more. Ctrl-C (SIGINT) anywhere, parsing included, ends with one line
+``sentcl CMD: interrupted`` and exit 130 (128 + SIGINT, what a shell reports), never a traceback: every
+writer of sentcl writes to a temporary and renames it into place, so an interrupted command leaves nothing
+half-written (the temporaries are removed as the interrupt unwinds). A Rust panic of a tokenizer (a
+pattern that gave up: Oniguruma's retry limit) is one line naming the tokenizer, exit 2.
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from sentcl.files.pathcheck import os_error_message
 from sentcl.version import __version__
 
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
+SIGINT_EXIT = 130  # 128 + SIGINT: what a shell reports for a command stopped by Ctrl-C
 logger = logging.getLogger("sentcl")
 
 # (command, module in this package), in the order ``sentcl --help`` lists them
@@ -119,6 +124,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = build_parser().parse_args(argv)  # --help's text goes to stdout too: guarded as well
         command = args.command
         return _run(args)
+    except KeyboardInterrupt:
+        print(f"sentcl {command}: interrupted", file=sys.stderr)
+        return SIGINT_EXIT
     except StdoutError as err:
         _silence_stdout(stdout)
         if err.errno == errno.EPIPE:
@@ -146,7 +154,7 @@ def _run(args: argparse.Namespace) -> int:
         code = int(args.func(args))
         sys.stdout.flush()
         return code
-    except StdoutError:
+    except (StdoutError, KeyboardInterrupt):
         raise
     except USER_ERRORS as err:
         os_reported = isinstance(err, OSError) and err.filename is not None and err.strerror
@@ -159,12 +167,30 @@ def _run(args: argparse.Namespace) -> int:
     except OSError as err:
         logger.debug("the OS refused an operation", exc_info=True)
         return _error(args.command, os_error_message(err), 1)
-    except Exception as err:
+    except BaseException as err:
+        if _is_rust_panic(err):
+            return _error(args.command, rust_panic_message(err), 2)
+        if not isinstance(err, Exception):
+            raise
         cause = err.__cause__  # a library's wrapper of the OS's refusal (e.g. a folder write's error type)
         if not (isinstance(cause, OSError) and cause.errno is not None):
             raise
         logger.debug("the OS refused an operation", exc_info=True)
         return _error(args.command, os_error_message(cause), 1)
+
+
+def _is_rust_panic(err: BaseException) -> bool:
+    """pyo3's PanicException (a BaseException, not importable by name): a Rust library gave up."""
+    return type(err).__name__ == "PanicException"
+
+
+def rust_panic_message(err: BaseException) -> str:
+    """One line for a tokenizer's Rust panic: the reason, first line (the Rust backtrace is not printed)."""
+    reason = str(err).strip().splitlines()[0] if str(err).strip() else "no reason given"
+    return (
+        f"the model's tokenizer failed on this input (a Rust panic: {reason}); its tokenizer.json holds a "
+        "pattern the tokenizer library cannot run on it"
+    )
 
 
 def _missing_extra(err: ImportError) -> str | None:

@@ -4,9 +4,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from sentcl.cli.options import add_data_dir, add_overwrite
+from sentcl.files.kinds import write_path
 from sentcl.files.output import Input, claim_file
 
 
@@ -21,7 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "kind", choices=("english",), help="Which corpus (english: the data folder's English text)."
     )
-    p.add_argument("--out", "--output", dest="output", type=Path, required=True, help="Text file to write.")
+    p.add_argument(
+        "--out", "--output", dest="output", type=write_path, required=True, help="Text file to write."
+    )
     p.add_argument(
         "--exclude-sts-test",
         action="store_true",

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from sentcl.cli.options import add_data_dir, add_overwrite
+from sentcl.files.kinds import name_value, read_folder, write_path
 from sentcl.files.output import Input, claim_file
 from sentcl.files.paths import resolve_data_dir
 
@@ -15,11 +15,19 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "build-nli", help="Build supervised-SimCSE triples (nli_for_simcse.csv) from SentEval's SNLI."
     )
     p.add_argument(
-        "--senteval-snli", type=Path, help="SentEval SNLI folder (default: <data-dir>/senteval/SNLI)."
+        "--senteval-snli", type=read_folder, help="SentEval SNLI folder (default: <data-dir>/senteval/SNLI)."
     )
     add_data_dir(p)
-    p.add_argument("--splits", nargs="+", default=["dev", "test"], help="Splits to read (s1.<split>, ...).")
-    p.add_argument("--output", type=Path, required=True, help="CSV to write (header sent0,sent1,hard_neg).")
+    p.add_argument(
+        "--splits",
+        type=name_value,
+        nargs="+",
+        default=["dev", "test"],
+        help="Splits to read (s1.<split>, ...).",
+    )
+    p.add_argument(
+        "--output", type=write_path, required=True, help="CSV to write (header sent0,sent1,hard_neg)."
+    )
     p.add_argument("--with-neutral", action="store_true", help="Add a neutral hypothesis as a 4th column.")
     add_overwrite(p, "CSV at --output")
     p.set_defaults(func=handle)

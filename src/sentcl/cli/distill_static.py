@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 
 from sentcl.cli.options import add_data_dir, add_overwrite, positive_int
+from sentcl.files.kinds import finite_float, model_name, own_folder_name, recipe, setting
 
 # flag -> the recipe key it sets (each flag's default is None: the recipe's value stands)
 SHORTHANDS = {
@@ -38,27 +39,40 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "English corpus. The folder is a sentence-transformers folder (StaticEmbedding). Every setting is "
         "the recipe's: sentcl recipes show distill_static.",
     )
-    p.add_argument("teacher", nargs="?", help="The teacher (the recipe's teacher): a folder, hub id or name.")
+    p.add_argument(
+        "teacher",
+        type=model_name,
+        nargs="?",
+        help="The teacher (the recipe's teacher): a folder, hub id or name.",
+    )
     p.add_argument(
         "output",
+        type=own_folder_name,
         nargs="?",
         help="The new folder (new or empty, or with --overwrite an earlier one; the recipe's output_dir).",
     )
     add_overwrite(p, "static model that sentcl wrote at OUTPUT")
     p.add_argument(
-        "--config", default=None, help="A static recipe: a file or a built-in name (distill_static)."
+        "--config",
+        type=recipe,
+        default=None,
+        help="A static recipe: a file or a built-in name (distill_static).",
     )
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
+    p.add_argument("--set", type=setting, dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--dim", type=positive_int, help="The student's width (dim).")
     p.add_argument("--weighting", choices=WEIGHTINGS, help="p(w) of the SIF weights (weighting).")
-    p.add_argument("--sif-a", type=float, help="SIF's a (sif_a).")
+    p.add_argument("--sif-a", type=finite_float, help="SIF's a (sif_a).")
     p.add_argument("--max-sentences", type=positive_int, help="Corpus sentences to fit on (max_sentences).")
-    p.add_argument("--teacher-cache", help="Folder of cached teacher vectors (teacher_cache).")
+    p.add_argument(
+        "--teacher-cache", type=own_folder_name, help="Folder of cached teacher vectors (teacher_cache)."
+    )
     p.add_argument("--no-fit", action="store_true", help="Distil only (fit.steps=0).")
     p.add_argument("--steps", type=positive_int, help="Fit steps (fit.steps).")
     p.add_argument("--batch-size", type=positive_int, help="Sentences a fit step (fit.batch_size).")
-    p.add_argument("--learning-rate", type=float, help="Adam's learning rate (fit.learning_rate).")
-    p.add_argument("--contrastive-weight", type=float, help="InfoNCE's weight (fit.contrastive_weight).")
+    p.add_argument("--learning-rate", type=finite_float, help="Adam's learning rate (fit.learning_rate).")
+    p.add_argument(
+        "--contrastive-weight", type=finite_float, help="InfoNCE's weight (fit.contrastive_weight)."
+    )
     add_data_dir(p)
     p.set_defaults(func=handle)
 

@@ -6,6 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
+from sentcl.files.kinds import own_folder, url
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, default_data_dir
 
 
@@ -20,11 +21,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("names", nargs="+", choices=list(SOURCES), metavar="NAME", help=", ".join(SOURCES))
     p.add_argument(
         "--data-dir",
-        type=Path,
+        type=own_folder,
         help=f"Folder to fill (created if missing; default {DATA_DIR_DEFAULT_TEXT}).",
     )
     p.add_argument(
         "--mirror",
+        type=url,
         default=os.environ.get(MIRROR_ENV),
         help=f"Fetch each file from MIRROR/<file name> instead (default ${MIRROR_ENV}).",
     )

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int
 from sentcl.data.readers import iter_text_lines, require_file
 from sentcl.files.atomic import atomic_save_npy
+from sentcl.files.kinds import read_file, write_path
 from sentcl.files.output import Input, claim_file, claim_folder, model_input
 from sentcl.files.pathcheck import check_output_dir
 
@@ -21,13 +21,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--input",
         required=True,
-        type=Path,
+        type=read_file,
         help="UTF-8 text file, one sentence a line (row i of the output is line i).",
     )
     p.add_argument(
         "--output",
         required=True,
-        type=Path,
+        type=write_path,
         help="Output .npy file: float32 (N, D), input order (the name must end in .npy); "
         "with --shard-size, a folder of shards.",
     )

@@ -10,8 +10,10 @@ from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, l
 from sentcl.config.names import EVAL_GROUPS, EVAL_TASKS, TRANSFER_TASKS, eval_tasks_help
 from sentcl.evaluation.user_data import add_user_data_options
 from sentcl.files.atomic import atomic_write_text
+from sentcl.files.kinds import names_value, write_path
 from sentcl.files.output import Input, claim_file, model_input
 from sentcl.files.paths import resolve_data_dir
+from sentcl.files.slots import declare
 from sentcl.types import EncodeFn
 
 
@@ -26,6 +28,7 @@ def parse_dims(text: str) -> list[int]:
     return dims
 
 
+@declare("dims")
 def dims_option(text: str) -> list[int]:
     """argparse type for --truncate-dims: ``parse_dims``'s reason as argparse's message (not 'invalid value')."""
     try:
@@ -63,6 +66,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--mteb-tasks",
+        type=names_value,
         nargs="+",
         default=[],
         metavar="NAME",
@@ -70,7 +74,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "comes from the hub, so this needs a network the first time.",
     )
     add_data_dir(p)
-    p.add_argument("--output", type=Path, help="Write the results as JSON here.")
+    p.add_argument("--output", type=write_path, help="Write the results as JSON here.")
     p.add_argument(
         "--truncate-dims",
         type=dims_option,
@@ -79,7 +83,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         'results per dimension (JSON {"truncate_dims": {K: results}}).',
     )
     p.add_argument(
-        "--plot", type=Path, help="With --truncate-dims: a PNG of each task's score against the dimension."
+        "--plot",
+        type=write_path,
+        help="With --truncate-dims: a PNG of each task's score against the dimension.",
     )
     add_overwrite(p, "file at --output or --plot")
     p.set_defaults(func=handle, evaluates=True)

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from sentcl.cli.options import add_overrides
 from sentcl.config.builtin import resolve_recipe
+from sentcl.files.kinds import name_value, own_folder, read_folder_name, recipe
 
 CHECKOUT_RESULTS = Path("docs/results")  # the results pages of the project's documentation site
 PLAIN_RESULTS = Path("results")  # anywhere else: a folder of the working folder's own, never ./docs
@@ -24,18 +25,21 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("experiment", help="Run a grid of training runs and write the paper-style table.")
     p.add_argument(
         "grid",
+        type=recipe,
         help="Grid file (e.g. configs/experiments/dropout.yaml), or a built-in grid's name (dropout, "
         "experiments/dropout; sentcl recipes lists them; a path wins when both exist).",
     )
-    p.add_argument("--variant", default="cpu", help="Variant of the grid (cpu or full; default cpu).")
+    p.add_argument(
+        "--variant", type=name_value, default="cpu", help="Variant of the grid (cpu or full; default cpu)."
+    )
     p.add_argument(
         "--output",
-        type=Path,
+        type=own_folder,
         help=f"Folder for NAME-VARIANT.md/.png (default: {CHECKOUT_RESULTS} in a sentcl checkout, whose site "
         f"publishes them; elsewhere {PLAIN_RESULTS}).",
     )
     p.add_argument(
-        "--runs-dir", type=Path, default=Path("runs/experiments"), help="Run folders go below this."
+        "--runs-dir", type=own_folder, default=Path("runs/experiments"), help="Run folders go below this."
     )
     add_overrides(p, "Override a config key for every point (repeatable).")
     p.add_argument(
@@ -43,12 +47,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         choices=("stsb_dev", "stsb", "sts_avg"),
         help="Metric of the table instead of the grid's own (sts_avg needs eval.final_tasks to include sts).",
     )
-    p.add_argument("--data-dir", help="Data folder (sets data.data_dir).")
+    p.add_argument("--data-dir", type=read_folder_name, help="Data folder (sets data.data_dir).")
     p.add_argument(
         "--dry-run", action="store_true", help="Check the grid and list its points; train nothing."
     )
     p.add_argument(
         "--only",
+        type=name_value,
         action="append",
         metavar="POINT",
         help="Run only this point (repeatable; by name, as the grid file spells it), with the training points "

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from sentcl.cli.options import add_pooler
+from sentcl.files.kinds import model_name, own_folder
 from sentcl.files.pathcheck import check_output_dir
 
 FORMATS = ("onnx", "openvino")
@@ -24,8 +24,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default="onnx",
         help="Export format (default onnx; openvino: the same folder with OpenVINO's IR, run by OpenVINO).",
     )
-    p.add_argument("model", metavar="MODEL", help="Local folder, hub id or offline short name.")
-    p.add_argument("out", metavar="OUT", type=Path, help="Output folder (new or a previous export).")
+    p.add_argument(
+        "model", type=model_name, metavar="MODEL", help="Local folder, hub id or offline short name."
+    )
+    p.add_argument("out", metavar="OUT", type=own_folder, help="Output folder (new or a previous export).")
     add_pooler(p)
     p.add_argument(
         "--int8",

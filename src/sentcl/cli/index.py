@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from pathlib import Path
 
 from sentcl.cli.options import positive_int, settings_from_args
+from sentcl.files.kinds import array_file, own_folder, read_folder, whole_number
 from sentcl.files.pathcheck import check_input_dir, check_output_dir
+from sentcl.files.slots import declare
 
 logger = logging.getLogger("sentcl")
 
@@ -22,7 +23,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     isub = p.add_subparsers(dest="index_command", required=True, metavar="ACTION")
     b = isub.add_parser("build", help="Train on a sample, add shard by shard, save atomically.")
     b.add_argument(
-        "--embeddings", required=True, type=Path, help="Folder written by sentcl encode --shard-size."
+        "--embeddings", required=True, type=read_folder, help="Folder written by sentcl encode --shard-size."
     )
     b.add_argument(
         "--type",
@@ -31,7 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="flat (exact), ivf, hnsw, ivfpq, binary (1 bit a dimension, Hamming search, re-scored with the "
         "float vectors of the shards) or int8 (8-bit scalar-quantised, re-scored likewise) (default ivf).",
     )
-    b.add_argument("--output", type=Path, help="Index folder (default: EMBEDDINGS/index-TYPE).")
+    b.add_argument("--output", type=own_folder, help="Index folder (default: EMBEDDINGS/index-TYPE).")
     b.add_argument(
         "--nlist",
         type=positive_int,
@@ -47,7 +48,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument(
         "--queries",
-        type=Path,
+        type=array_file,
         help="A .npy file of query embeddings (Q, D) to tune on, instead of 1,000 of the corpus's own rows.",
     )
     b.add_argument(
@@ -94,16 +95,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         type=positive_int,
         help="ivf/ivfpq, hnsw sq8, int8: rows sampled to train (default 40·nlist; sq8 and int8 65,536).",
     )
-    b.add_argument("--seed", type=int, default=0, help="Seed of the training sample.")
+    b.add_argument("--seed", type=whole_number, default=0, help="Seed of the training sample.")
     b.add_argument("--overwrite", action="store_true", help="Replace an earlier index at --output.")
     b.set_defaults(func=handle_build)
     i = isub.add_parser(
         "info", help="Print an index folder's search setting, measured recall and QPS, then index.json."
     )
-    i.add_argument("folder", type=Path)
+    i.add_argument("folder", type=read_folder)
     i.set_defaults(func=handle_info)
 
 
+@declare("probability")
 def recall_target(text: str) -> float | None:
     """--target-recall: a number in (0, 1], or 0 for no tuning."""
     try:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 
 from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int, settings_from_args
 from sentcl.config.names import MINING_SAMPLING
+from sentcl.files.kinds import finite_float, name_value, read_file, whole_number, write_path
 from sentcl.files.output import Input, claim_file, model_input
 
 logger = logging.getLogger("sentcl")
@@ -19,24 +19,34 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_model_options(p)
     p.add_argument(
-        "--pairs", required=True, type=Path, help="Pairs file: .csv, .tsv (with a header) or .jsonl."
+        "--pairs", required=True, type=read_file, help="Pairs file: .csv, .tsv (with a header) or .jsonl."
     )
-    p.add_argument("--output", required=True, type=Path, help="Output CSV: sent0,sent1,hard_neg.")
-    p.add_argument("--corpus", type=Path, help="Extra candidate texts, one a line (besides the positives).")
-    p.add_argument("--anchor-column", help="Anchor column (default: anchor, sent0 or query).")
-    p.add_argument("--positive-column", help="Positive column (default: positive or sent1).")
+    p.add_argument("--output", required=True, type=write_path, help="Output CSV: sent0,sent1,hard_neg.")
+    p.add_argument(
+        "--corpus", type=read_file, help="Extra candidate texts, one a line (besides the positives)."
+    )
+    p.add_argument(
+        "--anchor-column", type=name_value, help="Anchor column (default: anchor, sent0 or query)."
+    )
+    p.add_argument("--positive-column", type=name_value, help="Positive column (default: positive or sent1).")
     p.add_argument("--num-negatives", type=positive_int, default=3, help="Negatives per anchor (default 3).")
-    p.add_argument("--range-min", type=int, default=0, help="Skip this many top candidates (default 0).")
+    p.add_argument(
+        "--range-min", type=whole_number, default=0, help="Skip this many top candidates (default 0)."
+    )
     p.add_argument(
         "--range-max", type=positive_int, help="Consider candidates ranked below this (default: see README)."
     )
-    p.add_argument("--max-score", type=float, help="Drop candidates with cosine above this.")
-    p.add_argument("--min-score", type=float, help="Drop candidates with cosine below this.")
+    p.add_argument("--max-score", type=finite_float, help="Drop candidates with cosine above this.")
+    p.add_argument("--min-score", type=finite_float, help="Drop candidates with cosine below this.")
     p.add_argument(
-        "--absolute-margin", type=float, help="Keep a negative only if cos + margin <= the positive's cos."
+        "--absolute-margin",
+        type=finite_float,
+        help="Keep a negative only if cos + margin <= the positive's cos.",
     )
     p.add_argument(
-        "--relative-margin", type=float, help="Keep a negative only if cos <= pos - |pos|·margin (e.g. 0.05)."
+        "--relative-margin",
+        type=finite_float,
+        help="Keep a negative only if cos <= pos - |pos|·margin (e.g. 0.05).",
     )
     p.add_argument(
         "--sampling", choices=MINING_SAMPLING, default="top", help="top candidates, or a random sample."
@@ -46,7 +56,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="Allow a corpus text equal to the anchor as a negative (sentence-transformers' behaviour).",
     )
-    p.add_argument("--seed", type=int, default=0, help="Seed of --sampling random.")
+    p.add_argument("--seed", type=whole_number, default=0, help="Seed of --sampling random.")
     add_overwrite(p, "CSV at --output")
     p.set_defaults(func=handle)
 

@@ -16,7 +16,9 @@ from sentcl.config.typed import check_max_length
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.kinds import model_name, read_folder_name, setting
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
+from sentcl.files.slots import declare
 from sentcl.types import EncodeFn
 
 T = TypeVar("T")
@@ -39,6 +41,7 @@ def user_error_message(err: BaseException) -> str:
     return str(err.args[0]) if isinstance(err, KeyError) and err.args else str(err)
 
 
+@declare("count")
 def positive_int(text: str) -> int:
     """argparse type: a whole number > 0."""
     try:
@@ -50,6 +53,7 @@ def positive_int(text: str) -> int:
     return value
 
 
+@declare("max-length")
 def max_length_arg(text: str) -> int:
     """argparse type of ``--max-length``: the rule of every truncation (``check_max_length``: 3 or more)."""
     value = positive_int(text)
@@ -61,7 +65,9 @@ def max_length_arg(text: str) -> int:
 
 
 def add_data_dir(p: argparse.ArgumentParser, help_: str | None = None) -> None:
-    p.add_argument("--data-dir", help=help_ or f"Data folder (default {DATA_DIR_DEFAULT_TEXT}).")
+    p.add_argument(
+        "--data-dir", type=read_folder_name, help=help_ or f"Data folder (default {DATA_DIR_DEFAULT_TEXT})."
+    )
 
 
 def add_overwrite(p: argparse.ArgumentParser, what: str) -> None:
@@ -70,7 +76,9 @@ def add_overwrite(p: argparse.ArgumentParser, what: str) -> None:
 
 
 def add_overrides(p: argparse.ArgumentParser, help_: str) -> None:
-    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help_)
+    p.add_argument(
+        "--set", type=setting, dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help_
+    )
 
 
 def add_pooler(p: argparse.ArgumentParser, help_: str | None = None) -> None:
@@ -95,6 +103,7 @@ def add_model_options(p: argparse.ArgumentParser, *, model_required: bool = True
     """--model, --pooler, --batch-size, --max-length, --int8: how a command loads and runs an encoder."""
     p.add_argument(
         "--model",
+        type=model_name,
         required=model_required,
         help="Local folder, hub id or offline short name (all-MiniLM-L6-v2).",
     )

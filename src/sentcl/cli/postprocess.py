@@ -7,6 +7,7 @@ import argparse
 from pathlib import Path
 
 from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler, positive_int
+from sentcl.files.kinds import finite_float, model_name, own_folder, read_file, whole_number
 from sentcl.files.pathcheck import check_output_dir
 
 
@@ -20,7 +21,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "model's normalisation. See docs/postprocess.md.",
     )
     p.add_argument("method", choices=("whitening", "flow", "pca"), help="What to fit.")
-    p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
+    p.add_argument(
+        "--model", type=model_name, required=True, help="Local folder, hub id or offline short name."
+    )
     add_pooler(p)
     add_batch_size(p)
     p.add_argument(
@@ -28,12 +31,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         dest="fit_files",
         action="append",
         required=True,
-        type=Path,
+        type=read_file,
         help="Sentences to fit on (repeatable): a text file, one a line, or a .csv with a header (every field "
         "is a sentence, e.g. nli_for_simcse.csv). A relative path not found here is looked up in the data "
         "folder.",
     )
-    p.add_argument("--output", required=True, type=Path, help="New model folder (must not exist).")
+    p.add_argument("--output", required=True, type=own_folder, help="New model folder (must not exist).")
     p.add_argument(
         "--dim",
         type=positive_int,
@@ -53,14 +56,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--steps", type=positive_int, help="Flow: optimizer steps (overrides --epochs).")
     p.add_argument("--flow-batch-size", type=positive_int, default=32, help="Flow: batch size (default 32).")
     p.add_argument(
-        "--learning-rate", type=float, default=1e-3, help="Flow: Adam learning rate (default 1e-3)."
+        "--learning-rate", type=finite_float, default=1e-3, help="Flow: Adam learning rate (default 1e-3)."
     )
     p.add_argument("--levels", type=positive_int, default=3, help="Flow: Glow levels (default 3).")
     p.add_argument("--depth", type=positive_int, default=3, help="Flow: steps per level (default 3).")
     p.add_argument(
         "--width", type=positive_int, default=32, help="Flow: coupling network width (default 32)."
     )
-    p.add_argument("--seed", type=int, default=0, help="Flow: initialisation and batch order (default 0).")
+    p.add_argument(
+        "--seed", type=whole_number, default=0, help="Flow: initialisation and batch order (default 0)."
+    )
     add_data_dir(p)
     p.set_defaults(func=handle)
 

@@ -16,6 +16,7 @@ from sentcl.config.builtin import (
     static_recipe_names,
     static_recipe_path,
 )
+from sentcl.files.kinds import name_value
 
 LINE_WIDTH = 110
 
@@ -30,7 +31,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     actions = p.add_subparsers(dest="action", metavar="ACTION")
     show = actions.add_parser("show", help="Print one recipe's YAML.")
-    show.add_argument("name", help="Recipe name, e.g. demo or experiments/dropout.")
+    show.add_argument("name", type=name_value, help="Recipe name, e.g. demo or experiments/dropout.")
     p.set_defaults(func=handle)
 
 

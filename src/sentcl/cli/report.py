@@ -7,15 +7,22 @@ from pathlib import Path
 
 from sentcl.cli.options import add_batch_size, add_data_dir, add_pooler
 from sentcl.config.names import EVAL_GROUPS, EVAL_TASKS
+from sentcl.files.kinds import own_folder, read_folder_name
 from sentcl.files.pathcheck import check_output_dir
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("report", help="Markdown report with tables and PNG plots for runs or models.")
     p.add_argument(
-        "runs", nargs="+", metavar="RUN_DIR", help="Run folders, model folders or offline short names."
+        "runs",
+        type=read_folder_name,
+        nargs="+",
+        metavar="RUN_DIR",
+        help="Run folders, model folders or offline short names.",
     )
-    p.add_argument("--output", type=Path, default=Path("report"), help="Output folder (default ./report).")
+    p.add_argument(
+        "--output", type=own_folder, default=Path("report"), help="Output folder (default ./report)."
+    )
     p.add_argument(
         "--eval-tasks",
         nargs="+",

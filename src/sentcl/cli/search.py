@@ -5,10 +5,10 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-from pathlib import Path
 
 from sentcl.cli.options import add_backend, add_batch_size, add_pooler, max_length_arg, positive_int
 from sentcl.config.names import SEARCH_BACKENDS
+from sentcl.files.kinds import model_name, own_folder, read_file, text_value
 
 logger = logging.getLogger("sentcl")
 
@@ -16,20 +16,27 @@ logger = logging.getLogger("sentcl")
 def add_parser(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("search", help="Nearest corpus sentences (cosine) for one or more queries.")
-    p.add_argument("--model", required=True, help="Local folder, hub id or offline short name.")
+    p.add_argument(
+        "--model", type=model_name, required=True, help="Local folder, hub id or offline short name."
+    )
     p.add_argument(
         "--corpus",
-        type=Path,
+        type=read_file,
         help="UTF-8 text file, one sentence a line (not needed with an --index built by sentcl index build).",
     )
     p.add_argument(
-        "--query", action="append", default=[], metavar="TEXT", help="A query sentence (repeatable)."
+        "--query",
+        type=text_value,
+        action="append",
+        default=[],
+        metavar="TEXT",
+        help="A query sentence (repeatable).",
     )
-    p.add_argument("--queries", type=Path, help="A text file of queries, one a line.")
+    p.add_argument("--queries", type=read_file, help="A text file of queries, one a line.")
     p.add_argument("-k", type=positive_int, default=5, help="Hits per query (default 5).")
     p.add_argument(
         "--index",
-        type=Path,
+        type=own_folder,
         help="Folder to save the corpus embeddings in and reuse them from (rebuilt if corpus or model changed), "
         "or a folder built by `sentcl index build` (faiss ANN index; --corpus is then not needed).",
     )

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-from pathlib import Path
 
 from sentcl.cli.options import add_model_options, load_model, positive_int
 from sentcl.extras import missing_extra_message
+from sentcl.files.kinds import duration, model_name, name_value, names_value, read_folder, secret, secret_file
+from sentcl.files.slots import declare
 from sentcl.serve.server import bind, fit_connections, listen, serve_on, url_of
 
 logger = logging.getLogger("sentcl")
@@ -22,11 +23,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "/v1/embeddings, /search over an index (built by 'sentcl index build', or the cache of 'sentcl search "
         "--index'), /metrics, and a page at /.",
     )
-    p.add_argument("model_path", nargs="?", metavar="MODEL", help="The model (or give --model).")
+    p.add_argument(
+        "model_path", type=model_name, nargs="?", metavar="MODEL", help="The model (or give --model)."
+    )
     add_model_options(p, model_required=False)
     p.add_argument(
         "--index",
-        type=Path,
+        type=read_folder,
         help="For /search: a folder built by 'sentcl index build' (faiss, searched at its tuned setting; texts "
         "read from the encoded input) or the cache saved by 'sentcl search --index'.",
     )
@@ -66,7 +69,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Padded cells per pass at most: sentences × the longest one's tokens (default 4096).",
     )
     p.add_argument(
-        "--max-wait-ms", type=float, default=5.0, help="How long a request waits for others to batch with."
+        "--max-wait-ms", type=duration, default=5.0, help="How long a request waits for others to batch with."
     )
     p.add_argument(
         "--max-queue", type=positive_int, default=1024, help="Sentences waiting to be encoded (429 above)."
@@ -95,6 +98,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=handle)
 
 
+@declare("port")
 def port_number(text: str) -> int:
     """argparse type: a TCP port, 0 to 65535 (the OS would take 70000 as 70000 mod 65536 = 4464)."""
     try:
@@ -109,23 +113,28 @@ def port_number(text: str) -> int:
 def add_network_options(p: argparse.ArgumentParser) -> None:
     """Where the service listens, who may call it, and how long a client may take."""
     p.add_argument(
-        "--host", default="127.0.0.1", help="Address to bind (default 127.0.0.1: this machine only)."
+        "--host",
+        type=name_value,
+        default="127.0.0.1",
+        help="Address to bind (default 127.0.0.1: this machine only).",
     )
     p.add_argument(
         "--port", type=port_number, default=8080, help="Port 0-65535 (default 8080; 0 picks a free one)."
     )
     p.add_argument(
         "--api-key",
+        type=secret,
         help="Require 'Authorization: Bearer KEY' on every route but / and /health. Prefer $SENTCL_API_KEY "
         "or --api-key-file: a key on the command line is visible to every local user (ps).",
     )
     p.add_argument(
         "--api-key-file",
-        type=Path,
+        type=secret_file,
         help="Read the API key from this file (its one line; default: $SENTCL_API_KEY).",
     )
     p.add_argument(
         "--allowed-hosts",
+        type=names_value,
         action="append",
         default=[],
         metavar="NAME",
@@ -135,13 +144,13 @@ def add_network_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--header-timeout",
-        type=float,
+        type=duration,
         default=10.0,
         help="Seconds a client has to send a request's headers (408 and disconnected after; default 10).",
     )
     p.add_argument(
         "--body-timeout",
-        type=float,
+        type=duration,
         default=60.0,
         help="Seconds a client has to send a request's body once its headers are in (default 60).",
     )

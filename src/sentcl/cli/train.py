@@ -10,6 +10,7 @@ from typing import Any
 from sentcl.cli.options import add_overrides
 from sentcl.config import TrainConfig, describe, load_config
 from sentcl.config.builtin import resolve_recipe
+from sentcl.files.kinds import own_folder_name, read_folder_name, recipe
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT
 
 
@@ -41,12 +42,17 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     _config_keys_in_help(p)
     p.add_argument(
         "--config",
+        type=recipe,
         help="YAML recipe: a path, or a built-in recipe's name (sentcl recipes lists them; a path wins when "
         "both exist); omitted: all defaults.",
     )
     add_overrides(p, "Override one config key, e.g. training.batch_size=32 (repeatable).")
-    p.add_argument("--data-dir", help=f"Data folder (sets data.data_dir; default {DATA_DIR_DEFAULT_TEXT}).")
-    p.add_argument("--output-dir", help="Run folder (sets training.output_dir).")
+    p.add_argument(
+        "--data-dir",
+        type=read_folder_name,
+        help=f"Data folder (sets data.data_dir; default {DATA_DIR_DEFAULT_TEXT}).",
+    )
+    p.add_argument("--output-dir", type=own_folder_name, help="Run folder (sets training.output_dir).")
     p.add_argument(
         "--resume", action="store_true", help="Continue from the last checkpoint in the run folder."
     )

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import argparse
 import time
-from pathlib import Path
 
+from sentcl.files.kinds import read_path
 from sentcl.files.pathcheck import check_input_dir
 
 
@@ -20,7 +20,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "recorded size and SHA-256. Without --full, a file unchanged since it was last hashed (same size, "
         "mtime, ctime and inode) is taken from the fingerprint cache.",
     )
-    p.add_argument("paths", nargs="+", type=Path, metavar="PATH", help="Folders to check.")
+    p.add_argument("paths", nargs="+", type=read_path, metavar="PATH", help="Folders to check.")
     p.add_argument(
         "--full", action="store_true", help="Read every byte (no fingerprint cache): finds silent bit rot."
     )

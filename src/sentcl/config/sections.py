@@ -41,11 +41,14 @@ from sentcl.defaults import (
     TRAIN_MAX_LENGTH,
 )
 from sentcl.files.read import preview
+from sentcl.files.slots import FolderOwn, FolderRead, ModelRef, PathRead
 
 
 @dataclass
 class ModelConfig:
-    name_or_path: str = opt("all-MiniLM-L6-v2", "Hugging Face hub id, local folder, or offline short name.")
+    name_or_path: ModelRef = opt(
+        "all-MiniLM-L6-v2", "Hugging Face hub id, local folder, or offline short name."
+    )
     pooler: str | None = opt(
         None,
         f"Pooler: one of {', '.join(POOLERS)}; 'cls' adds the MLP head. null: the start model's own (a "
@@ -113,13 +116,13 @@ class ModelConfig:
         "teacher's vectors reduced by PCA, fitted on the corpus' teacher vectors, to the student's width).",
         method_scoped=True,
     )
-    teacher_cache: str | None = opt(
+    teacher_cache: FolderOwn | None = opt(
         None,
         f"Folder of cached teacher vectors (null: $SENTCL_CACHE/{TEACHER_CACHE_SUBDIR}, else "
         f"~/.cache/sentcl/{TEACHER_CACHE_SUBDIR}); read by the methods that distil a teacher.",
         resume_safe=True,
     )
-    generator: str | None = opt(
+    generator: ModelRef | None = opt(
         None,
         "DiffCSE's frozen masked-LM generator G: a Hugging Face folder or hub id with an MLM head and the "
         "encoder's vocabulary (the paper: distilbert-base-uncased for BERT).",
@@ -168,12 +171,12 @@ class ModelConfig:
 
 @dataclass
 class DataConfig:
-    data_dir: str | None = opt(
+    data_dir: FolderRead | None = opt(
         None,
         f"Data folder (SentEval layout); default ${DATA_ENV}, else $XDG_CACHE_HOME/sentcl/data (~/.cache/sentcl/data).",
         resume_safe=True,
     )
-    train_file: str = opt(
+    train_file: PathRead = opt(
         "corpora/wiki1m_prefix.txt",
         "Training corpus: absolute, or relative to the working folder (looked up first) or the data folder.",
     )
@@ -184,7 +187,7 @@ class DataConfig:
         "Read the training file line by line from disk (line index + token ids cached on disk) instead of "
         "loading it: for corpora larger than memory; reader 'lines' only.",
     )
-    cache_dir: str | None = opt(
+    cache_dir: FolderOwn | None = opt(
         None,
         "Cache folder of streaming corpora (default $SENTCL_CACHE or ~/.cache/sentcl).",
         resume_safe=True,
@@ -210,10 +213,10 @@ class DataConfig:
     cutoff_token: str = opt(
         "unk", "Token that replaces cut-off tokens: unk, pad or mask (never [CLS]/[SEP]).", method_scoped=True
     )
-    mlm_augmentation_model: str | None = opt(
+    mlm_augmentation_model: ModelRef | None = opt(
         None, "Masked-LM for mlm_replacement (null: the encoder's own checkpoint).", method_scoped=True
     )
-    wordnet_dir: str | None = opt(
+    wordnet_dir: FolderRead | None = opt(
         None,
         "WordNet dict folder for synonym_replacement (default $SENTCL_WORDNET or /usr/share/wordnet).",
         method_scoped=True,
@@ -226,7 +229,7 @@ class DataConfig:
         "Supervised: neutral hypotheses as extra hard negatives (needs them in the data).",
         method_scoped=True,
     )
-    negation_file: str | None = opt(
+    negation_file: PathRead | None = opt(
         None,
         "sncse: a TSV of 'sentence<TAB>negation' lines giving every training sentence's negation (null: our "
         "rule-based English negator, sentcl.data.negation).",
@@ -248,7 +251,7 @@ SEED_MAX = 2**32 - 1
 
 @dataclass
 class TrainingConfig:
-    output_dir: str = opt(
+    output_dir: FolderOwn = opt(
         "runs/unsup_simcse", "Run folder: metrics, checkpoints, best model.", resume_safe=True
     )
     batch_size: int = opt(64, "Sentences (not views) per batch.")

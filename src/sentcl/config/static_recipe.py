@@ -18,6 +18,7 @@ from typing import Any
 from sentcl.config.builtin import static_recipe_path
 from sentcl.config.typed import ConfigError, from_dict, merge_override, parse_override
 from sentcl.files.read import read_yaml
+from sentcl.files.slots import FolderOwn, ModelRef
 
 LOSSES = ("cosine", "mse")
 WEIGHTINGS = ("zipf", "corpus", "none")
@@ -61,8 +62,8 @@ class FitSettings:
 class StaticRecipe:
     """Every setting of a static student (``sentcl.methods.static_student.build_static_student``)."""
 
-    teacher: str
-    output_dir: str
+    teacher: ModelRef
+    output_dir: FolderOwn
     dim: int
     weighting: str
     sif_a: float
@@ -71,7 +72,7 @@ class StaticRecipe:
     pca_dim: int | None = None
     skip_pattern: str | None = None
     max_sentences: int | None = None
-    teacher_cache: str | None = None
+    teacher_cache: FolderOwn | None = None
 
     def __post_init__(self) -> None:
         if self.weighting not in WEIGHTINGS:

@@ -238,6 +238,11 @@ def parse_override(text: str) -> tuple[list[str], Any]:
     if "=" not in text:
         raise ConfigError(f"override {preview(text)} must look like section.key=value")
     key, raw = text.split("=", 1)
+    bad = next((i for i, ch in enumerate(text) if 0xD800 <= ord(ch) <= 0xDFFF), None)
+    if bad is not None:  # argv's bytes that are not UTF-8 (surrogate-escaped), or a lone surrogate
+        raise ConfigError(
+            f"--set {preview(key.strip())}: the value holds bytes that are not UTF-8 text (at character {bad})"
+        )
     if not raw.strip():
         return key.strip().split("."), None
     try:

@@ -37,6 +37,7 @@ from sentcl.data.readers import decode_line
 from sentcl.data.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, shard_stem
 from sentcl.data.shard_resume import finished as _finished
 from sentcl.data.vector_identity import model_identity
+from sentcl.files.arrays import first_bad_row
 from sentcl.files.atomic import atomic_save_npy, atomic_write_json
 from sentcl.files.budget import bounded_lines, read_bounded_line
 from sentcl.files.fingerprint import (
@@ -302,6 +303,14 @@ class ShardSet:
                 f"{self.folder / MANIFEST} (shard {i})",
                 "the shard was damaged or replaced: run the encode again into a new folder",
             )
+            self._verified.add(i)
+        if i not in self._verified:  # no digests to trust: its values are checked instead, once
+            bad = first_bad_row(arr)
+            if bad is not None:
+                raise ValueError(
+                    f"{path}: row {bad[0]} (line {rec['start_line'] + bad[0]}) holds {bad[1]}: such a vector can "
+                    "never be found; re-run the encode into a new folder"
+                )
             self._verified.add(i)
         return arr
 

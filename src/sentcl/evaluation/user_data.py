@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 from typing import Any
+
+from sentcl.files.kinds import name_value, names_value, number_range, read_file, read_folder
 
 
 def add_user_data_options(p: argparse.ArgumentParser) -> None:
@@ -12,7 +13,7 @@ def add_user_data_options(p: argparse.ArgumentParser) -> None:
 
     p.add_argument(
         "--pairs",
-        type=Path,
+        type=read_file,
         action="append",
         default=[],
         metavar="FILE",
@@ -21,11 +22,13 @@ def add_user_data_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--columns",
+        type=names_value,
         metavar="S1,S2,SCORE",
         help="Columns of --pairs by header name or 0-based index (default: detected from the header or values).",
     )
     p.add_argument(
         "--score-range",
+        type=number_range,
         metavar="LO,HI",
         help="Expected score range of --pairs; a score outside it is an error (default: detected, reported).",
     )
@@ -34,13 +37,15 @@ def add_user_data_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--retrieval",
-        type=Path,
+        type=read_folder,
         action="append",
         default=[],
         metavar="DIR",
         help="BEIR-layout folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv): nDCG@10, MRR@10, Recall@100.",
     )
-    p.add_argument("--split", default="test", help="qrels split of --retrieval (default test).")
+    p.add_argument(
+        "--split", type=name_value, default="test", help="qrels split of --retrieval (default test)."
+    )
     p.add_argument(
         "--zero-judged",
         choices=ZERO_JUDGED,

@@ -152,11 +152,16 @@ def atomic_dir_write(target: Path, write: Callable[[Path], None], temp: Path | N
     A failed write (a full disk, a read-only filesystem) removes the temporary folder and raises
     ``AtomicWriteError`` naming the target and the OS's reason; any other error is raised as it is.
     Replacing an existing folder swaps the two atomically where the OS can (Linux
-    ``renameat2(RENAME_EXCHANGE)``); elsewhere it takes two renames, and a kill between them leaves
+    ``renameat2(RENAME_EXCHANGE)``); a symbolic link to a folder stays, and the folder it names is replaced
+    (the temporary sits beside that folder); elsewhere it takes two renames, and a kill between them leaves
     ``.old-<name>-*`` (``STALE_RE``) for the owner's recovery to put back. ``temp``: the temporary folder's
     path (``sentcl.files.output.temp_name``, which marks its owner), else ``.tmp-<name>-<8 hex>``.
     """
     target = Path(target)
+    if target.is_symlink() and target.is_dir():  # a link to a folder: the folder it names is replaced
+        real = Path(os.path.realpath(target))
+        temp = temp and real.parent / temp.name.replace(f".tmp-{target.name}-", f".tmp-{real.name}-", 1)
+        target = real
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
     except OSError as err:

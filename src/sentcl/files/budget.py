@@ -4,11 +4,15 @@ the command line, in the library and in the service alike.
 A tokenizer reads its whole input before it truncates: one 44 MB line took 6.8 GB and 65 s to encode, and
 the Rust tokenizer aborted under a 4 GB memory limit. So two bounds apply to every text:
 
-- **before tokenising** (``bounded_texts``): at most ``char_budget(max_length)`` = ``CHARS_PER_TOKEN`` x
-  ``max_length`` characters of each text reach the tokenizer (4,096 for a 256-token model). On the first 20,000
-  lines of the Wikipedia corpus, all-MiniLM-L6-v2's tokenizer spends 4.6 characters per token on average and
-  5.9 at most over any 254-token window (``sentcl.serve.text``), so the first ``max_length`` tokens lie within the
-  kept characters and the truncation is the one the full text gets;
+- **before tokenising** (``bounded_texts``, ``keep_for_tokens``): a text of at most ``char_budget(max_length)``
+  = ``CHARS_PER_TOKEN`` x ``max_length`` characters (4,096 for a 256-token model) reaches the tokenizer whole.
+  A longer one is cut after its first ``max_length`` words (runs of non-space characters): every word the
+  normaliser keeps gives at least one token, so the kept text holds the first ``max_length`` tokens and the
+  truncation is the one the full text gets, however much whitespace pads it (5,000 spaces then a sentence
+  keep the sentence) and however long its words are. Whitespace and words cost the tokenizer little, but
+  the visible characters kept are bounded too: ``WORD_CHARS`` per token (WordPiece reads a word of over 100
+  characters as one ``[UNK]``), and nothing past ``LINE_CHARS``. What is left out of the guarantee: words made
+  only of characters the normaliser drops (controls, lone accents) give no token;
 - **while reading a file** (``bounded_lines``): a line is read ``LINE_BYTES`` bytes at most; the rest of a
   longer line is skipped unread into memory, and the reader names the file and counts the cut lines in a
   warning. ``LINE_CHARS`` is the budget of the longest model sentcl prepares text for (``MAX_TOKENS``), so no
@@ -20,6 +24,7 @@ The cut (``cut``) falls on the last whitespace in the budget's second half, so t
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -31,6 +36,10 @@ MAX_TOKENS = 8192  # the longest max_length the line readers keep text for
 LINE_CHARS = CHARS_PER_TOKEN * MAX_TOKENS  # characters of one line a reader keeps (131,072)
 LINE_BYTES = 4 * LINE_CHARS  # bytes read of one line (UTF-8 spends at most 4 bytes a character)
 _SKIP_CHUNK = 1 << 20  # bytes skipped at a time past a line's budget
+WORD_CHARS = (
+    101  # visible characters kept per token: WordPiece reads a word of over 100 characters as one token
+)
+_WORD = re.compile(r"\S+")
 
 
 def char_budget(max_length: int) -> int:
@@ -49,13 +58,31 @@ def cut(text: str, budget: int) -> str:
     return head[:space] if space >= budget // 2 else head
 
 
+def keep_for_tokens(text: str, max_length: int) -> str:
+    """``text`` whole when it is at most ``char_budget(max_length)`` characters; else its shortest prefix that
+    ends a word and holds ``max_length`` words (or ``WORD_CHARS * max_length`` visible characters), at most
+    ``LINE_CHARS`` characters: it holds the first ``max_length`` tokens of the whole text (module doc)."""
+    if len(text) <= char_budget(max_length):
+        return text
+    visible = 0
+    limit = WORD_CHARS * max_length
+    for words, match in enumerate(_WORD.finditer(text, 0, LINE_CHARS), start=1):
+        visible += match.end() - match.start()
+        if words >= max_length or visible >= limit:
+            return text[: match.end() - max(0, visible - limit)]
+    return text[:LINE_CHARS]
+
+
 def bounded_texts(texts: Sequence[str], max_length: int | None) -> list[str]:
-    """``texts`` each within ``char_budget(max_length)`` characters (``LINE_CHARS`` without a length), as every
+    """``texts`` each cut by ``keep_for_tokens`` (``LINE_CHARS`` characters without a length), as every
     tokenizer call of sentcl gets them; the count of cut texts is logged at debug level (the cut changes no
     token the model reads)."""
+    if max_length:
+        out = [keep_for_tokens(t, max_length) for t in texts]
+    else:
+        out = [cut(t, LINE_CHARS) if len(t) > LINE_CHARS else t for t in texts]
+    over = sum(len(a) != len(b) for a, b in zip(out, texts, strict=True))
     budget = char_budget(max_length) if max_length else LINE_CHARS
-    out = [cut(t, budget) if len(t) > budget else t for t in texts]
-    over = sum(len(t) > budget for t in texts)
     if over:
         logger.debug("%d input(s) over %d characters cut before tokenising", over, budget)
     return out

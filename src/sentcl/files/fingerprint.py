@@ -142,10 +142,20 @@ def file_sha256(path: str | os.PathLike[str], cached: bool = True) -> str:
 
 
 def tree_files(folder: Path) -> list[Path]:
-    """The regular files under ``folder`` in sorted order, hidden paths (a part starting with '.') left out."""
+    """The regular files under ``folder`` in sorted order, hidden paths (a part starting with '.') left out.
+    A linked sub-folder is walked too (what a model folder's loading reads through it); a link back to a
+    folder above it (a loop) is not."""
     found = []
-    for root, dirs, files in os.walk(folder):
-        dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+    above: dict[str, tuple[str, ...]] = {str(folder): (os.path.realpath(folder),)}
+    for root, dirs, files in os.walk(folder, followlinks=True):
+        chain = above.pop(root, ())
+        kept = []
+        for d in sorted(d for d in dirs if not d.startswith(".")):
+            real = os.path.realpath(os.path.join(root, d))
+            if real not in chain:
+                kept.append(d)
+                above[os.path.join(root, d)] = (*chain, real)
+        dirs[:] = kept
         found += [Path(root) / f for f in files if not f.startswith(".")]
     return sorted(p for p in found if p.is_file())
 

@@ -22,6 +22,11 @@ The rules:
   edited file. So an existing file is never taken as sentcl's: ``claim_file`` refuses it unless
   ``--overwrite`` is given, before any work; the file is then written whole into a temporary sibling and
   renamed over the old one (``sentcl.files.atomic``), so a failed run leaves the old file as it was.
+* **A symbolic link is followed, never replaced**: ``--output LINK`` to sentcl's folder replaces the folder
+  it names and keeps the link; a dangling link or a loop is refused, named as what it is.
+* **Replacing keeps the user's files**: a folder written whole records the names it holds in its marker
+  (``files``); ``--overwrite`` refuses a folder holding names added since (a user's notes, a data folder),
+  naming them, instead of deleting them with the rest.
 * **Temporaries are provably sentcl's.** A temporary folder is ``.tmp-<name>-p<pid>-<8 hex>`` and holds
   ``.sentcl-temp`` (JSON: ``pid``, ``host``, ``target``). ``remove_stale_temps`` removes a sibling only when
   it holds that file, names the same target and its process is gone; anything else with a ``.tmp-`` name
@@ -106,13 +111,15 @@ def read_marker(folder: Path) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and isinstance(data.get("kind"), str) else None
 
 
-def write_marker(folder: Path, kind: str) -> None:
-    """Mark ``folder`` as sentcl's folder of ``kind``."""
+def write_marker(folder: Path, kind: str, files: Sequence[str] | None = None) -> None:
+    """Mark ``folder`` as sentcl's folder of ``kind``; ``files``: the names sentcl wrote at its top (a folder
+    written whole), so that a later ``--overwrite`` can tell the files a user added since."""
     from sentcl.version import __version__
 
-    atomic_write_json(
-        Path(folder) / MARKER, {"kind": kind, "format": MARKER_FORMAT, "sentcl_version": __version__}
-    )
+    record: dict[str, Any] = {"kind": kind, "format": MARKER_FORMAT, "sentcl_version": __version__}
+    if files is not None:
+        record["files"] = sorted(files)
+    atomic_write_json(Path(folder) / MARKER, record)
 
 
 def _old_pages(folder: Path) -> bool:
@@ -181,14 +188,18 @@ def claim_folder(
     file), any of them. Returns whether the folder exists (already sentcl's, or empty)."""
     folder = Path(folder)
     check_not_input(folder, inputs, flag)
-    if replace and _inside(Path.cwd().resolve(), folder.resolve()):
+    if replace and _inside(Path.cwd().resolve(), _resolved(folder)):
         raise OutputRefused(
             f"{flag} {folder} holds the working folder, which sentcl never replaces; choose another"
         )
     if not os.path.lexists(folder):
         return False
     if not folder.is_dir():
-        raise OutputRefused(f"{flag} {folder} is a file, not a folder; choose a new folder")
+        from sentcl.files.pathcheck import input_file_problem
+
+        found = input_file_problem(folder)
+        problem = found[0] if found else "is a file, not a folder"
+        raise OutputRefused(f"{flag} {folder} {problem}; choose a new folder")
     if not any(p.name != MARKER for p in folder.iterdir()):
         return True
     marker = read_marker(folder)
@@ -213,7 +224,24 @@ def claim_folder(
             f"{flag} {folder} holds an earlier {NAMES.get(kind, kind).removeprefix('a ')}; pass --overwrite to "
             "replace it, or choose a new folder"
         )
+    added = added_since(folder, marker) if replace else []
+    if added:
+        shown = ", ".join(added[:5]) + (", ..." if len(added) > 5 else "")
+        raise OutputRefused(
+            f"{flag} {folder} holds {len(added)} file(s) sentcl did not write there ({shown}); --overwrite "
+            "replaces only sentcl's own output: move them out, or choose a new folder"
+        )
     return True
+
+
+def added_since(folder: Path, marker: dict[str, Any] | None) -> list[str]:
+    """The names at the top of ``folder`` that its marker does not list as written by sentcl (a marker
+    written before the list was kept lists nothing: none)."""
+    written = marker.get("files") if marker else None
+    if not isinstance(written, list):
+        return []
+    known = {MARKER, *map(str, written)}
+    return sorted(p.name + ("/" if p.is_dir() else "") for p in Path(folder).iterdir() if p.name not in known)
 
 
 def prepare_folder(
@@ -306,6 +334,10 @@ def write_folder(
     fills a marked temporary sibling (made before the call), which then takes the folder's place. The claim
     is checked again here (the command checked it before its work; the folder may have changed since)."""
     claim_folder(folder, kind, flag, inputs, replace=True, overwrite=overwrite)
+    if Path(
+        folder
+    ).is_symlink():  # a link to sentcl's folder (claimed above): that folder is replaced, the link kept
+        folder = Path(os.path.realpath(folder))
     remove_stale_temps(folder)
 
     def marked(tmp: Path) -> None:
@@ -313,7 +345,7 @@ def write_folder(
         mark_temp(tmp, folder)
         write(tmp)
         (tmp / TEMP_MARKER).unlink()
-        write_marker(tmp, kind)
+        write_marker(tmp, kind, [p.name for p in tmp.iterdir() if p.name != MARKER])
 
     atomic_dir_write(folder, marked, temp=temp_name(folder))
     return Path(folder)

@@ -96,10 +96,8 @@ def check_input_file(
     return path
 
 
-def check_input_dir(
-    path: str | os.PathLike[str], what: str = "folder", error: type[ValueError] = InputPathError
-) -> Path:
-    """``path`` if it is a folder that can be listed; else FileNotFoundError (missing) or ``error``."""
+def input_dir_problem(path: str | os.PathLike[str]) -> tuple[str, bool] | None:
+    """What keeps ``path`` from being listed as a folder, and whether it is simply missing; None if fine."""
     path = Path(path)
     found = _stat_problem(path)
     if found is None and not path.is_dir():
@@ -108,6 +106,15 @@ def check_input_dir(
         found = (f"{kind}, not a folder", False)
     if found is None and not os.access(path, os.R_OK | os.X_OK):
         found = ("cannot be read: permission denied", False)
+    return found
+
+
+def check_input_dir(
+    path: str | os.PathLike[str], what: str = "folder", error: type[ValueError] = InputPathError
+) -> Path:
+    """``path`` if it is a folder that can be listed; else FileNotFoundError (missing) or ``error``."""
+    path = Path(path)
+    found = input_dir_problem(path)
     if found is not None:
         problem, missing = found
         raise (FileNotFoundError if missing else error)(f"{what} {path} {problem}")
@@ -177,3 +184,17 @@ def os_error_message(err: OSError) -> str:
         return str(err)
     where = f"{user_path(err.filename)}: " if err.filename is not None else ""
     return f"{where}{err.strerror}"
+
+
+def inside_folder(folder: str | os.PathLike[str], name: str, what: str, error: type[ValueError]) -> Path:
+    """``folder / name`` for a path that a file of the folder names (modules.json's module paths, a sharded
+    checkpoint's weight map), or ``error`` naming ``what`` when the name leads out of the folder: an absolute
+    name or a '..' part. A sub-folder or file that is a symbolic link stays allowed (a folder assembled from
+    linked parts, the Hugging Face cache's linked blobs): ``sentcl.files.fingerprint.tree_files`` walks linked
+    folders, so the folder's fingerprint covers what its loading reads through them."""
+    folder = Path(folder)
+    if Path(name).is_absolute() or ".." in Path(name).parts:
+        raise error(
+            f"{what} names {name!r}, outside the model folder {folder}: refused; copy it into the folder"
+        )
+    return folder / name

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
+from sentcl.files.arrays import npy_problem
 from sentcl.files.atomic import atomic_write_json
 from sentcl.files.budget import bounded_lines
 from sentcl.files.fields import Kind, check
@@ -223,7 +224,10 @@ def load_yaml_text(text: str, source: str, error: type[ValueError] = ValueError)
     core schema. Refused, as ``error``: invalid YAML, a key written twice in one mapping (its line named), a
     plain scalar that YAML 1.1 reads as another value (``010``, ``1:30``, ``yes``: key and line named), aliases
     that expand past YAML_MAX_NODES nodes, a recursive alias, nesting too deep to read."""
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # its reader refuses control characters and surrogates at once
+    except yaml.YAMLError as err:
+        raise error(f"{source} is not valid YAML: {yaml_problem(err)}") from None
     try:
         node = loader.get_single_node()
         if node is None:
@@ -337,15 +341,22 @@ def write_json_strict(path: str | Path, payload: Any) -> Path:
     return atomic_write_json(path, json_safe(payload), allow_nan=False)
 
 
-def load_npy(path: Path, mmap: bool = True) -> np.ndarray:
-    """An .npy file (memory-mapped by default); a missing, empty, truncated or corrupt file names itself."""
-    if not path.is_file():
-        raise FileNotFoundError(f"{path} does not exist")
-    if path.stat().st_size == 0:
-        raise ValueError(f"{path} is empty (0 bytes): not a .npy array; re-create it")
+def load_npy(path: Path, mmap: bool = True, what: str = "") -> np.ndarray:
+    """An .npy file (memory-mapped by default); a missing, special (FIFO, device, folder), empty, truncated or
+    corrupt file names itself, and so does an archive, a pickle or text named .npy (``npy_problem``)."""
+    path = Path(path)
+    label = f"{what} {path}".strip()
+    found = input_file_problem(path)
+    if found is not None:
+        raise (FileNotFoundError if found[1] else ValueError)(f"{label} {found[0]}")
+    problem = npy_problem(path)
+    if problem is not None:
+        raise ValueError(f"{label} {problem}; re-create it")
     import numpy as np
 
     try:
         return np.load(path, mmap_mode="r" if mmap else None, allow_pickle=False)
     except (ValueError, OSError, EOFError) as err:
-        raise ValueError(f"{path} is truncated or not a valid .npy array ({err}); re-create it") from None
+        objects = "pickle" in str(err) or "Python objects" in str(err)
+        reason = "it holds Python objects, which sentcl never unpickles" if objects else str(err)
+        raise ValueError(f"{label} is truncated or not a valid .npy array ({reason}); re-create it") from None

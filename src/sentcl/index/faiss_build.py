@@ -100,6 +100,13 @@ def build_from_shards(
     claim_folder(output, "index", "--output", inputs, replace=True, overwrite=overwrite)
     resolved = params.resolved(kind, shards.dim, shards.rows)
     tune = kind != "flat" and params.target_recall is not None
+    if queries and not tune:
+        why = "--type flat is exact search" if kind == "flat" else "no --target-recall was asked"
+        raise ValueError(
+            f"--queries {queries}: it tunes an approximate index's search setting, and {why}; drop it"
+        )
+    # the user's queries read and checked before the build (sentcl.files.arrays), not after it
+    outside = tuning.probe_from_file(shards, Path(queries)) if tune and queries else None
     held = tuning.held_out_rows(shards.rows, params.tune_queries, seed) if tune and not queries else None
     kept = None if held is None else np.setdiff1d(np.arange(shards.rows), held)  # (N - H,) row of each id
 
@@ -125,9 +132,7 @@ def build_from_shards(
     if tune:
         ann = AnnIndex(output, index, meta, row_map=kept)
         ann._shards = shards
-        probe = (
-            tuning.probe_from_file(shards, Path(queries)) if queries else tuning.probe_from_rows(shards, held)  # type: ignore[arg-type]
-        )
+        probe = outside or tuning.probe_from_rows(shards, held)  # type: ignore[arg-type]
         meta["tuning"] = tuning.tune(ann, kind, resolved, probe, params.target_recall, params.explicit(kind))
         meta["params"] = {**resolved, **meta["tuning"]["setting"]}  # the tuned setting: one home, params
         if held is not None:  # now the held-out rows join the index, as the last ids

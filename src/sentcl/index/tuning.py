@@ -128,14 +128,13 @@ def probe_from_rows(shards: ShardSet, rows: np.ndarray) -> Probe:
 
 
 def probe_from_file(shards: ShardSet, path: Any) -> Probe:
+    """The user's query embeddings of ``--queries``, read by the one array reader (``sentcl.files.arrays``):
+    real, finite, non-zero rows of the index's width, normalised without overflow."""
+    from sentcl.files.arrays import check_vectors
     from sentcl.files.read import load_npy
 
-    q = np.asarray(load_npy(path, mmap=False))
-    if q.ndim != 2 or q.shape[1] != shards.dim or len(q) == 0:
-        raise ValueError(
-            f"--queries {path}: expected a (Q, {shards.dim}) array of query embeddings, got shape {q.shape}"
-        )
-    queries = unit_rows(np.asarray(q, dtype=np.float32))
+    q = np.asarray(load_npy(path, mmap=False, what="--queries"))
+    queries = check_vectors(q, f"--queries {path}", width=shards.dim, directions=True)  # (Q, D) unit rows
     source = f"{len(q)} query embeddings from {path}"
     return Probe(queries, None, exact_top(shards, queries, K, None), source, outside=True)
 

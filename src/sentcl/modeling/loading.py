@@ -28,6 +28,7 @@ from sentcl.modeling.onnx_encoder import ONNX_CONFIG
 from sentcl.modeling.parts import plain_parts, sentcl_parts, st_parts
 from sentcl.modeling.prompt import prompt_arguments
 from sentcl.modeling.st_folder import check_dense_chain, read_st_folder, st_pooler
+from sentcl.modeling.tokenizer_checks import check_patterns, check_vocab_fits
 
 if TYPE_CHECKING:
     from sentcl.modeling.dual import DualEncoder
@@ -68,6 +69,8 @@ def load_single(
     backbone_path = str(folder / layout.transformer_path) if layout and layout.transformer_path else path
     loaded = load_backbone(backbone_path, source.name, options.dropout, options.for_training)
     config = loaded.config
+    check_patterns(loaded.tokenizer, backbone_path)
+    check_vocab_fits(loaded.tokenizer, loaded.model.get_input_embeddings().num_embeddings, backbone_path)
     if saved is not None:
         parts = sentcl_parts(folder, saved, loaded, options)
     elif layout is not None:

@@ -26,6 +26,7 @@ from sentcl.files.fingerprint import verify_records
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.batching import MAX_CELLS, length_sorted_batches
+from sentcl.modeling.tokenizer_checks import check_patterns
 from sentcl.modeling.weights import check_tokenizer_files
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows
 
@@ -91,6 +92,7 @@ class OnnxEncoder:
         self.meta: dict[str, Any] = read_onnx_meta(folder)
         check_tokenizer_files(folder)
         self.tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        check_patterns(self.tokenizer, str(folder))
         self.runtime: str = self.meta.get("runtime", "onnxruntime")
         if self.runtime == "openvino":
             self.backend = "openvino"

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sentcl.files.pathcheck import inside_folder
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.heads import ACTIVATIONS, DENSE_ACTIVATIONS, DenseLayer
@@ -135,7 +136,9 @@ def read_st_folder(folder: Path, hidden_size: int | None = None) -> STLayout:
         if not isinstance(entry, dict) or not isinstance(entry.get("type"), str):
             raise ModelFolderError(f"{modules_file}: entry {i} is not an object with a 'type'")
         kind = entry["type"].rsplit(".", 1)[-1]
-        sub = folder / str(entry.get("path", ""))
+        sub = inside_folder(
+            folder, str(entry.get("path", "")), f"{modules_file}: module {i}", ModelFolderError
+        )
         order_ok = {
             "Transformer": i == 0,
             "Pooling": transformer_path is not None and mode is None,

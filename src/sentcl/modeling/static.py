@@ -25,11 +25,13 @@ import numpy as np
 import torch
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.arrays import first_bad_row
 from sentcl.files.budget import bounded_texts
 from sentcl.files.output import Input
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
+from sentcl.modeling.tokenizer_checks import check_patterns
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows
 
 STATIC_MODULE = "StaticEmbedding"
@@ -89,6 +91,14 @@ def _read_table(folder: Path) -> np.ndarray:
     table = np.ascontiguousarray(table, dtype=np.float32)  # (V, D)
     if not np.isfinite(table).all():
         raise ModelFolderError(f"{file}: {WEIGHT_KEY!r} holds NaN or inf")
+    if table.shape[1] == 0 or len(table) == 0:
+        raise ModelFolderError(
+            f"{file}: {WEIGHT_KEY!r} has shape {tuple(table.shape)}: no vectors to embed with"
+        )
+    if not table.any():
+        raise ModelFolderError(
+            f"{file}: {WEIGHT_KEY!r} is all zeros: every sentence would get the zero vector"
+        )
     return table
 
 
@@ -104,6 +114,7 @@ def load_tokenizer(file: Path) -> Any:  # noqa: ANN401 - a tokenizers.Tokenizer
         raise ModelFolderError(f"{file}: not a tokenizers file: {err}") from err
     tokenizer.no_padding()
     tokenizer.no_truncation()
+    check_patterns(tokenizer, str(file))
     return tokenizer
 
 
@@ -246,6 +257,13 @@ def save_static(
     if table.ndim != 2 or len(table) < tokenizer.get_vocab_size():
         raise ValueError(
             f"token vectors of shape {table.shape} for a tokenizer of {tokenizer.get_vocab_size()} tokens"
+        )
+    bad = first_bad_row(np.asarray(table))
+    if bad is not None or not np.asarray(table).any():
+        what = f"row {bad[0]} holds {bad[1]}" if bad else "it is all zeros"
+        raise ValueError(
+            f"the static model's token table is not written to {folder}: {what} (a fit that diverged: a "
+            "smaller learning rate or a larger temperature)"
         )
     clean = type(tokenizer).from_str(tokenizer.to_str())  # a copy: the caller's tokenizer keeps its settings
     clean.no_padding()

@@ -8,7 +8,8 @@ normalised text at whitespace and around every punctuation character, and WordPi
 on text where the normaliser only (maybe) lowercases - printable ASCII plus tab and newlines, with no added
 token such as ``[MASK]`` in it - the words are ``[a-z0-9]+`` runs and single punctuation characters, and
 
-- a word that is itself a vocabulary entry is that one token (WordPiece takes the longest match first);
+- a word that is itself a vocabulary entry, within ``max_input_chars_per_word`` characters, is that one token
+  (WordPiece applies its length rule first, then takes the longest match first);
 - any other word is split by WordPiece's greedy longest-match-first loop, written here (``wordpiece``: the
   Rust model's loop, its ``##`` prefix, ``[UNK]`` for a word with an unmatched piece or over
   ``max_input_chars_per_word`` characters);
@@ -123,7 +124,14 @@ class StaticTokenizer:
             else None
         )
         vocab = self._wordpiece.vocab if self._wordpiece is not None else {}
-        self._words = {w: (i,) for w, i in vocab.items() if self._word.fullmatch(w) and w not in added}
+        limit = self._wordpiece.max_chars if self._wordpiece is not None else 0
+        # a vocabulary word is its own token only within WordPiece's length rule, which comes first: a longer
+        # one is [UNK], as the Rust model gives it
+        self._words = {
+            w: (i,)
+            for w, i in vocab.items()
+            if self._word.fullmatch(w) and w not in added and len(w) <= limit
+        }
 
     def _plain(self, text: str) -> bool:
         """Whether ``text`` splits into words by the regular expression exactly as the Rust tokenizer would."""

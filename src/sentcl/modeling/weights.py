@@ -13,6 +13,7 @@ from pathlib import Path
 
 from torch import Tensor, nn
 
+from sentcl.files.pathcheck import inside_folder
 from sentcl.files.paths import ModelFolderError
 
 SAFETENSORS = "model.safetensors"
@@ -65,7 +66,10 @@ def check_weight_files(folder: Path) -> None:
         weight_map = read_json(index, dict, error=ModelFolderError).get("weight_map")
         if not isinstance(weight_map, dict) or not weight_map:
             raise ModelFolderError(f"{index}: needs a non-empty 'weight_map' (tensor name -> shard file)")
-        files = [folder / str(name) for name in sorted(set(weight_map.values()))]
+        files = [
+            inside_folder(folder, str(name), f"{index}: weight_map", ModelFolderError)
+            for name in sorted(set(weight_map.values()))
+        ]
         for file in files:
             if not file.is_file():
                 raise ModelFolderError(f"{file}: missing; {index} lists it as a shard of the weights")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from sentcl.files.secret import check_secret, read_secret_file
 from sentcl.serve.limits import ServiceError, send_json_error
 
 API_KEY_ENV = "SENTCL_API_KEY"
@@ -17,28 +18,22 @@ PUBLIC_PATHS = frozenset({"/", "/health"})  # the page holds no data; /health is
 
 
 def read_key_file(path: Path) -> str:
-    """The key in ``path``: its one line, surrounding whitespace removed (ValueError naming the file)."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        reason = err.strerror if isinstance(err, OSError) else "not UTF-8 text"
-        raise ValueError(f"--api-key-file {path}: cannot read it: {reason}") from None
-    key = text.strip()
-    if not key:
-        raise ValueError(f"--api-key-file {path} is empty: write the key on its one line")
-    if "\n" in key or "\r" in key:
-        raise ValueError(f"--api-key-file {path} holds several lines: write the key alone on one line")
-    return key
+    """The key in ``path``: its one line, surrounding whitespace removed (``sentcl.files.secret``: a regular
+    file or a pipe that answers in time, a small bound read; ValueError naming the file)."""
+    return read_secret_file(path, "--api-key-file")
 
 
 def resolve_api_key(cli_value: str | None, key_file: Path | None = None) -> str | None:
-    """The command line's key, else the key file's, else the environment's; an empty string means none."""
+    """The command line's key, else the key file's, else the environment's; None when none is given. A key
+    given but empty or blank is refused, whichever way it came (``check_secret``)."""
     if cli_value is not None and key_file is not None:
         raise ValueError("give the key once: --api-key or --api-key-file, not both")
     if key_file is not None:
         return read_key_file(key_file)
-    key = cli_value if cli_value is not None else os.environ.get(API_KEY_ENV)
-    return key or None
+    if cli_value is not None:
+        return check_secret(cli_value, "--api-key")
+    env = os.environ.get(API_KEY_ENV)
+    return None if env is None else check_secret(env, f"${API_KEY_ENV}")
 
 
 class BearerAuth:

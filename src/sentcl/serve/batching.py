@@ -177,22 +177,37 @@ class MicroBatcher:
             return chosen
 
     async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
         while True:
             items = await self._take()
-            inputs = [item.job.inputs[item.row] for item in items]
             start = time.perf_counter()
-            try:
-                emb = await loop.run_in_executor(self.executor, self.encode, inputs)  # (n, D)
-            except Exception as err:  # noqa: BLE001 - every request in the pass gets the failure
-                failure = ServiceError(500, "backend", f"encoding failed: {type(err).__name__}: {err}")
-                for item in items:
-                    if not item.job.future.done():
-                        item.job.future.set_exception(failure)
-                continue
+            await self._encode_isolated(items)
             if self.on_batch is not None:
-                self.on_batch(len(inputs), time.perf_counter() - start)
-            self._answer(items, emb)
+                self.on_batch(len(items), time.perf_counter() - start)
+
+    async def _encode_isolated(self, items: list[_Item]) -> None:
+        """Encode ``items`` in one pass; when the pass fails, its halves are tried apart (down to single
+        sentences), so the failure reaches only the requests of the sentences that fail, never the other
+        clients' requests batched with them."""
+        loop = asyncio.get_running_loop()
+        items = [item for item in items if not item.job.future.done()]
+        if not items:
+            return
+        inputs = [item.job.inputs[item.row] for item in items]
+        try:
+            emb = await loop.run_in_executor(self.executor, self.encode, inputs)  # (n, D)
+        except BaseException as err:  # noqa: BLE001 - a Rust panic of the tokenizer is a BaseException
+            if not isinstance(err, Exception) and type(err).__name__ != "PanicException":
+                raise
+            if len(items) > 1:
+                half = len(items) // 2
+                await self._encode_isolated(items[:half])
+                await self._encode_isolated(items[half:])
+                return
+            failure = ServiceError(500, "backend", f"encoding failed: {type(err).__name__}: {err}")
+            if not items[0].job.future.done():
+                items[0].job.future.set_exception(failure)
+            return
+        self._answer(items, emb)
 
     @staticmethod
     def _answer(items: list[_Item], emb: np.ndarray) -> None:

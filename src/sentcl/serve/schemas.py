@@ -27,7 +27,9 @@ class OpenAIEmbeddingRequest(BaseModel):
     model_config = ConfigDict(extra="allow")  # e.g. "user": accepted and ignored
 
     # token ids: strict, so that true/false or 1.5 are refused rather than read as ids
-    input: str | list[str] | list[StrictInt] | list[list[StrictInt]]
+    input: str | list[str] | list[StrictInt] | list[list[StrictInt]] = Field(
+        json_schema_extra={"kind": "token-ids"}
+    )
     model: str | None = None  # any name is accepted; the response names the served model
     encoding_format: Literal["float", "base64"] = "float"
     # strict: a JSON true is not dimensions 1, nor 1.0 a width

@@ -14,18 +14,18 @@ from typing import Any
 import numpy as np
 
 from sentcl.files.read import preview
+from sentcl.modeling.tokenizer_checks import has_patterns
 from sentcl.serve.batching import MicroBatcher
 from sentcl.serve.limits import Limits, ServiceError
 from sentcl.serve.metrics import Metrics
 from sentcl.serve.passes import Input, encode_ids, pass_padding, runs_packed
 from sentcl.serve.text import (
     INLINE_COUNT_CHARS,
-    char_budget,
     check_blank,
     check_token_ids,
     check_unicode,
     chunks,
-    cut,
+    keep_for_tokens,
 )
 
 
@@ -93,6 +93,8 @@ class Service:
             self._loop_tokenizer = copy.deepcopy(encoder.tokenizer)
         except Exception:  # noqa: BLE001 - an uncopyable tokenizer: count in the encode thread instead
             self._count_tokenizer = self._loop_tokenizer = None
+        if has_patterns(encoder.tokenizer):  # a regex may be slow on some text: never on the event loop
+            self._loop_tokenizer = None
         tokenizer = self._count_tokenizer or encoder.tokenizer
         self.n_special = len(tokenizer("")["input_ids"])  # [CLS] [SEP]: what an input without text gives
         self._packed = runs_packed(encoder)
@@ -254,18 +256,18 @@ class Service:
         """Raw embeddings (N, D) of ``texts`` after the limits' checks, and the tokens they used."""
         self._check_ready(len(texts))
         limit = self.max_length
-        budget = char_budget(limit)
         check_unicode(texts)
-        over = next((i for i, t in enumerate(texts) if len(t) > budget), None)
+        kept = [keep_for_tokens(t, limit) for t in texts]  # the input budget (sentcl.files.budget)
+        check_blank(kept)  # the kept text holds the first words, whatever whitespace comes before them
+        over = next((i for i, (k, t) in enumerate(zip(kept, texts, strict=True)) if len(k) < len(t)), None)
         if over is not None and not self._truncating(truncate):
             raise ServiceError(
                 422,
                 "input_too_long",
-                f"input {over} has {len(texts[over])} characters, over the {budget} the service reads for a "
-                f'model of {limit} tokens (send "truncate": true to cut it)',
+                f"input {over} has {len(texts[over])} characters and more than {limit} words, over the "
+                f'model\'s {limit} tokens (send "truncate": true to cut it)',
             )
-        texts = [cut(t, budget) for t in texts]
-        check_blank(texts)
+        texts = kept
         ids = await self.token_ids(texts)
         counts = [len(row) for row in ids]
         unread = next((i for i, n in enumerate(counts) if n <= self.n_special), None)

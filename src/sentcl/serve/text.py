@@ -11,10 +11,10 @@ reads the whole string before it truncates, and six 1.9 MB inputs held the servi
 (4,096 for a 256-token model; the special tokens only lower the tokens needed). On the first 20,000 lines of
 the Wikipedia corpus, all-MiniLM-L6-v2's tokeniser spends 4.6 characters per token on average, 7.5 at most on
 one line and 5.9 at most over any 254-token window, so 16 leaves a margin of two. The cut falls on the last
-whitespace in the budget's second half (so the last word is not split), else at the budget. Where the first
-``max_length`` tokens lie within the kept characters (every measured line), ``truncate`` gives exactly the
-full text's truncation; beyond (whitespace runs, very long words) it embeds the kept characters' tokens.
-Without ``truncate``, an input over the budget is refused as too long.
+whitespace in the budget's second half (so the last word is not split), else at the budget. A longer input
+keeps its first ``max_length`` words (``keep_for_tokens``), so ``truncate`` gives exactly the full text's
+truncation with whitespace runs and very long words too. Without ``truncate``, an input over that is refused
+as too long.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from __future__ import annotations
 import unicodedata
 from collections.abc import Iterator
 
-from sentcl.files.budget import CHARS_PER_TOKEN, char_budget, cut  # noqa: F401 - the one input budget
+from sentcl.files.budget import CHARS_PER_TOKEN, char_budget, cut, keep_for_tokens  # noqa: F401 - one budget
 from sentcl.serve.limits import ServiceError
 
 COUNT_CHUNK_CHARS = 32_768  # characters tokenised per call of the counting thread, so requests interleave
