@@ -60,7 +60,7 @@ def test_bit_rot_under_unchanged_metadata_is_found_only_by_full(
 ) -> None:
     shard = built / "emb" / "shard-00001.npy"
     rot_under_the_cache(shard, shard.stat().st_size - 3)
-    with caplog.at_level(logging.INFO, logger="sentcl.files.fingerprint"):
+    with caplog.at_level(logging.DEBUG, logger="sentcl.files.fingerprint"):  # a --verbose line
         fingerprint._said[0] = False
         open_index(built / "flat")  # a reader that verifies with cached digests: passes, and says how
         from sentcl.data.shards import ShardSet

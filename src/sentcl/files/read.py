@@ -24,7 +24,6 @@ from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from sentcl.files.arrays import npy_problem
 from sentcl.files.atomic import atomic_write_json
 from sentcl.files.budget import bounded_lines
 from sentcl.files.fields import Kind, check
@@ -344,6 +343,8 @@ def write_json_strict(path: str | Path, payload: Any) -> Path:
 def load_npy(path: Path, mmap: bool = True, what: str = "") -> np.ndarray:
     """An .npy file (memory-mapped by default); a missing, special (FIFO, device, folder), empty, truncated or
     corrupt file names itself, and so does an archive, a pickle or text named .npy (``npy_problem``)."""
+    from sentcl.files.arrays import npy_problem  # numpy: not imported to read text, JSON or YAML
+
     path = Path(path)
     label = f"{what} {path}".strip()
     found = input_file_problem(path)
