@@ -53,6 +53,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.serve",
         "sentcl.report",
         "sentcl.experiments",
+        "sentcl.shrink",
         "sentcl.evaluation.dimensions",
     ),
     ("sentcl.cli", "sentcl"),
