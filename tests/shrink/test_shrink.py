@@ -179,23 +179,45 @@ def test_a_budget_no_candidate_meets_names_the_nearest(
     assert open_model(str(shrunk["out"] / "model")).encode(SENTENCES).shape == (4, width)
 
 
-def test_a_plain_hugging_face_teacher_to_int8(
+def test_a_plain_hugging_face_teacher_to_a_static_model(
     tiny_bert: Path, tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A plain folder (its own [CLS] pooler), the int8 family only: the chosen export opens and encodes as
-    onnxruntime's own session of its graph computes it."""
-    import onnxruntime as ort
+    """A plain folder (its own [CLS] pooler), the static family: the chosen model encodes as its table and
+    tokenizer compute by hand (the teacher's word pieces without specials, the mean of their rows)."""
+    from safetensors.numpy import load_file
+    from tokenizers import Tokenizer
 
     write_pairs(tmp_path / "pairs.tsv", PAIRS)
-    argv = small_run(tiny_bert, tmp_path / "out", tmp_path, "--keep", "1%", "--families", "int8")
+    argv = small_run(tiny_bert, tmp_path / "out", tmp_path, "--budget", "3x", "--families", "static")
     assert main([*argv, "--data-dir", str(data_dir)]) == 0
-    assert "teacher-int8 keeps" in capsys.readouterr().out
+    assert "static-" in capsys.readouterr().out
     model = tmp_path / "out" / "model"
-    batch = AutoTokenizer.from_pretrained(str(model))(SENTENCES, padding=True, return_tensors="np")
-    session = ort.InferenceSession(str(model / "model.onnx"), providers=["CPUExecutionProvider"])
-    (rows,) = session.run(None, {i.name: batch[i.name].astype(np.int64) for i in session.get_inputs()})
+    table = load_file(str(model / "model.safetensors"))["embedding.weight"]  # (V, D)
+    tokenizer = Tokenizer.from_file(str(model / "tokenizer.json"))
+    rows = np.stack(
+        [table[tokenizer.encode(s, add_special_tokens=False).ids].mean(axis=0) for s in SENTENCES]
+    )
     rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)  # (N, D)
     np.testing.assert_allclose(open_model(str(model)).encode(SENTENCES, normalize=True), rows, atol=1e-5)
+
+
+def test_the_int8_candidates_equal_onnxruntimes_own_session(shrunk: dict) -> None:
+    import onnxruntime as ort
+
+    if not (shrunk["out"] / "shrink.json").is_file():
+        assert main(shrunk["argv"]) == 0
+    for name in ("teacher-int8", "l1-int8"):  # one sentence a pass: dynamic int8 scales a whole batch
+        folder = shrunk["out"] / "candidates" / name
+        tokenizer = AutoTokenizer.from_pretrained(str(folder))
+        session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+        rows = []
+        for sentence in SENTENCES:
+            ids = tokenizer([sentence], return_tensors="np")
+            rows += session.run(None, {i.name: ids[i.name].astype(np.int64) for i in session.get_inputs()})
+        rows = np.concatenate(rows)  # (N, D)
+        rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+        got = open_model(str(folder)).encode(SENTENCES, batch_size=1, normalize=True)
+        np.testing.assert_allclose(got, rows, atol=1e-5)
 
 
 def test_bad_inputs_are_one_line_and_lose_nothing(
