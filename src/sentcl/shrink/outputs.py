@@ -208,7 +208,8 @@ Every candidate of the run is in its `pareto.md`.
 
     sentcl encode --model PATH --input sentences.txt --output vectors.npy
     sentcl serve --model PATH
-    sentcl index build --model PATH ...
+    sentcl encode --model PATH --input corpus.txt --output shards --shard-size 100000
+    sentcl index build --embeddings shards
 
 or in Python: `from sentcl.modeling.open import open_model; open_model("PATH").encode(["a sentence"])`.
 """
