@@ -28,6 +28,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 from matplotlib.transforms import Bbox  # noqa: E402
 
@@ -219,7 +220,8 @@ def place_labels(fig: Figure, ax: Any, points: Mapping[str, tuple[float, float]]
                     ha="left" if dx > 0 else "right" if dx < 0 else "center",
                     arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"} if ring > 1 else None,
                 )
-                box = ann.get_window_extent(renderer)
+                ann.update_positions(renderer)
+                box = Text.get_window_extent(ann, renderer)  # the text alone, not its leader line
                 inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
                 if inside and not any(box.overlaps(other) for other in taken):
                     found = (ann, box)
