@@ -26,8 +26,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 #: rough speeds against the teacher's PyTorch encode, replaced by measurements once built: int8 of a model
-#: (bench/results/onnx_int8_avx2.json measured 2.2-3.1x on MiniLM-sized models at one thread), a static model
-#: (bench/results/frontier measured 200x and more; its tokenizer bounds it)
+#: (graph only at one thread: 1.5x to 1.9x on an AVX2-only EPYC, bench/results/onnx_int8_avx2_speed.json; 2.7x
+#: on a VNNI Xeon, bench/results/onnx_int8_variants.json), a static model (a static student's encode is over
+#: 100x: docs/results/frontier-cpu.md)
 INT8_GAIN = 2.0
 STATIC_SPEED = 100.0
 ESTIMATES = {"int8_gain": INT8_GAIN, "static_speed": STATIC_SPEED}
