@@ -19,7 +19,10 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from sentcl.training.allocator import resident_bytes
+from sentcl.training.provenance import cpu_flags as provenance_flags
 from sentcl.training.provenance import cpu_model
+
+FLAGS_SHOWN = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "amx_int8", "avx512_vnni", "avx_vnni")
 
 # malloc settings for the memory workers: glibc's default, or a fixed mmap threshold so that large tensors
 # are mmapped and returned to the system when freed (RSS then follows the memory in use)
@@ -172,13 +175,7 @@ def _version(package: str) -> str | None:
 
 
 def cpu_flags() -> list[str]:
-    try:
-        text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
-    except OSError:
-        return []
-    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
-    wanted = ("avx2", "fma", "avx512f", "avx512_bf16", "amx_bf16", "avx512_vnni", "avx_vnni")
-    return [f for f in line.split(":", 1)[-1].split() if f in wanted]
+    return provenance_flags(FLAGS_SHOWN)
 
 
 def machine_info(threads: int) -> dict[str, Any]:

@@ -47,12 +47,13 @@ from typing import Any
 import numpy as np
 
 from bench import harness
-from bench.common import format_table, median, set_threads
+from bench.common import format_table, set_threads
 from bench.distill_speed import folder_size, stsb_test_sentences
 from bench.frontier_points import POINTS, Point, build_points, reference_sts
 from bench.frontier_side import SEARCH_RESULTS, SERVE_RESULT, search_points, serve_point
 from bench.harness import ROOT
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.evaluation.speed import alternate_rounds, speed_rows
 from sentcl.files.paths import resolve_data_dir
 
 SAME_AS_TEACHER = ("teacher-onnx", "st", "st-onnx")  # fp32 runs of the teacher's weights
@@ -102,49 +103,22 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def time_point(point: Point, sentences: list[str], min_seconds: float) -> tuple[float, float, np.ndarray]:
-    """Sentences/s of ``point`` over as many passes as fill ``min_seconds``, its CPU seconds per wall second
-    (about 1 for one thread at work), and its vectors (N, D)."""
-    done, seconds, cpu, out = 0, 0.0, 0.0, None
-    while seconds < min_seconds or out is None:
-        spent, spent_cpu, out = point.encode_timed(sentences)
-        seconds, cpu = seconds + spent, cpu + spent_cpu
-        done += len(sentences)
-    return done / seconds, cpu / seconds, np.asarray(out, np.float32)
-
-
 def measure(
     points: dict[str, Point], sentences: list[str], rounds: int, min_seconds: float
 ) -> dict[str, dict[str, Any]]:
-    """Alternating rounds (rotating who goes first): each point's rates and ratios to the teacher's."""
-    names = list(points)
-    for name in names:  # warm-up: first-call allocations, quantised kernels, lazy imports
-        points[name].encode_timed(sentences[:64])
-    rates: dict[str, list[float]] = {n: [] for n in names}
-    cpu: dict[str, list[float]] = {n: [] for n in names}
-    outputs: dict[str, np.ndarray] = {}
-    for r in range(rounds):
-        for name in names[r % len(names) :] + names[: r % len(names)]:
-            rate, busy, outputs[name] = time_point(points[name], sentences, min_seconds)
-            rates[name].append(rate)
-            cpu[name].append(busy)
-        print(f"round {r + 1}/{rounds}: " + ", ".join(f"{n} {rates[n][-1]:.0f}/s" for n in names), flush=True)
-    result = {}
-    for name in names:
-        ratios = [a / b for a, b in zip(rates[name], rates["teacher"], strict=True)]
-        row: dict[str, Any] = {
-            "sentences_per_s": median(rates[name]),
-            "round_rates": rates[name],
-            "speed_vs_teacher": median(ratios),
-            "round_ratios": ratios,
-            "cpu_per_wall": median(cpu[name]),
-        }
+    """Alternating rounds (``sentcl.evaluation.speed``): each point's rates and ratios to the teacher's, and
+    for a run of the teacher's weights its vectors' cosines to the teacher's."""
+    timed = {name: point.encode_timed for name, point in points.items()}
+    rates, cpu, outputs = alternate_rounds(
+        timed, sentences, rounds, min_seconds, lambda s: print(s, flush=True)
+    )
+    result = speed_rows(rates, cpu, "teacher")
+    for name, row in result.items():
         if name in SAME_AS_TEACHER or name.startswith("teacher-") or name == "st-openvino":
             unit = outputs[name] / np.linalg.norm(outputs[name], axis=1, keepdims=True)  # (N, D)
             ref = outputs["teacher"] / np.linalg.norm(outputs["teacher"], axis=1, keepdims=True)  # (N, D)
             cos = (unit * ref).sum(axis=1)  # (N,)
             row["cos_to_teacher"] = {"mean": float(cos.mean()), "min": float(cos.min())}
-        result[name] = row
     return result
 
 

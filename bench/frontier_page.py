@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from bench.harness import ROOT
+from sentcl.report.pareto import pareto
 
 RUNS = Path("bench/results/frontier")
 BUILDS = Path(
@@ -34,17 +34,6 @@ def newest_run(root: Path = ROOT) -> tuple[Path, dict[str, Any]]:
         raise FileNotFoundError(f"no frontier run under {root / RUNS}: run python -m bench.frontier first")
     path, run = max(runs, key=lambda pr: pr[1]["started"])
     return path.relative_to(root), run
-
-
-def pareto(points: Sequence[tuple[str, float, float]]) -> list[str]:
-    """Names of the (name, speed, quality) points that no other point matches or beats on both axes with
-    one strictly better, in order of speed."""
-    kept = [
-        (name, speed, quality)
-        for name, speed, quality in points
-        if not any(s >= speed and q >= quality and (s > speed or q > quality) for _, s, q in points)
-    ]
-    return [name for name, _, _ in sorted(kept, key=lambda p: p[1])]
 
 
 def scored(run: dict[str, Any], family: str | None = None) -> list[tuple[str, float, float]]:

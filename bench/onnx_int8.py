@@ -44,6 +44,7 @@ from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.paths import resolve_data_dir, resolve_model_path
 from sentcl.modeling.batching import MAX_CELLS
 from sentcl.modeling.onnx_encoder import ORT_MAX_CELLS, SLOW_FUSIONS
+from sentcl.modeling.quantize import default_selection
 
 
 class Variant(NamedTuple):
@@ -68,6 +69,12 @@ VARIANTS: dict[str, Variant] = {
     "int8-mha": Variant("mha", {}),
     "int8-unfused": Variant("unfused", {}),
     "int8-unfused-per-tensor": Variant("unfused", {"per_channel": False}),
+    "int8-unfused-reduce-range": Variant("unfused", {"reduce_range": True}),
+    "int8-unfused-quint8": Variant("unfused", {"weight_type": "quint8"}),
+    "int8-unfused-ffn-out-fp32": Variant("unfused", {"select": default_selection}),
+    "int8-unfused-quint8-ffn-out-fp32": Variant(
+        "unfused", {"weight_type": "quint8", "select": default_selection}
+    ),
     "int8-unfused-slow-fusions": Variant("unfused", {}, disabled=()),
     "int8-unfused-4096-cells": Variant("unfused", {}, max_cells=MAX_CELLS),
     "int8-unfused-before": Variant("unfused", {}, disabled=(), max_cells=MAX_CELLS),

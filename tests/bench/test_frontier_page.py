@@ -34,7 +34,7 @@ values = st.floats(min_value=0.1, max_value=1e5, allow_nan=False)
 
 @given(st.lists(st.tuples(values, values), min_size=1, max_size=12))
 def test_pareto_keeps_exactly_the_undominated(pairs: list[tuple[float, float]]) -> None:
-    from bench.frontier_page import pareto
+    from sentcl.report.pareto import pareto
 
     points = [(f"p{i}", s, q) for i, (s, q) in enumerate(pairs)]
     expected = {p[0] for p in points if not dominated(p, points)}

@@ -35,7 +35,14 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     ("sentcl.objectives",),
     ("sentcl.methods",),
     ("sentcl.training", "sentcl.evaluation", "sentcl.postprocess"),
-    ("sentcl.interop", "sentcl.index", "sentcl.serve", "sentcl.report", "sentcl.experiments"),
+    (
+        "sentcl.interop",
+        "sentcl.index",
+        "sentcl.serve",
+        "sentcl.report",
+        "sentcl.experiments",
+        "sentcl.shrink",
+    ),
     ("sentcl.cli", "sentcl"),
 )
 

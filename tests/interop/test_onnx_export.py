@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -12,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sentcl.cli import main
-from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, OnnxEncoder, export_onnx
+from sentcl.interop.onnx import ONNX_CONFIG, ONNX_MODEL, OnnxEncoder, export_onnx, int8_setting
 from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.pooling import POOLERS, pooler_spec
+from sentcl.training.provenance import cpu_flags, cpu_model
 
 SENTENCES = [
     "a man is playing a guitar",
@@ -69,8 +71,15 @@ def raw_session_rows(folder: Path, sentences: list[str]) -> np.ndarray:
     return rows / np.linalg.norm(rows, axis=1, keepdims=True)  # (N, D)
 
 
-def test_minilm_parity_and_int8(tmp_path: Path, minilm_int8: tuple[SentenceEncoder, Path]) -> None:
+def test_minilm_parity_and_int8(
+    tmp_path: Path, minilm_int8: tuple[SentenceEncoder, Path], record_property: Callable[[str, object], None]
+) -> None:
+    """The bound holds on the CPU the test runs on, whichever kernel the export chose for it (int8_setting);
+    the CPU's flags are recorded with the result (junit property ``int8_setting``)."""
     model, int8_folder = minilm_int8
+    setting = json.loads((int8_folder / ONNX_CONFIG).read_text())["int8"]
+    record_property("int8_setting", json.dumps({**setting, "cpu": cpu_model(), "flags": cpu_flags()}))
+    assert setting == int8_setting()
     sentences = [
         "A man plays guitar.",
         "Someone is playing music on a big stage tonight.",
@@ -91,8 +100,24 @@ def test_int8_quantises_the_unfused_graph(minilm_int8: tuple[SentenceEncoder, Pa
     every weight MatMul of the six layers is a MatMulInteger, no QAttention."""
     ops = [node.op_type for node in onnx.load(str(minilm_int8[1] / ONNX_MODEL)).graph.node]
     assert "QAttention" not in ops and "Attention" not in ops
-    assert ops.count("MatMulInteger") == 6 * 6  # Q, K, V, output, two feed-forward, per layer
+    ffn_output = int8_setting()["ffn_output"] == "int8"  # without VNNI the feed-forward output stays fp32
+    assert ops.count("MatMulInteger") == 6 * (5 + ffn_output)  # Q, K, V, output, two feed-forward, per layer
     assert "MatMul" in ops  # the attention's own products stay in fp32
+
+
+@pytest.mark.parametrize(
+    ("flags", "kernel", "ffn_output"),
+    [
+        (["avx2", "fma"], "u8u8", "fp32"),  # AMD EPYC (Zen 2/3): AVX2, no VNNI
+        (["avx2", "avx512f", "avx512_vnni"], "u8s8", "int8"),  # Intel Xeon (Cascade Lake and later)
+        (["avx2", "avx_vnni"], "u8s8", "int8"),  # Alder Lake and later
+        ([], "u8u8", "fp32"),  # no flags known (not Linux): the choice that saturates nowhere
+    ],
+)
+def test_int8_setting_by_cpu_flags(flags: list[str], kernel: str, ffn_output: str) -> None:
+    setting = int8_setting(flags)
+    assert (setting["kernel"], setting["ffn_output"]) == (kernel, ffn_output)
+    assert setting["weights"] == {"u8u8": "quint8", "u8s8": "qint8"}[kernel]
 
 
 WORDS = ["the", "a", "man", "dog", "plays", "guitar", "river", "market", "fell", "runs", "quickly", "music"]

@@ -56,6 +56,7 @@ COMMANDS: tuple[tuple[str, str], ...] = (
     ("recipes", "recipes"),
     ("export", "export"),
     ("distill-static", "distill_static"),
+    ("shrink", "shrink"),
     ("postprocess", "postprocess"),
     ("serve", "serve"),
     ("verify", "verify"),

@@ -13,8 +13,11 @@ output channel; activations quantised per batch) of the **unfused** traced graph
 (``python -m bench.onnx_int8``, bench/results/onnx_int8_variants.json): quantising the fused graph turns its
 Attention into QAttention, which runs slower than the weight MatMuls that onnxruntime's own session
 optimisations turn into DynamicQuantizeMatMul / MatMulIntegerToFloat beside an unfused fp32 attention; int8
-weights with int8 activations and per-output-channel scales are the fast and close choice on this CPU. The
-session and the passes that run it are ``sentcl.modeling.onnx_encoder``'s (bench/results/onnx_int8_session.json).
+weights with int8 activations and per-output-channel scales are the fast and close choice on that (VNNI) CPU.
+On a CPU without VNNI the kernel is chosen otherwise (``int8_setting``: u8 weights, the feed-forward output
+projections in fp32), measured on an AVX2-only AMD EPYC (bench/results/onnx_int8_avx2.json); the choice is
+the exporting machine's and is recorded in ``sentcl_onnx.json`` (``int8``). The session and the passes that run
+it are ``sentcl.modeling.onnx_encoder``'s (bench/results/onnx_int8_session.json).
 """
 
 from __future__ import annotations
@@ -26,8 +29,9 @@ import logging
 import shutil
 import tempfile
 import warnings
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -45,6 +49,7 @@ from sentcl.modeling.onnx_encoder import (  # noqa: F401 - the reading side, re-
     OnnxEncoder,
     is_onnx_folder,
 )
+from sentcl.modeling.quantize import default_selection
 
 logger = logging.getLogger(__name__)
 
@@ -218,12 +223,17 @@ def quantize_graph(
     per_channel: bool = True,
     weight_type: str = "qint8",
     op_types: list[str] | None = None,
+    reduce_range: bool = False,
+    select: Callable[[str], bool] | None = None,
 ) -> None:
     """onnxruntime's dynamic quantisation of ``src`` into ``dst``: ``weight_type`` ``qint8`` or ``quint8``,
-    one scale per output channel or per tensor, ``op_types`` (None: every op type it quantises). The export
-    uses the defaults; ``bench.onnx_int8`` measures the others."""
+    one scale per output channel or per tensor, ``op_types`` (None: every op type it quantises),
+    ``reduce_range`` (7-bit weights), ``select`` (the module names whose products are quantised, as
+    ``sentcl.modeling.quantize`` selects them; None: every one). ``bench.onnx_int8`` measures the choices."""
     from onnx import TensorProto
     from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    exclude = [] if select is None else [n for n, module in _product_modules(src) if not select(module)]
 
     hint = _DropHint("pre-processing before quantization")  # advice for static quantisation
     logging.getLogger().addFilter(hint)
@@ -234,10 +244,46 @@ def quantize_graph(
             per_channel=per_channel,
             weight_type={"qint8": QuantType.QInt8, "quint8": QuantType.QUInt8}[weight_type],
             op_types_to_quantize=op_types,
+            reduce_range=reduce_range,
+            nodes_to_exclude=exclude,
             extra_options={"DefaultTensorType": TensorProto.FLOAT},  # fused ops defeat shape inference
         )
     finally:
         logging.getLogger().removeFilter(hint)
+
+
+#: CPU flags of the int8 dot-product instructions (VNNI, AMX) that multiply u8 x s8 without saturating
+VNNI_FLAGS = ("avx512_vnni", "avx_vnni", "amx_int8")
+
+
+def int8_setting(flags: Sequence[str] | None = None) -> dict[str, Any]:
+    """The int8 export's setting for a CPU (``flags``: /proc/cpuinfo's, default this machine's).
+
+    With VNNI (or AMX): u8 activations x s8 weights (U8S8), every weight product quantised. Without it (AVX2
+    only, as on many AMD EPYC): onnxruntime's U8S8 kernels multiply with VPMADDUBSW, whose int16 sums
+    saturate; u8 weights (U8U8) and the feed-forward output projections in fp32 (their input, the GELU output,
+    has the widest channels; ``sentcl.modeling.quantize.default_selection``) keep every sentence's cosine to
+    fp32 above 0.99 there (bench/results/onnx_int8_avx2.json, docs/export.md)."""
+    from sentcl.training.provenance import cpu_flags
+
+    found = cpu_flags(VNNI_FLAGS) if flags is None else [f for f in flags if f in VNNI_FLAGS]
+    if found:
+        return {"kernel": "u8s8", "weights": "qint8", "ffn_output": "int8", "cpu_flags": found}
+    return {"kernel": "u8u8", "weights": "quint8", "ffn_output": "fp32", "cpu_flags": []}
+
+
+def _product_modules(graph: Path) -> list[tuple[str, str]]:
+    """(node name, module name) of each MatMul and Gemm of a traced graph: the TorchScript exporter names a
+    node by its module's path, ``/encoder/backbone/encoder/layer.0/output/dense/MatMul`` ->
+    ``encoder.backbone.encoder.layer.0.output.dense``."""
+    import onnx
+
+    nodes = onnx.load(str(graph), load_external_data=False).graph.node
+    return [
+        (n.name, ".".join(n.name.strip("/").split("/")[:-1]))
+        for n in nodes
+        if n.op_type in ("MatMul", "Gemm")
+    ]
 
 
 def _write_export(
@@ -248,9 +294,11 @@ def _write_export(
     raw, fused = work / "raw.onnx", work / "fused.onnx"
     trace_graph(encoder, raw)
     did_fuse = False
-    if int8:  # the unfused graph quantises to the faster int8 graph (the module's docstring)
+    setting = int8_setting() if int8 else None
+    if setting is not None:  # the unfused graph quantises to the faster int8 graph (the module's docstring)
         facts = _graph_facts(raw, encoder)  # measured on the fp32 graph, which int8 approximates
-        quantize_graph(raw, folder / ONNX_MODEL)
+        select = default_selection if setting["ffn_output"] == "fp32" else None
+        quantize_graph(raw, folder / ONNX_MODEL, weight_type=setting["weights"], select=select)
     else:
         did_fuse = fuse_graph(raw, fused, config.model_type, config.num_attention_heads, config.hidden_size)
         facts = _graph_facts(fused, encoder)
@@ -268,6 +316,7 @@ def _write_export(
         "dim": encoder.embedding_dim,
         "normalize": facts["normalize"],
         "quantization": "int8-dynamic" if int8 else None,
+        "int8": setting,  # the kernel chosen for the exporting CPU (int8_setting)
         "inputs": list(INPUTS),
         "output": OUTPUT,
         "opset": OPSET,

@@ -17,6 +17,7 @@ Figures are saved without ``bbox_inches="tight"``, which would change the pixel 
 
 from __future__ import annotations
 
+import io
 import textwrap
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +29,11 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 
+from sentcl.files.atomic import atomic_write  # noqa: E402
 from sentcl.report.figure_rules import place_labels  # noqa: E402
 
 FIGSIZE_IN = (6.4, 4.8)
@@ -217,3 +222,98 @@ def plot_metric_by_dimension(
     return _finish(
         fig, ax, path, "embedding dimension (first k coordinates)", metric_name, title, title_size=10
     )
+
+
+#: label offsets (points) tried around a marker, nearest first; each ring further out draws a leader line
+_LABEL_OFFSETS = ((6, 4), (6, -11), (-6, 4), (-6, -11), (0, 9), (0, -15), (9, -3), (-9, -3))
+
+
+def place_labels(fig: Figure, ax: Any, points: Mapping[str, tuple[float, float]]) -> list[Any]:
+    """Name each point with a label that overlaps no other label, no marker and stays inside the axes:
+    the nearest free place of rings of ``_LABEL_OFFSETS`` further and further out (with a leader line past the
+    first). Call it after the layout is final (the boxes are measured in display coordinates)."""
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    taken = []
+    for x, y in points.values():  # each marker's box, 10 display pixels wide
+        px, py = ax.transData.transform((x, y))
+        taken.append(Bbox.from_bounds(px - 5, py - 5, 10, 10))
+    placed = []
+    for name, (x, y) in sorted(points.items(), key=lambda item: item[1]):
+        for ring in range(1, 9):
+            found = None
+            for dx, dy in _LABEL_OFFSETS:
+                ann = ax.annotate(
+                    name,
+                    (x, y),
+                    xytext=(dx * ring, dy * ring),
+                    textcoords="offset points",
+                    fontsize=7,
+                    ha="left" if dx > 0 else "right" if dx < 0 else "center",
+                    arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"} if ring > 1 else None,
+                )
+                ann.update_positions(renderer)
+                box = Text.get_window_extent(ann, renderer)  # the text alone, not its leader line
+                inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
+                if inside and not any(box.overlaps(other) for other in taken):
+                    found = (ann, box)
+                    break
+                ann.remove()
+            if found is not None:
+                placed.append(found[0])
+                taken.append(found[1])
+                break
+        else:  # no free place in eight rings: the name goes into the legend's note instead
+            ax.plot([], [], " ", label=f"{name}: ({x:.3g}, {y:.3g})")
+    return placed
+
+
+def plot_pareto(
+    points: Mapping[str, tuple[float, float]],
+    front: Sequence[str],
+    chosen: str,
+    path: Path,
+    xlabel: str,
+    ylabel: str,
+    title: str,
+    target: tuple[str, float] | None = None,
+) -> Path:
+    """Quality (y) against speed (x, log) of named models: the Pareto set joined by a line, the chosen model
+    ringed, the target as a dashed line (``("speed", x)`` or ``("quality", y)``); labels never overlap."""
+    fig, ax = plt.subplots(figsize=(8, 5.5), dpi=DPI)
+    xs, ys = zip(*points.values(), strict=True)
+    ax.scatter(xs, ys, s=30, color="C0", zorder=3, label="models")
+    line = sorted((points[n] for n in front), key=lambda p: p[0])
+    ax.plot([p[0] for p in line], [p[1] for p in line], color="C0", lw=1, label="Pareto set")
+    ax.scatter(*points[chosen], s=160, facecolors="none", edgecolors="C3", lw=1.5, zorder=4, label="chosen")
+    if target is not None:
+        draw = ax.axvline if target[0] == "speed" else ax.axhline
+        draw(target[1], color="C2", ls="--", lw=1, label="target")
+    ax.set_xscale("log")
+    ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}x"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+    low, high = min(xs), max(xs)
+    ax.set_xlim(low / 1.6, high * 1.6)
+    spread = max(ys) - min(ys) or 1.0
+    ax.set_ylim(min(ys) - 0.25 * spread, max(ys) + 0.25 * spread)
+    ax.set_xlabel(xlabel, fontsize=8)
+    ax.set_ylabel(ylabel, fontsize=8)
+    ax.set_title(title, fontsize=9)
+    ax.grid(alpha=0.3, which="both")
+    legend = {
+        "fontsize": 7,
+        "loc": "upper center",
+        "bbox_to_anchor": (0.5, -0.13),
+        "ncol": 4,
+        "frameon": False,
+    }
+    ax.legend(**legend)  # below the axes, where no label goes
+    fig.tight_layout()
+    if len(place_labels(fig, ax, points)) < len(points):
+        ax.legend(**legend)  # with the names that found no place
+    buffer = io.BytesIO()
+    fig.savefig(buffer, dpi=DPI, format="png")
+    plt.close(fig)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    return atomic_write(path, lambda handle: handle.write(buffer.getvalue()))

@@ -13,6 +13,7 @@ import os
 import platform
 import subprocess
 import sys
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
@@ -59,6 +60,18 @@ def cpu_model() -> str:
     except OSError:
         pass
     return platform.processor() or platform.machine()
+
+
+def cpu_flags(wanted: Sequence[str] | None = None) -> list[str]:
+    """The CPU's feature flags (/proc/cpuinfo's first ``flags`` line; none elsewhere), those of ``wanted`` only
+    when given; shared with bench/common.py and the int8 export's choice of kernel."""
+    try:
+        text = Path("/proc/cpuinfo").read_text(encoding="ascii", errors="replace")
+    except OSError:
+        return []
+    line = next((ln for ln in text.splitlines() if ln.startswith("flags")), "")
+    flags = line.split(":", 1)[-1].split()
+    return flags if wanted is None else [f for f in flags if f in wanted]
 
 
 def hardware(device: str | torch.device | None = None) -> dict[str, Any]:
