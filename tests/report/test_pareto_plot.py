@@ -7,7 +7,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 from matplotlib.text import Text
 
-from sentcl.report.plots import place_labels, plot_pareto
+from sentcl.report.figure_rules import place_labels
+from sentcl.report.plots import plot_pareto
 
 
 def text_box(label: Text, renderer: object) -> object:
@@ -24,7 +25,7 @@ def test_crowded_labels_never_overlap() -> None:
     ax.set_xlim(0.6, 220)
     ax.set_ylim(85, 105)
     fig.tight_layout()
-    labels = place_labels(fig, ax, points)
+    labels = place_labels(ax, [(name, x, y) for name, (x, y) in points.items()])
     renderer = fig.canvas.get_renderer()
     boxes = [text_box(a, renderer) for a in labels]
     assert len(labels) == len(points)

@@ -9,9 +9,23 @@ finished steps are reused.
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
 
 from sentcl.cli.options import add_data_dir, positive_int
+from sentcl.files.kinds import (
+    duration,
+    model_name,
+    name_value,
+    names_value,
+    own_folder,
+    own_folder_name,
+    read_file,
+    read_folder,
+    whole_number,
+)
+from sentcl.files.slots import declare
+from sentcl.shrink.plan import Target, parse_budget, parse_keep
 
 DEFAULTS = {
     "corpus_sentences": 40000,
@@ -25,6 +39,25 @@ DEFAULTS = {
 }
 
 
+@declare("text")
+def budget_option(text: str) -> Target:
+    """argparse type for --budget: a speed such as ``10x`` (``sentcl.shrink.plan.parse_budget``)."""
+    return _target(parse_budget, text)
+
+
+@declare("text")
+def keep_option(text: str) -> Target:
+    """argparse type for --keep: a share of the teacher's score such as ``97%``."""
+    return _target(parse_keep, text)
+
+
+def _target(parse: Callable[[str], Target], text: str) -> Target:
+    try:
+        return parse(text)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err).split(": ", 1)[-1]) from None
+
+
 def add_parser(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "shrink",
@@ -36,27 +69,38 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "ready for sentcl serve and sentcl index). Every step is resumable: run it again after a kill.",
     )
     p.add_argument(
-        "teacher", help="The model to shrink: a folder of any kind sentcl opens, a hub id or name."
+        "teacher",
+        type=model_name,
+        help="The model to shrink: a folder of any kind sentcl opens, a hub id or name.",
     )
     p.add_argument(
-        "output", type=Path, nargs="?", help="The run folder (new, empty, or an earlier shrink run)."
+        "output", type=own_folder, nargs="?", help="The run folder (new, empty, or an earlier shrink run)."
     )
     target = p.add_mutually_exclusive_group(required=True)
-    target.add_argument("--budget", help="The speed to reach against the teacher's PyTorch encode, e.g. 10x.")
-    target.add_argument("--keep", help="The share of the teacher's score to keep, e.g. 97%%.")
+    target.add_argument(
+        "--budget",
+        type=budget_option,
+        help="The speed to reach against the teacher's PyTorch encode, e.g. 10x.",
+    )
+    target.add_argument(
+        "--keep", type=keep_option, help="The share of the teacher's score to keep, e.g. 97%%."
+    )
     p.add_argument(
         "--dry-run", action="store_true", help="Print the plan and its estimated CPU time; build nothing."
     )
-    p.add_argument("--pairs", type=Path, help="Evaluate on an STS pairs file (TSV, CSV or JSONL).")
-    p.add_argument("--retrieval", type=Path, help="Evaluate on a BEIR folder (nDCG@10).")
-    p.add_argument("--split", default="test", help="qrels split of --retrieval (default test).")
+    p.add_argument("--pairs", type=read_file, help="Evaluate on an STS pairs file (TSV, CSV or JSONL).")
+    p.add_argument("--retrieval", type=read_folder, help="Evaluate on a BEIR folder (nDCG@10).")
+    p.add_argument(
+        "--split", type=name_value, default="test", help="qrels split of --retrieval (default test)."
+    )
     p.add_argument(
         "--texts",
-        type=Path,
+        type=read_file,
         help="Evaluate without labels on your texts (one a line): neighbour agreement@10 with the teacher.",
     )
     p.add_argument(
         "--tasks",
+        type=names_value,
         default="stsb_dev",
         help="sentcl's evaluation tasks when no file is given (default stsb_dev).",
     )
@@ -64,9 +108,16 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "--threads", type=positive_int, default=1, help="Threads to time and run with (default 1)."
     )
     p.add_argument(
-        "--families", default="layers,int8,static", help="Candidate families (default layers,int8,static)."
+        "--families",
+        type=names_value,
+        default="layers,int8,static",
+        help="Candidate families (default layers,int8,static).",
     )
-    p.add_argument("--teacher-cache", help="Folder of cached teacher vectors (default: sentcl's cache).")
+    p.add_argument(
+        "--teacher-cache",
+        type=own_folder_name,
+        help="Folder of cached teacher vectors (default: sentcl's cache).",
+    )
     p.add_argument("--corpus-sentences", type=positive_int, default=DEFAULTS["corpus_sentences"])
     p.add_argument("--layer-steps", type=positive_int, default=DEFAULTS["layer_steps"])
     p.add_argument("--static-steps", type=positive_int, default=DEFAULTS["static_steps"])
@@ -74,8 +125,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--choice-texts", type=positive_int, default=DEFAULTS["choice_texts"])
     p.add_argument("--time-texts", type=positive_int, default=DEFAULTS["time_texts"])
     p.add_argument("--rounds", type=positive_int, default=DEFAULTS["rounds"])
-    p.add_argument("--min-seconds", type=float, default=DEFAULTS["min_seconds"])
-    p.add_argument("--seed", type=int, default=42)
+    p.add_argument("--min-seconds", type=duration, default=DEFAULTS["min_seconds"])
+    p.add_argument("--seed", type=whole_number, default=42)
     add_data_dir(p)
     p.set_defaults(func=handle)
 
@@ -83,10 +134,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def handle(args: argparse.Namespace) -> int:
     from sentcl.files.paths import resolve_data_dir
     from sentcl.shrink.evaluation import read_eval_data
-    from sentcl.shrink.plan import Budget, parse_budget, parse_keep
+    from sentcl.shrink.plan import Budget
     from sentcl.shrink.run import FAMILIES, ShrinkOptions, shrink
 
-    target = parse_budget(args.budget) if args.budget is not None else parse_keep(args.keep)
+    target = args.budget if args.budget is not None else args.keep  # read by budget_option / keep_option
     families = tuple(f.strip() for f in args.families.split(",") if f.strip())
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown or not families:

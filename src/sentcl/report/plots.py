@@ -29,9 +29,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402  (the backend is chosen first)
 import numpy as np  # noqa: E402
 from matplotlib.figure import Figure  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
-from matplotlib.transforms import Bbox  # noqa: E402
 
 from sentcl.files.atomic import atomic_write  # noqa: E402
 from sentcl.report.figure_rules import place_labels  # noqa: E402
@@ -225,49 +223,6 @@ def plot_metric_by_dimension(
 
 
 #: label offsets (points) tried around a marker, nearest first; each ring further out draws a leader line
-_LABEL_OFFSETS = ((6, 4), (6, -11), (-6, 4), (-6, -11), (0, 9), (0, -15), (9, -3), (-9, -3))
-
-
-def place_labels(fig: Figure, ax: Any, points: Mapping[str, tuple[float, float]]) -> list[Any]:
-    """Name each point with a label that overlaps no other label, no marker and stays inside the axes:
-    the nearest free place of rings of ``_LABEL_OFFSETS`` further and further out (with a leader line past the
-    first). Call it after the layout is final (the boxes are measured in display coordinates)."""
-    renderer = fig.canvas.get_renderer()
-    frame = ax.get_window_extent(renderer)
-    taken = []
-    for x, y in points.values():  # each marker's box, 10 display pixels wide
-        px, py = ax.transData.transform((x, y))
-        taken.append(Bbox.from_bounds(px - 5, py - 5, 10, 10))
-    placed = []
-    for name, (x, y) in sorted(points.items(), key=lambda item: item[1]):
-        for ring in range(1, 9):
-            found = None
-            for dx, dy in _LABEL_OFFSETS:
-                ann = ax.annotate(
-                    name,
-                    (x, y),
-                    xytext=(dx * ring, dy * ring),
-                    textcoords="offset points",
-                    fontsize=7,
-                    ha="left" if dx > 0 else "right" if dx < 0 else "center",
-                    arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5"} if ring > 1 else None,
-                )
-                ann.update_positions(renderer)
-                box = Text.get_window_extent(ann, renderer)  # the text alone, not its leader line
-                inside = frame.contains(box.x0, box.y0) and frame.contains(box.x1, box.y1)
-                if inside and not any(box.overlaps(other) for other in taken):
-                    found = (ann, box)
-                    break
-                ann.remove()
-            if found is not None:
-                placed.append(found[0])
-                taken.append(found[1])
-                break
-        else:  # no free place in eight rings: the name goes into the legend's note instead
-            ax.plot([], [], " ", label=f"{name}: ({x:.3g}, {y:.3g})")
-    return placed
-
-
 def plot_pareto(
     points: Mapping[str, tuple[float, float]],
     front: Sequence[str],
@@ -310,8 +265,7 @@ def plot_pareto(
     }
     ax.legend(**legend)  # below the axes, where no label goes
     fig.tight_layout()
-    if len(place_labels(fig, ax, points)) < len(points):
-        ax.legend(**legend)  # with the names that found no place
+    place_labels(ax, [(name, x, y) for name, (x, y) in points.items()], fontsize=7)  # no two labels overlap
     buffer = io.BytesIO()
     fig.savefig(buffer, dpi=DPI, format="png")
     plt.close(fig)
