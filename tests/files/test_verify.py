@@ -60,7 +60,8 @@ def test_bit_rot_under_unchanged_metadata_is_found_only_by_full(
 ) -> None:
     shard = built / "emb" / "shard-00001.npy"
     rot_under_the_cache(shard, shard.stat().st_size - 3)
-    with caplog.at_level(logging.INFO, logger="sentcl.files.fingerprint"):
+    # said once a process at DEBUG (--verbose): not a line at INFO on every load
+    with caplog.at_level(logging.DEBUG, logger="sentcl.files.fingerprint"):
         fingerprint._said[0] = False
         open_index(built / "flat")  # a reader that verifies with cached digests: passes, and says how
         from sentcl.index.shards import ShardSet
