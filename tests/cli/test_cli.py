@@ -51,13 +51,14 @@ def test_console_script_installed() -> None:
 
 def readme_commands() -> list[str]:
     text = (ROOT / "README.md").read_text(encoding="utf-8")
-    block = re.search(r"```(?:bash|sh)?\n(.*?)```", text, re.S)
-    assert block, "README starts with a code block of commands"
+    block = re.search(r"^```(?:bash|sh)\n(.*?)^```", text, re.S | re.M)  # the first shell block
+    assert block, "README has a shell block of commands"
     lines = [line.split("#", 1)[0].strip() for line in block.group(1).splitlines()]
     return [line for line in lines if line]
 
 
 def test_readme_opens_with_the_two_setup_commands() -> None:
+    """Its first shell block (after the Python of a first embedding) is the two set-up commands."""
     assert readme_commands()[:2] == ["make demo", "make test"]
     dry = run("make", "-n", "test")
     assert dry.returncode == 0 and "pytest" in dry.stdout

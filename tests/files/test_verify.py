@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from sentcl.cli import main
-from sentcl.data.shards import encode_shards
 from sentcl.files import fingerprint
 from sentcl.index.faiss_build import build_from_shards
 from sentcl.index.faiss_index import open_index
+from sentcl.index.shards import encode_shards
 from tests.index.index_fixtures import Fixed, clustered
 
 
@@ -60,10 +60,11 @@ def test_bit_rot_under_unchanged_metadata_is_found_only_by_full(
 ) -> None:
     shard = built / "emb" / "shard-00001.npy"
     rot_under_the_cache(shard, shard.stat().st_size - 3)
-    with caplog.at_level(logging.DEBUG, logger="sentcl.files.fingerprint"):  # a --verbose line
+    # said once a process at DEBUG (--verbose): not a line at INFO on every load
+    with caplog.at_level(logging.DEBUG, logger="sentcl.files.fingerprint"):
         fingerprint._said[0] = False
         open_index(built / "flat")  # a reader that verifies with cached digests: passes, and says how
-        from sentcl.data.shards import ShardSet
+        from sentcl.index.shards import ShardSet
 
         ShardSet.open(built / "emb").array(1)
     assert "comes from the fingerprint cache: run sentcl verify --full" in caplog.text
