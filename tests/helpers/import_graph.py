@@ -54,6 +54,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.report",
         "sentcl.experiments",
         "sentcl.evaluation.dimensions",
+        "sentcl.evaluation.labelfree.index_recall",
     ),
     ("sentcl.cli", "sentcl"),
 )
