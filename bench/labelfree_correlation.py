@@ -58,7 +58,7 @@ MINILM_READS = (
 #: post-processing of MiniLM avg (6 layers), fitted on the corpus' plain vectors
 POSTPROCESS = ["whiten", "whiten-128", "whiten-32", "pca-64", "pca-16", "first-128", "first-32", "first-8"]
 #: random-initialised BERTs: (hidden, layers), each read with avg and cls
-RANDOM = [(128, 2), (384, 6)]
+RANDOM = [(128, 2), (256, 4)]
 
 Arrays = dict[str, np.ndarray]  # view -> (N, D): sts, plain, deletion, dropout1, dropout2
 
@@ -153,10 +153,33 @@ def score(arrays: Arrays, sts: list[str], data_dir: Path) -> dict[str, Any]:
     }
 
 
-def models(data_dir: Path, sts: list[str], corpus: list[str]) -> Iterator[tuple[str, str, Arrays]]:
+def cached(cache: Path | None, name: str, make: Any) -> dict[str, Arrays]:
+    """``make()``'s {read: {view: array}}, kept in ``cache/name.npz`` so that a stopped run resumes."""
+    file = cache / f"{name}.npz" if cache is not None else None
+    if file is not None and file.is_file():
+        flat = np.load(file)
+        out: dict[str, Arrays] = {}
+        for key in flat.files:
+            read, view = key.split("/")
+            out.setdefault(read, {})[view] = flat[key]
+        return out
+    got = make()
+    if file is not None:
+        file.parent.mkdir(parents=True, exist_ok=True)
+        np.savez(file, **{f"{read}/{view}": x for read, views in got.items() for view, x in views.items()})
+    return got
+
+
+def models(
+    data_dir: Path, sts: list[str], corpus: list[str], cache: Path | None = None
+) -> Iterator[tuple[str, str, Arrays]]:
     encoder = open_model(MODEL)
     max_length = encoder.max_length
-    reads = encode_all(encoder.backbone, encoder.tokenizer, MINILM_READS, sts, corpus, max_length)
+    reads = cached(
+        cache,
+        "minilm",
+        lambda: encode_all(encoder.backbone, encoder.tokenizer, MINILM_READS, sts, corpus, max_length),
+    )
     for name, arrays in reads.items():
         yield f"MiniLM {name}", "all-MiniLM-L6-v2 read with this pooler, layers 1..L", arrays
     for how in POSTPROCESS:
@@ -210,6 +233,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data-dir")
     parser.add_argument("--output", type=Path, default=Path("bench/results/labelfree_correlation.json"))
+    parser.add_argument(
+        "--cache", type=Path, help="Keep each model's encodings here (.npz) to resume a stopped run."
+    )
     args = parser.parse_args()
     set_threads(1)
     start = time.perf_counter()
@@ -217,7 +243,7 @@ def main() -> None:
     text = read_unlabelled(data_dir / CORPUS, CORPUS_LINES, seed=0)
     sts = sts_sentences(data_dir)
     points = []
-    for name, kind, arrays in models(data_dir, sts, text.sentences):
+    for name, kind, arrays in models(data_dir, sts, text.sentences, args.cache):
         if name == "MiniLM avg-L6":
             check = sentcl_check(arrays["sts"], sts)
         points.append({"model": name, "kind": kind, **score(arrays, sts, data_dir)})

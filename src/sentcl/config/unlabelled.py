@@ -20,7 +20,7 @@ UNLABELLED_MEASURES = {
     "anisotropy": "lower",
     "self_retrieval_at_1": "higher",
 }
-DEFAULT_MEASURE = "alignment_deletion"
+DEFAULT_MEASURE = "uniformity"
 DEFAULT_SAMPLE = 2000
 FILE_HELP = (
     "A text file of unlabelled sentences (one a line; absolute, or relative to the working or data folder): pick "
