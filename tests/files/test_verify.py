@@ -15,10 +15,10 @@ import numpy as np
 import pytest
 
 from sentcl.cli import main
+from sentcl.data.shards import encode_shards
 from sentcl.files import fingerprint
 from sentcl.index.faiss_build import build_from_shards
 from sentcl.index.faiss_index import open_index
-from sentcl.index.shards import encode_shards
 from tests.index.index_fixtures import Fixed, clustered
 
 
@@ -64,7 +64,7 @@ def test_bit_rot_under_unchanged_metadata_is_found_only_by_full(
     with caplog.at_level(logging.DEBUG, logger="sentcl.files.fingerprint"):
         fingerprint._said[0] = False
         open_index(built / "flat")  # a reader that verifies with cached digests: passes, and says how
-        from sentcl.index.shards import ShardSet
+        from sentcl.data.shards import ShardSet
 
         ShardSet.open(built / "emb").array(1)
     assert "comes from the fingerprint cache: run sentcl verify --full" in caplog.text

@@ -42,6 +42,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
         "sentcl.report",
         "sentcl.experiments",
         "sentcl.shrink",
+        "sentcl.evaluation.labelfree.index_recall",
     ),
     ("sentcl.cli", "sentcl"),
 )

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, load_model
+from sentcl.cli.unlabelled import add_unlabelled_options, read_unlabelled_option, run_unlabelled
 from sentcl.config.names import EVAL_GROUPS, EVAL_TASKS, TRANSFER_TASKS, eval_tasks_help
 from sentcl.evaluation.user_data import add_user_data_options
 from sentcl.files.atomic import atomic_write_text
@@ -46,9 +47,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         default=None,
         choices=[*EVAL_TASKS, *EVAL_GROUPS],
         metavar="TASK",
-        help=f"Tasks: {eval_tasks_help()}. Default: sts, or none with --pairs/--retrieval.",
+        help=f"Tasks: {eval_tasks_help()}. Default: sts, or none with --pairs/--retrieval/--unlabelled.",
     )
     add_user_data_options(p)
+    add_unlabelled_options(p)
     p.add_argument(
         "--transfer-protocol",
         choices=("senteval", "sklearn"),
@@ -99,8 +101,9 @@ def handle(args: argparse.Namespace) -> int:
 
     # the user's pairs files and BEIR folders, read (and checked) before the model loads
     user_data = read_user_data(args)
+    unlabelled = read_unlabelled_option(args)
     if args.tasks is None:
-        args.tasks = [] if user_data else ["sts"]
+        args.tasks = [] if user_data or unlabelled else ["sts"]
     data_dir = resolve_data_dir(args.data_dir, ["senteval"]) if args.tasks else None
     if args.transfer_tasks and not {"transfer", "transfer_fast"} & set(expand(args.tasks)):
         raise ValueError(
@@ -110,6 +113,9 @@ def handle(args: argparse.Namespace) -> int:
         raise ValueError("--plot draws a --truncate-dims sweep: add --truncate-dims K,K,...")
     inputs = [*model_input(args.model), *(Input(p, "--pairs") for p in args.pairs)]
     inputs += [Input(p, "--retrieval") for p in args.retrieval]
+    inputs += [
+        Input(p, flag) for p, flag in ((args.unlabelled, "--unlabelled"), (args.index, "--index")) if p
+    ]
     for path, flag in ((args.output, "--output"), (args.plot, "--plot")):
         if path is not None:  # a refused output fails now, not after the evaluation
             claim_file(path, flag, inputs, overwrite=args.overwrite)
@@ -140,8 +146,11 @@ def handle(args: argparse.Namespace) -> int:
             if args.plot is not None:
                 print(f"wrote {plot_sweep(sweep, args.plot, label=Path(args.model).name)}")
         else:
-            results = evaluate_all(encode)
-            print(format_results({args.model: results}))
+            results = evaluate_all(encode) if args.tasks or user_data or args.mteb_tasks else {}
+            if results:
+                print(format_results({args.model: results}))
+    if unlabelled is not None:
+        results[f"unlabelled:{args.unlabelled}"] = run_unlabelled(args, model, unlabelled)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         atomic_write_text(args.output, json.dumps(results, indent=2) + "\n")  # whole or not at all

@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
+from sentcl.config import unlabelled
 from sentcl.config.method_catalogue import (
     describe_objective,
     objective_options,
@@ -376,11 +377,15 @@ class EvalConfig:
         "or sklearn (ours: scikit-learn's logistic regression with a C grid).",
         resume_safe=True,
     )
+    unlabelled_file: str | None = opt(None, unlabelled.FILE_HELP)
+    unlabelled_measure: str = opt(unlabelled.DEFAULT_MEASURE, unlabelled.MEASURE_HELP)
+    unlabelled_sample: int = opt(unlabelled.DEFAULT_SAMPLE, unlabelled.SAMPLE_HELP)
 
     def __post_init__(self) -> None:
         check_positive("eval.batch_size", self.batch_size)
         check_choice("eval.transfer_protocol", self.transfer_protocol, ("senteval", "sklearn"))
         check_dev_task_name(self.dev_task)
+        unlabelled.check_unlabelled(self)
 
 
 @dataclass

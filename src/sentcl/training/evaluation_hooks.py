@@ -16,6 +16,7 @@ from torch import nn
 from sentcl import distributed
 from sentcl.evaluation.alignment_uniformity import alignment_uniformity
 from sentcl.evaluation.embedding import evaluation_encode_fn
+from sentcl.evaluation.labelfree.selection import unlabelled_dev
 from sentcl.evaluation.runner import dev_evaluation, evaluate, expand
 from sentcl.files.read import read_json, write_json_strict
 from sentcl.modeling.encode_adapter import encode_fn
@@ -50,6 +51,8 @@ class Evaluations:
         self.encode = encode_fn(model, self.cfg.eval.batch_size)
         # the dev task's whole result at the best step (None: not known in this process, e.g. after a resume)
         self.best_dev_result: dict[str, Any] | None = None
+        # eval.unlabelled_file: a label-free measure picks best/ instead of eval.dev_task
+        self.unlabelled = unlabelled_dev(self.cfg.eval, run.data_dir) if run.main else None
 
     def start_results(self) -> dict[str, Any] | None:
         """The starting model's final-task results (once per run folder; rank 0), when compared with."""
@@ -111,21 +114,26 @@ class Evaluations:
     def dev(self, state: RunState) -> None:
         """Score the dev task; a better finite score makes this step's model ``best/`` (rank 0)."""
         if self.run.main:
-            task, step = self.cfg.eval.dev_task, state.global_step
+            task, step = self.dev_name(), state.global_step
             with preserved_rng():  # evaluation must not shift the training RNG streams
-                score, result = dev_evaluation(self.encode, self.run.data_dir, task)
+                if self.unlabelled is not None:
+                    shown, score = self.unlabelled.score(self.model)
+                    result = None  # a label-free measure: no dev task's result to reuse
+                else:
+                    score, result = dev_evaluation(self.encode, self.run.data_dir, task)
+                    shown = score
                 extra = self.geometry()
             finite = math.isfinite(score)  # a NaN score (diverged or collapsed model) is never the best
             improved = finite and (state.best_score is None or score > state.best_score)
             self.run.metrics.write(
-                event="eval", step=step, **{task: score if finite else None}, **extra, best=improved
+                event="eval", step=step, **{task: shown if finite else None}, **extra, best=improved
             )
             if finite:
                 assert self.run.tracker is not None
-                self.run.tracker.log_eval(step, {task: score, **extra})
+                self.run.tracker.log_eval(step, {task: shown, **extra})
             note = (" (best)" if improved else "") if finite else " (not finite: never the best)"
             logger.log(
-                logging.INFO if finite else logging.WARNING, "step %d: %s = %.2f%s", step, task, score, note
+                logging.INFO if finite else logging.WARNING, "step %d: %s = %.4g%s", step, task, shown, note
             )
             if improved:
                 check_finite_weights(self.model, step)
@@ -133,6 +141,10 @@ class Evaluations:
                 self.best_dev_result = result
                 keep_best(self.model, self.run, state, self.train_examples)
         distributed.barrier()
+
+    def dev_name(self) -> str:
+        """What picks ``best/``: eval.dev_task, or the label-free measure of eval.unlabelled_file."""
+        return self.unlabelled.name if self.unlabelled is not None else self.cfg.eval.dev_task
 
     def keep_last(self, state: RunState) -> None:
         """``eval_steps: 0`` (no dev evaluation): the last step's model is ``best/``, its dev score null."""
@@ -148,7 +160,7 @@ class Evaluations:
         cfg, out = self.cfg, self.run.out
         if state.best_step is None:
             raise TrainingDiverged(
-                f"no evaluation gave a finite {cfg.eval.dev_task} score, so there is no best model; the "
+                f"no evaluation gave a finite {self.dev_name()} score, so there is no best model; the "
                 f"checkpoints in {out} are kept"
             )
         tasks = expand(cfg.eval.final_tasks)
@@ -173,7 +185,7 @@ class Evaluations:
         summary = {
             "best_step": state.best_step,
             "best_dev_score": state.best_score,
-            "dev_task": cfg.eval.dev_task,
+            "dev_task": self.dev_name(),
             "global_step": state.global_step,
             "results": results,
         }

@@ -152,11 +152,13 @@ def check_model(cfg: TrainConfig) -> None:
 def check_files(cfg: TrainConfig) -> tuple[Path, Path]:
     """The data folder, the training file and a PREFIX:PATH dev task (read once); returns the data folder and
     the training file."""
+    from sentcl.evaluation.labelfree.selection import unlabelled_dev
     from sentcl.evaluation.runner import check_dev_task
     from sentcl.files.paths import data_file, resolve_data_dir, user_file
 
     given = Path(cfg.data.train_file)
-    evaluates = bool(cfg.eval.final_tasks) or (bool(cfg.eval.dev_task) and ":" not in cfg.eval.dev_task)
+    picks_by_dev = bool(cfg.eval.dev_task) and ":" not in cfg.eval.dev_task and not cfg.eval.unlabelled_file
+    evaluates = bool(cfg.eval.final_tasks) or picks_by_dev
     needs = ([] if given.is_absolute() or given.exists() else [given]) + (["senteval"] if evaluates else [])
     data_dir = resolve_data_dir(cfg.data.data_dir, needs)
     train_path = user_file(given, data_dir)  # the working folder first, then the data folder
@@ -168,6 +170,7 @@ def check_files(cfg: TrainConfig) -> tuple[Path, Path]:
     if problem is not None and not train_path.is_dir():  # a folder: a reader of split folders (senteval_snli)
         raise ConfigError(f"data.train_file {train_path} {problem}")
     check_dev_task(cfg.eval.dev_task, data_dir)  # pairs:FILE / retrieval:DIR: read once, errors name the file
+    unlabelled_dev(cfg.eval, data_dir)  # eval.unlabelled_file: read and checked once, before training
     return data_dir, train_path
 
 

@@ -1,0 +1,1 @@
+"""Label-free evaluation of a model on the user's own text (``sentcl eval --unlabelled FILE``)."""
