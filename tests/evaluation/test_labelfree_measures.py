@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from sentcl.evaluation.labelfree.compression import compression_recall, int8_codes, parse_compression
+from sentcl.config.unlabelled import parse_compression
+from sentcl.evaluation.labelfree.compression import compression_recall, int8_codes
 from sentcl.evaluation.labelfree.measures import neighbour_agreement, rankme, self_retrieval_at_1, top_k
 
 RNG = np.random.default_rng(7)

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import argparse
 import logging
-from pathlib import Path
 from typing import Any
 
-from sentcl.evaluation.labelfree.compression import parse_compression
+from sentcl.cli.options import positive_int
+from sentcl.config.unlabelled import parse_compression
 from sentcl.evaluation.labelfree.corpus import DEFAULT_MAX_SENTENCES, UnlabelledText, read_unlabelled
+from sentcl.files.kinds import model_name, read_file, read_folder
+from sentcl.files.slots import declare
 
 logger = logging.getLogger(__name__)
 
 
+@declare("name")
 def compression_option(text: str) -> str:
     try:
         return parse_compression(text)
@@ -23,14 +26,14 @@ def compression_option(text: str) -> str:
 def add_unlabelled_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--unlabelled",
-        type=Path,
+        type=read_file,
         metavar="FILE",
         help="A text file of the user's own sentences, one a line, no labels: print the label-free measures "
         "(alignment, uniformity, RankMe, anisotropy, self-retrieval, ...), each with its paper.",
     )
     p.add_argument(
         "--unlabelled-sample",
-        type=int,
+        type=positive_int,
         default=DEFAULT_MAX_SENTENCES,
         metavar="N",
         help=f"With --unlabelled: a seeded reservoir sample of N lines of a larger file (default "
@@ -38,6 +41,7 @@ def add_unlabelled_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--teacher",
+        type=model_name,
         metavar="MODEL",
         help="With --unlabelled: the teacher of a student model: top-10 neighbour agreement with it.",
     )
@@ -52,7 +56,7 @@ def add_unlabelled_options(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--index",
-        type=Path,
+        type=read_folder,
         metavar="DIR",
         help="With --unlabelled: recall@10 of this `sentcl index build` folder for the sentences as queries.",
     )

@@ -11,6 +11,7 @@ dev-task names), :mod:`~sentcl.config.builtin` (the recipes shipped in the wheel
 
 from __future__ import annotations
 
+from sentcl.config.eval_section import EvalConfig, check_dev_task_name
 from sentcl.config.load import (
     changed_settings,
     describe,
@@ -26,11 +27,9 @@ from sentcl.config.objective import AUGMENTATION_KEYS, ObjectiveConfig
 from sentcl.config.sections import (
     SEED_MAX,
     DataConfig,
-    EvalConfig,
     ModelConfig,
     TrainConfig,
     TrainingConfig,
-    check_dev_task_name,
 )
 from sentcl.config.typed import (
     ConfigError,

@@ -21,6 +21,7 @@ UNLABELLED_MEASURES = {
     "self_retrieval_at_1": "higher",
 }
 DEFAULT_MEASURE = "uniformity"
+COMPRESSION_KINDS = ("int8", "binary")  # and a whole number: a Matryoshka truncation
 DEFAULT_SAMPLE = 2000
 FILE_HELP = (
     "A text file of unlabelled sentences (one a line; absolute, or relative to the working or data folder): pick "
@@ -39,3 +40,12 @@ def check_unlabelled(eval_cfg: Any) -> None:
     check_positive("eval.unlabelled_sample", eval_cfg.unlabelled_sample)
     if eval_cfg.unlabelled_file is not None and not str(eval_cfg.unlabelled_file).strip():
         raise ConfigError("eval.unlabelled_file is empty; name a text file or leave the key out")
+
+
+def parse_compression(text: str) -> str:
+    """``int8``, ``binary`` or a positive whole number (a truncation dimension), as given."""
+    if text in COMPRESSION_KINDS or (text.isdigit() and int(text) > 0):
+        return text
+    raise ValueError(
+        f"--compression takes int8, binary or a truncation dimension (a whole number), got {text!r}"
+    )

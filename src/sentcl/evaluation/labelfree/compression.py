@@ -21,17 +21,7 @@ import numpy as np
 from sentcl.evaluation.labelfree.measures import ScoreRows, cosine_rows, overlap_at_k, top_k
 from sentcl.similarity import unit_rows
 
-KINDS = ("int8", "binary")
 DEFAULT_COMPRESSIONS = ("int8", "binary")
-
-
-def parse_compression(text: str) -> str:
-    """``int8``, ``binary`` or a positive whole number (a truncation dimension), as given."""
-    if text in KINDS or (text.isdigit() and int(text) > 0):
-        return text
-    raise ValueError(
-        f"--compression takes int8, binary or a truncation dimension (a whole number), got {text!r}"
-    )
 
 
 def int8_codes(unit: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
