@@ -6,7 +6,14 @@ import argparse
 import logging
 from pathlib import Path
 
-from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int, settings_from_args
+from sentcl.cli.options import (
+    add_model_options,
+    add_overwrite,
+    index_location,
+    load_model,
+    positive_int,
+    settings_from_args,
+)
 from sentcl.files.output import Input, claim_file, model_input
 
 logger = logging.getLogger("sentcl")
@@ -24,6 +31,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--output", required=True, type=Path, help="Output CSV: sent0,sent1,hard_neg.")
     p.add_argument("--corpus", type=Path, help="Extra candidate texts, one a line (besides the positives).")
+    p.add_argument(
+        "--index",
+        type=index_location,
+        metavar="INDEX",
+        help="Mine from an index built by sentcl index build (a faiss folder, or a store: a folder or "
+        "s3://bucket/prefix): its texts are the candidates, instead of the positives and --corpus.",
+    )
     p.add_argument("--anchor-column", help="Anchor column (default: anchor, sent0 or query).")
     p.add_argument("--positive-column", help="Positive column (default: positive or sent1).")
     p.add_argument("--num-negatives", type=positive_int, default=3, help="Negatives per anchor (default 3).")
@@ -57,13 +71,25 @@ def handle(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(MiningSettings, args, exclude_anchor=not args.include_anchor_text)
     settings.window(1)  # validate the options before loading anything
+    if args.index is not None and args.corpus is not None:
+        raise ValueError(
+            "give --corpus (extra candidates) or --index (an index's texts as the candidates), not both"
+        )
     inputs = [Input(args.pairs, "--pairs"), *model_input(args.model)]
     inputs += [Input(args.corpus, "--corpus")] if args.corpus else []
     claim_file(args.output, "--output", inputs, overwrite=args.overwrite)  # before the corpus is encoded
     pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
     extra = read_corpus_file(args.corpus) if args.corpus else None
     model = load_model(args)
-    triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
+    if args.index is not None:
+        from sentcl.index import open_index
+        from sentcl.index.mining_index import mine_pairs_in_index
+
+        triples, stats = mine_pairs_in_index(
+            model, args.model, pairs, settings, open_index(args.index), args.batch_size, args.max_length
+        )
+    else:
+        triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
     if stats["anchors_short_of_negatives"]:
         logger.warning(
             "%d of %d anchors got fewer than %d negatives (filters removed: %s); widen --range-max or relax "

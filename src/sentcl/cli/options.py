@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+from pathlib import Path
 from typing import Any, TypeVar
 
 from sentcl.config import ConfigError
@@ -46,6 +47,12 @@ def positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"must be positive, got {value}")
     return value
+
+
+def index_location(text: str) -> str | Path:
+    """argparse type of ``--index``/``--store``: an object-storage URI (``s3://bucket/prefix``) as given, else
+    a local path (``Path`` would fold ``s3://`` into ``s3:/``)."""
+    return text if "://" in text else Path(text)
 
 
 def max_length_arg(text: str) -> int:
