@@ -46,7 +46,9 @@ def built(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     return {"root": root, "corpus": corpus, "store": root / "store", "emb": root / "emb"}
 
 
-def test_search_equals_exact_search(built: dict[str, Any], tiny_encoder: Any, tiny_bert: Path, capsys) -> None:
+def test_search_equals_exact_search(
+    built: dict[str, Any], tiny_encoder: Any, tiny_bert: Path, capsys
+) -> None:
     texts = built["corpus"].read_text(encoding="utf-8").splitlines()
     queries = texts[:3] + ["the dog runs"]
     capsys.readouterr()
@@ -63,7 +65,17 @@ def test_search_equals_exact_search(built: dict[str, Any], tiny_encoder: Any, ti
 
 def test_another_model_is_refused_in_one_line(built: dict[str, Any], tmp_path: Path, capsys) -> None:
     other = build_tiny_bert(tmp_path / "other", seed=1)
-    argv = ["search", "--model", str(other), "--pooler", "avg", "--index", str(built["store"]), "--query", "a"]
+    argv = [
+        "search",
+        "--model",
+        str(other),
+        "--pooler",
+        "avg",
+        "--index",
+        str(built["store"]),
+        "--query",
+        "a",
+    ]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "another encoder" in err[0] and "model:" in err[0]
@@ -87,7 +99,9 @@ def serve(store: Path, encoder: Any, tiny_bert: Path) -> Any:
     return TestClient(create_app(encoder, index=index), base_url="http://127.0.0.1")
 
 
-def test_served_versions_reload_and_removal(built: dict[str, Any], tiny_encoder: Any, tiny_bert: Path) -> None:
+def test_served_versions_reload_and_removal(
+    built: dict[str, Any], tiny_encoder: Any, tiny_bert: Path
+) -> None:
     root = built["root"]
     store = root / "served"
     build_store(built["emb"], store)
@@ -96,7 +110,9 @@ def test_served_versions_reload_and_removal(built: dict[str, Any], tiny_encoder:
     first = one.post("/search", json=ask).json()
     assert first == two.post("/search", json=ask).json()  # two services on one store answer alike
     texts = built["corpus"].read_text(encoding="utf-8").splitlines()
-    assert [h["id"] for h in first] == [int(i) for i in exact_top(tiny_encoder, texts, ["the dog runs"], 4)[0]]
+    assert [h["id"] for h in first] == [
+        int(i) for i in exact_top(tiny_encoder, texts, ["the dog runs"], 4)[0]
+    ]
     # a rebuild from another corpus is a new version: both services keep theirs until told to reload
     corpus2 = write_corpus(root / "corpus2.txt", 45, seed=5)
     assert main(encode_argv(tiny_bert, corpus2, root / "emb2", 20) + ["--pooler", "avg"]) == 0
@@ -106,7 +122,9 @@ def test_served_versions_reload_and_removal(built: dict[str, Any], tiny_encoder:
     assert reloaded["index"]["version"] == rebuilt.version > reloaded["previous"]["version"]
     texts2 = corpus2.read_text(encoding="utf-8").splitlines()
     now = one.post("/search", json=ask).json()
-    assert [h["text"] for h in now] == [texts2[int(i)] for i in exact_top(tiny_encoder, texts2, [ask["query"]], 4)[0]]
+    assert [h["text"] for h in now] == [
+        texts2[int(i)] for i in exact_top(tiny_encoder, texts2, [ask["query"]], 4)[0]
+    ]
     assert two.post("/search", json=ask).json() == first
     # the old version removed under the second service: a 503 naming it, and the service still runs
     rebuilt.table.optimize(cleanup_older_than=timedelta(0), delete_unverified=True)
@@ -150,7 +168,9 @@ def test_a_killed_build_leaves_the_published_version(built: dict[str, Any], tmp_
     )
     versions = store / "vectors.lance" / "_versions"
     count = len(list(versions.iterdir()))
-    proc = subprocess.Popen([sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)})
+    proc = subprocess.Popen(
+        [sys.executable, "-c", code], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    )
     try:
         deadline = time.monotonic() + 120
         while len(list(versions.iterdir())) == count and proc.poll() is None and time.monotonic() < deadline:
@@ -163,7 +183,9 @@ def test_a_killed_build_leaves_the_published_version(built: dict[str, Any], tmp_
     assert after.search(before.vectors([0]), 1)[1][0, 0] == 0
 
 
-def test_mine_from_the_store_equals_mining_the_same_corpus(built: dict[str, Any], tiny_bert: Path, tmp_path: Path) -> None:
+def test_mine_from_the_store_equals_mining_the_same_corpus(
+    built: dict[str, Any], tiny_bert: Path, tmp_path: Path
+) -> None:
     texts = built["corpus"].read_text(encoding="utf-8").splitlines()
     pairs = tmp_path / "pairs.csv"
     with open(pairs, "w", newline="", encoding="utf-8") as handle:
@@ -172,7 +194,17 @@ def test_mine_from_the_store_equals_mining_the_same_corpus(built: dict[str, Any]
         w.writerows([(texts[i], texts[i + 1]) for i in range(0, 20, 2)])
     rest = tmp_path / "rest.txt"
     rest.write_text("\n".join(texts) + "\n", encoding="utf-8")
-    common = ["mine", "--model", str(tiny_bert), "--pooler", "avg", "--pairs", str(pairs), "--num-negatives", "2"]
+    common = [
+        "mine",
+        "--model",
+        str(tiny_bert),
+        "--pooler",
+        "avg",
+        "--pairs",
+        str(pairs),
+        "--num-negatives",
+        "2",
+    ]
     assert main(common + ["--index", str(built["store"]), "--output", str(tmp_path / "store.csv")]) == 0
     assert main(common + ["--corpus", str(rest), "--output", str(tmp_path / "exact.csv")]) == 0
     read = lambda p: (tmp_path / p).read_text(encoding="utf-8")  # noqa: E731

@@ -70,7 +70,9 @@ def aws(s3: str, monkeypatch: pytest.MonkeyPatch) -> Any:
     return client
 
 
-def test_store_on_s3_answers_as_the_local_one(aws: Any, tiny_bert: Path, tiny_encoder: Any, tmp_path: Path) -> None:
+def test_store_on_s3_answers_as_the_local_one(
+    aws: Any, tiny_bert: Path, tiny_encoder: Any, tmp_path: Path
+) -> None:
     from fastapi.testclient import TestClient
 
     from sentcl.serve.app import create_app
@@ -87,7 +89,9 @@ def test_store_on_s3_answers_as_the_local_one(aws: Any, tiny_bert: Path, tiny_en
     q = np.asarray(tiny_encoder.encode(["the dog runs", "a man"], normalize=True))
     (s_remote, i_remote), (s_local, i_local) = remote.search(q, 5), local.search(q, 5)
     texts = corpus.read_text(encoding="utf-8").splitlines()
-    exact = np.argsort(-(q @ np.asarray(tiny_encoder.encode(texts, normalize=True)).T), axis=1)[:, :5]  # (2, 5)
+    exact = np.argsort(-(q @ np.asarray(tiny_encoder.encode(texts, normalize=True)).T), axis=1)[
+        :, :5
+    ]  # (2, 5)
     assert (i_remote == exact).all() and (i_remote == i_local).all() and np.allclose(s_remote, s_local)
     assert remote.texts(i_remote[0]) == [texts[i] for i in exact[0]]
     app = create_app(tiny_encoder, index=load_search_index(uri, tiny_encoder, str(tiny_bert)))

@@ -32,14 +32,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "float vectors of the shards) or int8 (8-bit scalar-quantised, re-scored likewise) (default ivf).",
     )
     b.add_argument("--output", type=Path, help="Index folder (default: EMBEDDINGS/index-TYPE).")
-    b.add_argument(
-        "--store",
-        type=index_location,
-        metavar="URI",
-        help="Write a new version of a vector store (LanceDB, IVF over the vectors, with the texts) instead of a "
-        "faiss folder: a local folder, or s3://bucket/prefix (endpoint and keys from the AWS_* variables). "
-        "Readers keep the version they opened until they reload; --type, --output and the faiss options do not apply.",
-    )
+    add_store_option(b)
     b.add_argument(
         "--nlist",
         type=positive_int,
@@ -110,6 +103,18 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     i.add_argument("folder", type=index_location, help="An index folder, or a store (folder or s3://).")
     i.set_defaults(func=handle_info)
+
+
+def add_store_option(b: argparse.ArgumentParser) -> None:
+    """``--store URI``: a vector store instead of a faiss folder."""
+    b.add_argument(
+        "--store",
+        type=index_location,
+        metavar="URI",
+        help="Write a new version of a vector store (LanceDB, IVF over the vectors, with the texts) instead of a "
+        "faiss folder: a local folder, or s3://bucket/prefix (endpoint and keys from the AWS_* variables). "
+        "Readers keep the version they opened until they reload; --type, --output and the faiss options do not apply.",
+    )
 
 
 def recall_target(text: str) -> float | None:
