@@ -1,6 +1,6 @@
 """Rebuild docs/results/store-cpu.md's measured table from the committed ``bench/results/store_*.json``.
 
-    python -m bench.store_page        # from the repository root
+python -m bench.store_page        # from the repository root
 """
 
 from __future__ import annotations

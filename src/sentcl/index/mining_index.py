@@ -60,13 +60,14 @@ def mine_pairs_in_index(
         pos_scores.append(float(min(emb_a[q] @ emb_p[row_of[p]] for p in wanted[anchor])))
     own = [settings.exclude_anchor and found_q is not None for found_q in in_corpus]
     neg_ids, _, removed = choose(scores, ids, positives, pos_scores, settings, pool, own, in_corpus)
+    order = {a: q for q, a in enumerate(anchor_texts)}
     triples: list[tuple[str, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for _, anchor, positive in pairs:
         if (anchor, positive) in seen:
             continue
         seen.add((anchor, positive))
-        triples.extend((anchor, positive, text_of[j]) for j in neg_ids[anchor_texts.index(anchor)])
+        triples.extend((anchor, positive, text_of[j]) for j in neg_ids[order[anchor]])
     short = sum(1 for n in neg_ids if len(n) < settings.num_negatives)
     stats = {"anchors": len(anchor_texts), "corpus": len(index), "triples": len(triples)}
     stats.update({"anchors_short_of_negatives": short, "removed": removed})
