@@ -20,6 +20,7 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "mteb": "mteb",
     "tensorboard": "tensorboard",
     "faiss": "faiss",
+    "lancedb": "store",
     "sentence_transformers": "bench",
 }
 

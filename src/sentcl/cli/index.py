@@ -7,7 +7,14 @@ import json
 import logging
 
 from sentcl.cli.options import positive_int, settings_from_args
-from sentcl.files.kinds import array_file, own_folder, read_folder, whole_number
+from sentcl.files.kinds import (
+    array_file,
+    own_folder,
+    own_index_location,
+    read_folder,
+    read_index_location,
+    whole_number,
+)
 from sentcl.files.pathcheck import check_input_dir, check_output_dir
 from sentcl.files.slots import declare
 
@@ -33,6 +40,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "float vectors of the shards) or int8 (8-bit scalar-quantised, re-scored likewise) (default ivf).",
     )
     b.add_argument("--output", type=own_folder, help="Index folder (default: EMBEDDINGS/index-TYPE).")
+    add_store_option(b)
     b.add_argument(
         "--nlist",
         type=positive_int,
@@ -101,8 +109,20 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     i = isub.add_parser(
         "info", help="Print an index folder's search setting, measured recall and QPS, then index.json."
     )
-    i.add_argument("folder", type=read_folder)
+    i.add_argument("folder", type=read_index_location, help="An index folder, or a store (folder or s3://).")
     i.set_defaults(func=handle_info)
+
+
+def add_store_option(b: argparse.ArgumentParser) -> None:
+    """``--store URI``: a vector store instead of a faiss folder."""
+    b.add_argument(
+        "--store",
+        type=own_index_location,
+        metavar="URI",
+        help="Write a new version of a vector store (LanceDB, IVF over the vectors, with the texts) instead of a "
+        "faiss folder: a local folder, or s3://bucket/prefix (endpoint and keys from the AWS_* variables). "
+        "Readers keep the version they opened until they reload; --type, --output and the faiss options do not apply.",
+    )
 
 
 @declare("probability")
@@ -117,7 +137,29 @@ def recall_target(text: str) -> float | None:
     return value or None
 
 
+def handle_store_build(args: argparse.Namespace) -> int:
+    """``--store URI``: the shards as a new published version of the store."""
+    from sentcl.index.store_build import build_store
+
+    if args.output is not None:
+        raise ValueError("give --output (a faiss folder) or --store (a vector store), not both")
+    check_input_dir(args.embeddings, "--embeddings")
+    store = build_store(
+        args.embeddings, args.store, args.target_recall, args.nlist, args.nprobe, seed=args.seed
+    )
+    meta = store.meta
+    print(
+        f"built store version {store.version} of {meta['count']} x {meta['dim']} vectors in "
+        f"{meta['build_seconds']}s: {args.store}"
+    )
+    if "tuning" in meta:
+        print(tuning_line(meta["tuning"]))
+    return 0
+
+
 def handle_build(args: argparse.Namespace) -> int:
+    if args.store is not None:
+        return handle_store_build(args)
     from sentcl.files.output import claim_folder
     from sentcl.index.faiss_build import build_from_shards, index_inputs
     from sentcl.index.faiss_params import IndexParams
@@ -168,7 +210,8 @@ def handle_info(args: argparse.Namespace) -> int:
 
     from sentcl.index import open_index
 
-    index = open_index(check_input_dir(args.folder, "index folder"))
+    where = args.folder if "://" in str(args.folder) else check_input_dir(args.folder, "index folder")
+    index = open_index(where)
     summary = index.summary()
     if "tuning" in index.meta:
         print(tuning_line(index.meta["tuning"]), file=sys.stderr)

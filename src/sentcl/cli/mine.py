@@ -7,7 +7,14 @@ import logging
 
 from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int, settings_from_args
 from sentcl.config.names import MINING_SAMPLING
-from sentcl.files.kinds import finite_float, name_value, read_file, whole_number, write_path
+from sentcl.files.kinds import (
+    finite_float,
+    name_value,
+    read_file,
+    read_index_location,
+    whole_number,
+    write_path,
+)
 from sentcl.files.output import Input, claim_file, model_input
 
 logger = logging.getLogger("sentcl")
@@ -24,6 +31,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--output", required=True, type=write_path, help="Output CSV: sent0,sent1,hard_neg.")
     p.add_argument(
         "--corpus", type=read_file, help="Extra candidate texts, one a line (besides the positives)."
+    )
+    p.add_argument(
+        "--index",
+        type=read_index_location,
+        metavar="INDEX",
+        help="Mine from an index built by sentcl index build (a faiss folder, or a store: a folder or "
+        "s3://bucket/prefix): its texts are the candidates, instead of the positives and --corpus.",
     )
     p.add_argument(
         "--anchor-column", type=name_value, help="Anchor column (default: anchor, sent0 or query)."
@@ -68,13 +82,25 @@ def handle(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(MiningSettings, args, exclude_anchor=not args.include_anchor_text)
     settings.window(1)  # validate the options before loading anything
+    if args.index is not None and args.corpus is not None:
+        raise ValueError(
+            "give --corpus (extra candidates) or --index (an index's texts as the candidates), not both"
+        )
     inputs = [Input(args.pairs, "--pairs"), *model_input(args.model)]
     inputs += [Input(args.corpus, "--corpus")] if args.corpus else []
     claim_file(args.output, "--output", inputs, overwrite=args.overwrite)  # before the corpus is encoded
     pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
     extra = read_corpus_file(args.corpus) if args.corpus else None
     model = load_model(args)
-    triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
+    if args.index is not None:
+        from sentcl.index import open_index
+        from sentcl.index.mining_index import mine_pairs_in_index
+
+        triples, stats = mine_pairs_in_index(
+            model, args.model, pairs, settings, open_index(args.index), args.batch_size, args.max_length
+        )
+    else:
+        triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
     if stats["anchors_short_of_negatives"]:
         logger.warning(
             "%d of %d anchors got fewer than %d negatives (filters removed: %s); widen --range-max or relax "

@@ -8,7 +8,7 @@ import logging
 
 from sentcl.cli.options import add_backend, add_batch_size, add_pooler, max_length_arg, positive_int
 from sentcl.config.names import SEARCH_BACKENDS
-from sentcl.files.kinds import model_name, own_folder, read_file, text_value
+from sentcl.files.kinds import model_name, own_index_location, read_file, text_value
 
 logger = logging.getLogger("sentcl")
 
@@ -36,9 +36,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("-k", type=positive_int, default=5, help="Hits per query (default 5).")
     p.add_argument(
         "--index",
-        type=own_folder,
+        type=own_index_location,
         help="Folder to save the corpus embeddings in and reuse them from (rebuilt if corpus or model changed), "
-        "or a folder built by `sentcl index build` (faiss ANN index; --corpus is then not needed).",
+        "or an index built by `sentcl index build`: a faiss folder, or a store (--store: a folder or "
+        "s3://bucket/prefix); --corpus is then not needed.",
     )
     p.add_argument("--nprobe", type=positive_int, help="IVF index: cells to search (default: the index's).")
     p.add_argument("--ef-search", type=positive_int, help="HNSW index: search beam (default: the index's).")

@@ -8,7 +8,15 @@ import os
 
 from sentcl.cli.options import add_model_options, load_model, positive_int
 from sentcl.extras import missing_extra_message
-from sentcl.files.kinds import duration, model_name, name_value, names_value, read_folder, secret, secret_file
+from sentcl.files.kinds import (
+    duration,
+    model_name,
+    name_value,
+    names_value,
+    read_index_location,
+    secret,
+    secret_file,
+)
 from sentcl.files.slots import declare
 from sentcl.serve.server import bind, fit_connections, listen, serve_on, url_of
 
@@ -29,9 +37,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_model_options(p, model_required=False)
     p.add_argument(
         "--index",
-        type=read_folder,
-        help="For /search: a folder built by 'sentcl index build' (faiss, searched at its tuned setting; texts "
-        "read from the encoded input) or the cache saved by 'sentcl search --index'.",
+        type=read_index_location,
+        help="For /search: an index built by 'sentcl index build' (a faiss folder, searched at its tuned setting, "
+        "texts read from the encoded input; or a store, --store: a folder or s3://bucket/prefix, served at the "
+        "version it holds until POST /index/reload) or the cache saved by 'sentcl search --index'.",
     )
     p.add_argument(
         "--allow-model-mismatch",

@@ -87,6 +87,19 @@ def read_folder_name(text: str) -> str:
     return str(_existing(text, folder=True))
 
 
+@declare("folder-read")
+def read_index_location(text: str) -> str | Path:
+    """An index to read: an object-storage URI (``s3://bucket/prefix``) as given, else a local folder
+    (``Path`` would fold ``s3://`` into ``s3:/``)."""
+    return text if "://" in text else _existing(text, folder=True)
+
+
+@declare("folder-own")
+def own_index_location(text: str) -> str | Path:
+    """An index or store to write (or a search cache): an object-storage URI as given, else a local folder."""
+    return text if "://" in text else _path(text)
+
+
 @declare("array")
 def array_file(text: str) -> Path:
     return _existing(text, folder=False)

@@ -22,7 +22,8 @@ def open_index(folder: Any, **kwargs: Any) -> Any:  # noqa: ANN401 - AnnIndex or
 
 
 def is_ann_index(folder: Any) -> bool:  # noqa: ANN401
-    """Whether ``folder`` holds a faiss index built by ``sentcl index build`` (not a search cache)."""
+    """Whether ``folder`` holds an index built by ``sentcl index build`` (faiss, or a store; not a search cache)."""
     from sentcl.index.faiss_index import is_ann_index as _is
+    from sentcl.index.store import is_store
 
-    return _is(folder)
+    return is_store(folder) or _is(folder)

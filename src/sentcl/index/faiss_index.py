@@ -145,6 +145,10 @@ class AnnIndex:
         for found in check_encoder(self.folder, self.meta, now, allow):
             logger.warning("%s: %s (--allow-model-mismatch)", self.folder, found)
 
+    def check_texts(self) -> None:
+        """Raise ValueError when the encoded input the hits' texts are read from is missing or changed."""
+        self.shards.check_input()
+
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         """Top-k rows per query by cosine: scores (Q, k) float32 descending, ids (Q, k) int64 (k capped at N).
 

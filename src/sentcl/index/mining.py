@@ -100,7 +100,7 @@ def mine(
     """
     a, c = unit_rows(np.asarray(anchors, dtype=np.float32)), unit_rows(np.asarray(corpus, dtype=np.float32))
     max_pos = max(len(p) for p in positives)
-    range_min, range_max = settings.window(max_pos)
+    _, range_max = settings.window(max_pos)
     pool = (
         range_max + max_pos
     )  # sentence-transformers' pool; one more only where the anchor's text is dropped
@@ -110,6 +110,25 @@ def mine(
     ]
     k = min(pool + (1 if any(own) else 0), len(c))
     scores, ids = ExactIndex(c, normalize=False).search(a, k)  # (Q, k), (Q, k): score desc, ties by id
+    pos_scores = [float(min(a[q] @ c[j] for j in positives[q])) for q in range(len(a))]
+    return choose(scores, ids, positives, pos_scores, settings, pool, own, anchor_in_corpus)
+
+
+def choose(
+    scores: np.ndarray,
+    ids: np.ndarray,
+    positives: list[list[int]],
+    pos_scores: list[float],
+    settings: MiningSettings,
+    pool: int,
+    own: list[bool],
+    anchor_in_corpus: list[int | None] | None,
+) -> tuple[list[list[int]], list[list[float]], dict[str, int]]:
+    """Steps 2-5 of the module doc over each anchor's retrieved candidates: scores (Q, k) descending, ids
+    (Q, k) (-1: none); ``pos_scores[q]``: anchor q's lowest positive cosine; ``own[q]``: its text is among
+    the corpus and excluded (one more candidate in its pool)."""
+    range_min, range_max = settings.window(max(len(p) for p in positives))
+    k = ids.shape[1]
     scores = scores.astype(np.float64)
     removed = {
         "positive": 0,
@@ -122,9 +141,9 @@ def mine(
     rng = np.random.default_rng(settings.seed)
     out_ids: list[list[int]] = []
     out_scores: list[list[float]] = []
-    for q in range(len(a)):
-        pos_score = float(min(a[q] @ c[j] for j in positives[q]))
-        in_pool = np.arange(k) < pool + (1 if own[q] else 0)  # (k,)
+    for q in range(len(ids)):
+        pos_score = pos_scores[q]
+        in_pool = (np.arange(k) < pool + (1 if own[q] else 0)) & (ids[q] >= 0)  # (k,)
         is_pos = np.isin(ids[q], positives[q]) & in_pool
         removed["positive"] += int(is_pos.sum())
         keep = in_pool & ~is_pos

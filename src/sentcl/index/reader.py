@@ -3,9 +3,10 @@
 
 * a ``sentcl index build`` folder (``flat``, ``ivf``, ``hnsw``, ``ivfpq``, ``binary``, ``int8``; ``index.json``
   or an older ``faiss.json``): ``sentcl.index.faiss_index.AnnIndex``, at its tuned search setting;
-* a ``sentcl search --index`` cache (``exact``; its ``index.json`` new or old): ``ExactFolder``.
+* a ``sentcl search --index`` cache (``exact``; its ``index.json`` new or old): ``ExactFolder``;
+* a store (``sentcl index build --store``: a LanceDB folder or ``s3://`` location): ``sentcl.index.store.StoreIndex``.
 
-Both answer ``search(queries (Q, D), k) -> (scores (Q, k), ids (Q, k))``, ``texts(ids)``, ``lines(ids)``,
+All answer ``search(queries (Q, D), k) -> (scores (Q, k), ids (Q, k))``, ``texts(ids)``, ``lines(ids)``,
 ``len``, ``dim``, ``kind``, ``meta``, ``folder``, ``check_dim``, ``summary()`` and ``memory_bytes()``.
 """
 
@@ -67,6 +68,10 @@ class ExactFolder:
 def open_index(folder: str | Path, **settings: Any) -> Any:  # noqa: ANN401 - AnnIndex or ExactFolder
     """Open any index folder sentcl wrote (module doc). ``settings``: an ANN index's search setting
     (``nprobe``, ``ef_search``, ``refine``, ``mmap``), or an exact one's ``backend``."""
+    from sentcl.index.store import is_store, open_store
+
+    if is_store(folder):  # a LanceDB store: a local folder or s3://
+        return open_store(folder, **{k: v for k, v in settings.items() if k in ("nprobe", "refine")})
     folder = Path(folder)
     _, meta = read_meta(folder)
     if meta["type"] == EXACT:

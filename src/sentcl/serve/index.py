@@ -4,12 +4,14 @@
 a folder built by ``sentcl index build`` (a faiss index over sharded embeddings, searched at its tuned setting,
 hits' texts read back from the encoded input through the shards' line offsets) or a cache saved by ``sentcl
 search --index`` (exact search over the embeddings it holds, texts in ``texts.jsonl``), new or old. Both answer
-``.search(queries (Q, D), k) -> (scores, ids)``, ``.texts[i]``, ``len`` and ``.summary()`` (for /info).
+``.search(queries (Q, D), k) -> (scores, ids)``, ``.texts[i]``, ``len`` and ``.summary()`` (for /info). A store
+(``sentcl index build --store``: a folder or ``s3://``) is served at the version it held when opened; ``reload()``
+opens the index again where it lives (a store's newest published version), checked as at start-up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +34,19 @@ class _LineTexts(Sequence[str]):
 class AnnSearchIndex:
     """An opened index folder behind the service's index interface."""
 
-    def __init__(self, ann: Any) -> None:
+    def __init__(self, ann: Any, reopen: Callable[[], AnnSearchIndex] | None = None) -> None:
         self.ann = ann
         self.texts = _LineTexts(ann)
-        self.backend = ann.index.backend if ann.kind == "exact" else f"faiss-{ann.kind}"
+        self.backend = getattr(ann, "backend", None) or (
+            ann.index.backend if ann.kind == "exact" else f"faiss-{ann.kind}"
+        )
+        self._reopen = reopen
+
+    def reload(self) -> AnnSearchIndex:
+        """The index opened again where it lives, checked as at start-up (this one keeps answering meanwhile)."""
+        if self._reopen is None:
+            raise ValueError("this index was not opened from a location: nothing to reload")
+        return self._reopen()
 
     def __len__(self) -> int:
         return len(self.ann)
@@ -49,7 +60,7 @@ class AnnSearchIndex:
 
 
 def load_search_index(
-    folder: str | Path,
+    folder: str | Path,  # or an s3:// store
     encoder: Any,  # the loaded encoder (or, from older callers, its embedding dimension)
     model: str = "the model",
     max_length: int | None = None,
@@ -60,8 +71,10 @@ def load_search_index(
     truncation: refused unless ``allow_model_mismatch``; the dimension always)."""
     from sentcl.index import open_index
 
-    folder = Path(folder)
-    if not folder.is_dir():
+    def reopen() -> AnnSearchIndex:
+        return load_search_index(folder, encoder, model, max_length, allow_model_mismatch)
+
+    if "://" not in str(folder) and not Path(folder).is_dir():
         raise FileNotFoundError(
             f"index folder {folder} does not exist (build one with sentcl index build, or sentcl search --index)"
         )
@@ -71,10 +84,10 @@ def load_search_index(
         if index.index.texts is None:
             raise ValueError(f"index {folder} has no texts.jsonl: the service returns texts with its hits")
         index.check_dim(embedding_dim)
-        return AnnSearchIndex(index)
+        return AnnSearchIndex(index, reopen)
     if isinstance(encoder, int):  # only the dimension is known
         index.check_dim(embedding_dim)
     else:
         index.check_encoder(model, encoder, max_length, allow_model_mismatch)
-    index.shards.check_input()  # the texts of the hits are read from it
-    return AnnSearchIndex(index)
+    index.check_texts()  # the texts of the hits are read from the encoded input, or the store
+    return AnnSearchIndex(index, reopen)

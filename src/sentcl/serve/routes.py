@@ -20,7 +20,18 @@ from sentcl.serve.service import Service
 from sentcl.similarity import unit_rows
 
 ROUTES = frozenset(
-    {"/", "/health", "/info", "/embed", "/similarity", "/v1/embeddings", "/v1/models", "/search", "/metrics"}
+    {
+        "/",
+        "/health",
+        "/info",
+        "/embed",
+        "/similarity",
+        "/v1/embeddings",
+        "/v1/models",
+        "/search",
+        "/index/reload",
+        "/metrics",
+    }
 )
 PROMETHEUS_TEXT = "text/plain; version=0.0.4; charset=utf-8"
 
@@ -90,6 +101,23 @@ def openai_error(status: int, message: str, code: str) -> Response:
     )
 
 
+def _hits(index: Any, emb: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
+    """Top-k hits of each query (an ANN search may fill fewer than k); an index that can no longer be read (a
+    store's version removed under the service) is a 503 naming it."""
+    try:
+        scores, ids = index.search(emb, k)  # (Q, k), (Q, k)
+        return [
+            [
+                {"id": int(i), "text": index.texts[int(i)], "score": float(s)}
+                for s, i in zip(srow, irow, strict=True)
+                if i >= 0
+            ]
+            for srow, irow in zip(scores, ids, strict=True)
+        ]
+    except (OSError, ValueError) as err:
+        raise ServiceError(503, "index_unavailable", str(err)) from None
+
+
 def add_routes(app: FastAPI, service: Service) -> None:
     @app.get("/", include_in_schema=False)
     async def index_page() -> HTMLResponse:
@@ -150,16 +178,22 @@ def add_routes(app: FastAPI, service: Service) -> None:
             raise ServiceError(422, "validation", f"k = {body.k} is over the limit {service.limits.max_k}")
         queries = [body.query] if body.query is not None else list(body.queries or [])
         emb, _ = await service.embed(queries, body.truncate)  # (Q, D)
-        scores, ids = await asyncio.to_thread(index.search, emb, body.k)  # (Q, k), (Q, k)
-        hits = [
-            [
-                {"id": int(i), "text": index.texts[int(i)], "score": float(s)}
-                for s, i in zip(srow, irow, strict=True)
-                if i >= 0  # an ANN search may fill fewer than k
-            ]
-            for srow, irow in zip(scores, ids, strict=True)
-        ]
+        hits = await asyncio.to_thread(_hits, index, emb, body.k)
         return _json(hits[0] if body.query is not None else hits)
+
+    @app.post("/index/reload")
+    async def reload_index() -> Response:
+        """Open the index again where it lives (a store: its newest published version); the one in use keeps
+        answering until the new one is checked, and keeps answering if it fails."""
+        index = service.index
+        if index is None:
+            raise ServiceError(404, "no_index", "no index is loaded: start the service with --index DIR")
+        try:
+            new = await asyncio.to_thread(index.reload)
+        except (OSError, ValueError) as err:
+            raise ServiceError(409, "reload_failed", f"the index was not reloaded: {err}") from None
+        service.index = new
+        return _json({"previous": index_info(index), "index": index_info(new)})
 
     @app.get("/metrics")
     async def metrics() -> Response:
