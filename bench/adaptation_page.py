@@ -111,6 +111,28 @@ def budget_line(cells: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
     return text
 
 
+def overview(cells: dict[str, dict[str, list[dict[str, Any]]]], domains: list[str]) -> list[str]:
+    """Methods x domains: the mean change against zero-shot and the verdict, one table."""
+    lines = [
+        "| method | " + " | ".join(domains) + " |",
+        "|---|" + "---:|" * len(domains),
+    ]
+    for method in ORDER[1:]:
+        row = []
+        for domain in domains:
+            done = cells[domain].get(method, [])
+            if not done:
+                row.append("")
+                continue
+            scores = [c["score"] for c in done]
+            zero = cells[domain]["zero-shot"][0]["score"]
+            judged = verdict(scores, zero)
+            short = judged if len(scores) >= SEEDS_WANTED else f"{len(scores)}/{SEEDS_WANTED} seeds"
+            row.append(f"{statistics.fmean(scores) - zero:+.2f} ({short})")
+        lines.append(f"| {NAMES[method]} | " + " | ".join(row) + " |")
+    return lines
+
+
 def build(root: Path = ROOT) -> str:
     cells = load(root)
     trained = [c for methods in cells.values() for m, cs in methods.items() if m != "zero-shot" for c in cs]
@@ -134,13 +156,20 @@ def build(root: Path = ROOT) -> str:
         f"Cells done: {len(trained)} trained runs and {len(cells)} zero-shot scores; {total_cpu / 60:.0f} min "
         "of CPU time in all.",
         "",
+    ]
+    domains = [d for d in sorted(cells) if "zero-shot" in cells[d]]
+    lines += [
+        "## At a glance",
+        "",
+        "Change of the mean score against zero-shot, per method and domain (points), with the verdict.",
+        "",
+        *overview(cells, domains),
+        "",
         "## By domain",
         "",
     ]
     summary = []
-    for domain in sorted(cells):
-        if "zero-shot" not in cells[domain]:
-            continue
+    for domain in domains:
         table, helping = domain_table(domain, cells[domain])
         lines += [*table, ""]
         summary.append(f"- {domain}: {', '.join(helping) if helping else 'no method helps (yet)'}")

@@ -48,6 +48,8 @@ def test_the_page_from_a_fixture(tmp_path: Path) -> None:
     )
     assert "| TSDAE, then SimCSE | not run yet |" in page
     assert "- stsb-news: unsupervised SimCSE" in page and "- trec: no method helps (yet)" in page
+    assert "| unsupervised SimCSE | +1.23 (helps) |  |" in page  # at a glance: stsb-news, then trec
+    assert "| Contrastive Tension (in-batch) |  | -1.80 (2/3 seeds) |" in page
     assert "Budget: 32 steps x 16 sentences = 512 sentences" in page
     assert "100 x Spearman" in page and "accuracy %" in page
 

@@ -48,9 +48,10 @@ def test_record_is_complete(name: str) -> None:
     assert paper.title.split(":")[0] in paper.citation
     if "unpublished" in paper.venue and paper.authors.startswith("an unpublished"):
         assert paper.url is None
-    else:  # the paper's own page: ACL Anthology, arXiv, the publisher's DOI, or the author's post
+    else:  # the paper's own page: ACL Anthology, arXiv, the publisher's DOI, ICLR's OpenReview, the author's post
         assert re.fullmatch(
-            r"https://(aclanthology\.org|arxiv\.org/abs|doi\.org|kexue\.fm)/\S+", paper.url or ""
+            r"https://(aclanthology\.org|arxiv\.org/abs|doi\.org|openreview\.net|kexue\.fm)/\S+",
+            paper.url or "",
         ), name
     if paper.headline is None:
         assert paper.headline_what.startswith("none:"), "a missing number says why"
