@@ -189,9 +189,8 @@ def data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, str]:
             queries,
             f"{args.n} vectors of bench/index.py's mixture (D 384), {args.queries} fresh draws",
         )
-    from sentcl.data.shards import read_manifest
-
     from bench.index_corpus import stsb_test_sentences
+    from sentcl.data.shards import read_manifest
 
     shards = Path(args.cache) / "shards"
     recs = sorted(read_manifest(shards)["shards"], key=lambda r: r["start_line"])

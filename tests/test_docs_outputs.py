@@ -43,6 +43,10 @@ NEEDS_MORE = {
     ("docs/methods/sup-simcse.md", "sentcl train --config sup_simcse_bert_base"): "a GPU, bert-base, nli",
     ("docs/methods/cutoff-triplet.md", "sentcl train --config cutoff_triplet_bert_base"): "a GPU, bert-base",
     ("docs/methods/cosent.md", "sentcl train --config cosent_bert_base"): "a GPU, bert-base",
+    (
+        "docs/guides/adapt-to-your-domain.md",
+        "--unlabelled held_out.txt",
+    ): "the label-free evaluation, a user's file",
 }
 
 

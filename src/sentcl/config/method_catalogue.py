@@ -13,6 +13,7 @@ from typing import Any
 
 # ---- the catalogue: one line per method (importing its options module registers its RECORD)
 import sentcl.methods.arccse.options  # noqa: F401
+import sentcl.methods.contrastive_tension.options  # noqa: F401
 import sentcl.methods.cosent.options  # noqa: F401
 import sentcl.methods.cutoff_triplet.options  # noqa: F401
 import sentcl.methods.diffcse.options  # noqa: F401
@@ -27,6 +28,7 @@ import sentcl.methods.rankcse.options  # noqa: F401
 import sentcl.methods.sncse.options  # noqa: F401
 import sentcl.methods.sup_pairs.options  # noqa: F401
 import sentcl.methods.sup_simcse.options  # noqa: F401
+import sentcl.methods.tsdae.options  # noqa: F401
 import sentcl.methods.unsup_simcse.options  # noqa: F401
 from sentcl.config.method_record import METHODS, MethodRecord
 from sentcl.config.objective import ObjectiveConfig

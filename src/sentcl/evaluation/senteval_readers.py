@@ -55,6 +55,8 @@ STS_YEARS: dict[str, tuple[str, tuple[str, ...]]] = {
 }
 assert tuple(STS_YEARS) == YEARLY_STS_TASKS  # main_score (sts_table.py) reports these pooled
 STSB_FILES = {"train": "sts-train.csv", "dev": "sts-dev.csv", "test": "sts-test.csv"}
+#: STS-B's genres (its first column); the forum genre is "main-forum" in train and "main-forums" in test
+STSB_GENRES = ("main-captions", "main-news", "main-forum", "main-forums")
 SICK_FILES = {"train": "SICK_train.txt", "dev": "SICK_trial.txt", "test": "SICK_test_annotated.txt"}
 SICK_HEADER = ("pair_ID", "sentence_A", "sentence_B", "relatedness_score", "entailment_judgment")
 
@@ -239,8 +241,9 @@ def _read_sts_subset(folder: Path, subset: str) -> list[Pair]:
     return pairs
 
 
-def _read_stsb(path: Path) -> list[Pair]:
-    """genre, file, year, id, score, sentence1, sentence2 [, extra columns ignored]; quotes are literal."""
+def _read_stsb(path: Path, genre: str | None = None) -> list[Pair]:
+    """genre, file, year, id, score, sentence1, sentence2 [, extra columns ignored]; quotes are literal.
+    ``genre`` (e.g. "main-captions"): that genre's pairs only."""
     pairs: list[Pair] = []
     for lineno, line in enumerate(_read_lines(path), start=1):
         fields = line.strip().split("\t")
@@ -248,8 +251,18 @@ def _read_stsb(path: Path) -> list[Pair]:
             raise ValueError(
                 f"{path}, line {lineno}: expected at least 7 tab-separated fields, got {len(fields)}"
             )
-        pairs.append((_norm(fields[5]), _norm(fields[6]), _score(fields[4], path, lineno)))
+        if genre is None or fields[0] == genre:
+            pairs.append((_norm(fields[5]), _norm(fields[6]), _score(fields[4], path, lineno)))
     return pairs
+
+
+def read_stsb_genre(data_dir: Path, split: str, genre: str) -> list[Pair]:
+    """The STS-B pairs of one split ("train", "dev", "test") and one genre (STSB_GENRES): [(s1, s2, gold)]."""
+    if genre not in STSB_GENRES:
+        raise ValueError(f"unknown STS-B genre {genre!r}; valid: {', '.join(STSB_GENRES)}")
+    if split not in STSB_FILES:
+        raise ValueError(f"STSBenchmark has no split {split!r}; valid: {', '.join(STSB_FILES)}")
+    return _read_stsb(data_file(Path(data_dir) / "senteval", "STS", "STSBenchmark", STSB_FILES[split]), genre)
 
 
 def _read_sick(path: Path) -> list[Pair]:

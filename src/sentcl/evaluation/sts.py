@@ -111,6 +111,12 @@ def _score_task(
     return scores
 
 
+def pairs_correlation(encode: EncodeFn, pairs: list[Pair], name: str) -> dict[str, Any]:
+    """{"spearman", "pearson" (×100), "n"} of cos(u, v) against the gold scores of ``pairs`` (s1, s2, gold)."""
+    sims, gold = _score_task(encode, {name: pairs})[name]
+    return _correlations(sims, gold, name)
+
+
 def _evaluate(
     encode: EncodeFn, data_dir: Path, tasks: Sequence[str], split: str, on_done: OnDone | None = None
 ) -> dict[str, Any]:

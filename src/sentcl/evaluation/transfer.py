@@ -253,6 +253,27 @@ def _run_task(
     raise ValueError(f"unknown transfer task {task!r}; valid: {', '.join(TRANSFER_TASKS)}")
 
 
+def transfer_accuracy(
+    encode: EncodeFn,
+    train: LabelledSentences,
+    test: LabelledSentences | None = None,
+    fast: bool = False,
+    seed: int = SENTEVAL_SEED,
+) -> dict[str, Any]:
+    """SentEval's protocol on any labelled sentences, as it runs its own tasks: one labelled set is MR's
+    (``InnerKFoldClassifier``: nested k-fold), a train and a test set TREC's (``KFoldClassifier``: L2 by k-fold
+    on train, refit, scored on test); examples in SentEval's order. Percent, SentEval's rounding."""
+    cfg = FAST_MODE if fast else TEST_MODE
+    train = _senteval_sorted(train, "senteval")
+    if test is None:
+        (x,) = _encode_unique(encode, train.texts)
+        return {**se_inner_kfold(x, train.labels, cfg, seed=seed), "n": len(train)}
+    test = _senteval_sorted(test, "senteval")
+    x_tr, x_te = _encode_unique(encode, train.texts, test.texts)
+    res, _ = se_kfold_then_test(x_tr, train.labels, x_te, test.labels, cfg, seed=seed)
+    return {**res, "n_train": len(train), "n_test": len(test)}
+
+
 def evaluate_transfer(
     encode: EncodeFn,
     data_dir: str | Path | None,

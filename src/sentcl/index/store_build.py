@@ -26,10 +26,10 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.data.shards import ShardSet
 from sentcl.files.fingerprint import shards_fingerprint
 from sentcl.index.faiss_build import IDENTITY_KEYS
 from sentcl.index.format import header
-from sentcl.data.shards import ShardSet
 from sentcl.index.store import (
     META_KEY,
     STORE,

@@ -61,6 +61,12 @@ def _head_tensors(name_or_path: str, heads: set[str]) -> dict[str, Tensor]:
     return found
 
 
+def checkpoint_head_tensors(name_or_path: str, heads: set[str]) -> dict[str, Tensor]:
+    """The tensors of the checkpoint's top-level modules ``heads`` (e.g. ``{"cls"}``), by their names; none when
+    the checkpoint has no such weights. TSDAE's decoder (``sentcl.methods.tsdae.decoder``) reads its LM head so."""
+    return _head_tensors(name_or_path, heads)
+
+
 def _tie(mlm: nn.Module, prefix: str) -> set[str]:
     """Tie what the class ties (``_tied_weights_keys``: target -> source); the tied targets' names."""
     tied = getattr(mlm, "_tied_weights_keys", None)
