@@ -194,8 +194,11 @@ def test_a_start_model_without_a_decoder_layout_is_one_line(
     tmp_path: Path, tiny_bert: Path, corpus_file: Path, capsys
 ) -> None:
     folder = tmp_path / "distilbert"
+    from transformers import AutoTokenizer
+
+    vocab = len(AutoTokenizer.from_pretrained(tiny_bert))  # every token id has a row (checked at open)
     config = DistilBertConfig(
-        vocab_size=120, dim=32, n_layers=1, n_heads=2, hidden_dim=64, max_position_embeddings=64
+        vocab_size=vocab, dim=32, n_layers=1, n_heads=2, hidden_dim=64, max_position_embeddings=64
     )
     DistilBertModel(config).save_pretrained(folder)
     for name in ("vocab.txt", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.json"):
