@@ -56,6 +56,7 @@ def vectors(folder: Path) -> np.ndarray:
     return np.concatenate([np.asarray(a) for _, a in shards.iter_arrays()])  # (rows, D)
 
 
+@pytest.mark.slow
 def test_ray_shards_equal_the_in_process_encode(
     local_ray: None, tiny_bert: Path, corpus: Path, reference: np.ndarray, tmp_path: Path
 ) -> None:
@@ -76,6 +77,7 @@ def test_ray_shards_equal_the_in_process_encode(
     assert ShardSet.open(ray_out).texts([0, 17, 50]) == [lines[0], lines[17], ""]
 
 
+@pytest.mark.slow
 def test_a_partial_encode_is_finished_and_another_encode_refused(
     local_ray: None,
     tiny_bert: Path,
@@ -109,6 +111,7 @@ def test_a_partial_encode_is_finished_and_another_encode_refused(
     assert len(err) == 1 and "holds shards of another encode" in err[0] and "normalize" in err[0], err
 
 
+@pytest.mark.slow
 def test_embed_dataset_adds_the_embedding_column(
     local_ray: None, tiny_bert: Path, corpus: Path, reference: np.ndarray
 ) -> None:
@@ -186,6 +189,7 @@ def bucket(s3: str, corpus: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     return name
 
 
+@pytest.mark.slow
 def test_jsonl_and_parquet_on_s3_equal_the_local_text(
     local_ray: None,
     tiny_bert: Path,
@@ -244,3 +248,23 @@ def test_an_unreachable_object_store_is_one_line(
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "--input s3://nowhere/c.txt:" in err[0], err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.slow
+def test_mine_on_ray_writes_the_in_process_triples(
+    local_ray: None, tiny_bert: Path, corpus: Path, tmp_path: Path
+) -> None:
+    lines = [t for t in corpus.read_text(encoding="utf-8").splitlines() if t]
+    pairs = tmp_path / "pairs.jsonl"
+    pairs.write_text(
+        "".join(
+            json.dumps({"anchor": a, "positive": p}) + "\n"
+            for a, p in zip(lines[::2], lines[1::2], strict=False)
+        )
+    )
+    argv = ["mine", "--model", str(tiny_bert), "--pairs", str(pairs), "--num-negatives", "2"]
+    assert main([*argv, "--output", str(tmp_path / "local.csv")]) == 0
+    assert main([*argv, "--output", str(tmp_path / "ray.csv"), "--engine", "ray"]) == 0
+    local = (tmp_path / "local.csv").read_text(encoding="utf-8")
+    assert (tmp_path / "ray.csv").read_text(encoding="utf-8") == local
+    assert len(local.splitlines()) == 1 + 2 * len(lines[1::2])

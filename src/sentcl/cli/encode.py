@@ -8,29 +8,14 @@ import logging
 import os
 from pathlib import Path
 
-from sentcl.cli.options import add_model_options, add_overwrite, positive_int
-from sentcl.engines import ENGINES, EncodeSettings, ModelSpec, open_engine
+from sentcl.cli.options import add_engine_options, add_model_options, add_overwrite, model_spec, positive_int
+from sentcl.engines import EncodeSettings, open_engine
 from sentcl.engines.sources import FORMATS, Source, check_source, parse_source, read_texts
 from sentcl.files.atomic import atomic_save_npy
 from sentcl.files.output import Input, claim_file, claim_folder, model_input
 from sentcl.files.pathcheck import check_output_dir
 
 logger = logging.getLogger("sentcl")
-
-
-def add_engine_options(p: argparse.ArgumentParser) -> None:
-    """--engine and --ray-address: where the encoder runs (``sentcl.engines``)."""
-    p.add_argument(
-        "--engine",
-        choices=tuple(ENGINES),
-        default="local",
-        help="local: in this process (or each process of a torchrun); ray: a Ray Data actor pool, the model "
-        "once per actor, GPUs where the cluster has them (default local).",
-    )
-    p.add_argument(
-        "--ray-address",
-        help="With --engine ray: the cluster (host:port, ray://host:port or auto); default: a local Ray.",
-    )
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -66,17 +51,6 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(p)
     add_overwrite(p, ".npy file at --output (a folder of shards is resumed, never replaced)")
     p.set_defaults(func=handle)
-
-
-def model_spec(args: argparse.Namespace) -> ModelSpec:
-    """What ``add_model_options`` describes, for an engine to open where it runs."""
-    return ModelSpec(
-        args.model,
-        pooler=args.pooler,
-        backend=getattr(args, "model_backend", "auto"),
-        int8=getattr(args, "int8", False),
-        truncate_dim=getattr(args, "truncate_dim", None),
-    )
 
 
 def _inputs(source: Source, args: argparse.Namespace) -> list[Input]:

@@ -6,7 +6,14 @@ import argparse
 import logging
 from pathlib import Path
 
-from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int, settings_from_args
+from sentcl.cli.options import (
+    add_engine_options,
+    add_model_options,
+    add_overwrite,
+    model_spec,
+    positive_int,
+    settings_from_args,
+)
 from sentcl.files.output import Input, claim_file, model_input
 
 logger = logging.getLogger("sentcl")
@@ -46,12 +53,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Allow a corpus text equal to the anchor as a negative (sentence-transformers' behaviour).",
     )
     p.add_argument("--seed", type=int, default=0, help="Seed of --sampling random.")
+    add_engine_options(p)
     add_overwrite(p, "CSV at --output")
     p.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from sentcl.data.nli import write_nli_csv
+    from sentcl.engines import EngineEncoder, open_engine
     from sentcl.index.mining import MiningSettings, mine_pairs, read_corpus_file
     from sentcl.index.pairs import read_pairs
 
@@ -62,8 +71,12 @@ def handle(args: argparse.Namespace) -> int:
     claim_file(args.output, "--output", inputs, overwrite=args.overwrite)  # before the corpus is encoded
     pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
     extra = read_corpus_file(args.corpus) if args.corpus else None
-    model = load_model(args)
-    triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
+    engine = open_engine(args.engine, args.ray_address)
+    try:  # the anchors and the candidates, encoded by the chosen engine
+        model = EngineEncoder(engine, model_spec(args))
+        triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
+    finally:
+        engine.close()
     if stats["anchors_short_of_negatives"]:
         logger.warning(
             "%d of %d anchors got fewer than %d negatives (filters removed: %s); widen --range-max or relax "

@@ -12,6 +12,7 @@ from sentcl.config.typed import check_max_length
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.engines import ENGINES
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
 from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
 from sentcl.modeling.encode_adapter import encode_fn as model_encode_fn
@@ -126,6 +127,34 @@ def add_backend(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="Run the model with PyTorch or onnxruntime (onnx: a folder from `sentcl export --format onnx`); "
         "auto: onnx for an exported folder, else torch.",
+    )
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    """--engine and --ray-address: where the encoder runs (``sentcl.engines``)."""
+    p.add_argument(
+        "--engine",
+        choices=tuple(ENGINES),
+        default="local",
+        help="local: in this process (or each process of a torchrun); ray: a Ray Data actor pool, the model "
+        "once per actor, GPUs where the cluster has them (default local).",
+    )
+    p.add_argument(
+        "--ray-address",
+        help="With --engine ray: the cluster (host:port, ray://host:port or auto); default: a local Ray.",
+    )
+
+
+def model_spec(args: argparse.Namespace) -> Any:
+    """What ``add_model_options`` describes, for an engine to open where it runs (``sentcl.engines``)."""
+    from sentcl.engines import ModelSpec
+
+    return ModelSpec(
+        args.model,
+        pooler=args.pooler,
+        backend=getattr(args, "model_backend", "auto"),
+        int8=getattr(args, "int8", False),
+        truncate_dim=getattr(args, "truncate_dim", None),
     )
 
 

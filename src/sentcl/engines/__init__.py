@@ -80,3 +80,22 @@ def open_engine(name: str, address: str | None = None) -> EncodeEngine:
     module, cls = ENGINES[name].split(":")
     engine: EncodeEngine = getattr(importlib.import_module(module), cls)(address=address)
     return engine
+
+
+@dataclass
+class EngineEncoder:
+    """An engine and a model as the encoder a command's helper calls (``encode(texts, ...)``): ``sentcl mine``
+    encodes its anchors and candidates so, on whichever engine."""
+
+    engine: EncodeEngine
+    spec: ModelSpec
+
+    def encode(
+        self,
+        texts: list[str],
+        batch_size: int,
+        normalize: bool = False,
+        max_length: int | None = None,
+        show_progress: bool = False,
+    ) -> np.ndarray:
+        return self.engine.encode(self.spec, list(texts), EncodeSettings(batch_size, max_length, normalize))

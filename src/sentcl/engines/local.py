@@ -17,9 +17,12 @@ class LocalEngine:
     def __init__(self, address: str | None = None) -> None:
         if address is not None:
             raise ValueError(f"--ray-address {address} needs --engine ray")
+        self._models: dict[ModelSpec, Any] = {}  # opened once, kept for the engine's next call
 
     def encode(self, spec: ModelSpec, texts: list[str], settings: EncodeSettings) -> np.ndarray:
-        model = spec.open()
+        if spec not in self._models:
+            self._models[spec] = spec.open()
+        model = self._models[spec]
         embeddings = model.encode(
             texts,
             batch_size=settings.batch_size,
@@ -60,4 +63,4 @@ class LocalEngine:
                 distributed.shutdown()
 
     def close(self) -> None:
-        """Nothing held between calls."""
+        self._models.clear()
