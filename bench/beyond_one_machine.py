@@ -2,9 +2,10 @@
 command, the last lines it printed, and its wall time, into bench/results/beyond_one_machine.json (the guide
 quotes that file).
 
-* ``ray_encode``: the wiki1m prefix (11,913 lines) embedded with all-MiniLM-L6-v2 on a local Ray, into shards;
+* ``ray_encode``: the first ``--lines`` lines of the wiki1m prefix embedded with all-MiniLM-L6-v2 on a local
+  Ray, into shards;
 * ``two_nodes``: the demo recipe trained by two torchrun launches on 127.0.0.1 (``--nnodes 2``, one process
-  each: this machine has 2 cores), ``--max-steps`` steps, STS-B dev at the end.
+  each: this machine has 2 cores), ``--max-steps`` steps of ``--batch-size`` a process, no evaluation.
 
     python -m bench.beyond_one_machine --out runs/beyond
 """
@@ -34,7 +35,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     parser.add_argument("--out", default="runs/beyond")
     parser.add_argument("--data-dir", default=None)
-    parser.add_argument("--max-steps", type=int, default=20)
+    parser.add_argument("--lines", type=int, default=2000)
+    parser.add_argument("--max-steps", type=int, default=5)
+    parser.add_argument("--batch-size", type=int, default=16)
     parser.add_argument("--steps", nargs="+", default=["ray_encode", "two_nodes"])
     parser.add_argument("--output", default="bench/results/beyond_one_machine.json")
     return parser.parse_args(argv)
@@ -66,7 +69,11 @@ def timed(*commands: list[str]) -> dict[str, Any]:
 
 
 def ray_encode(args: argparse.Namespace, data: Path, out: Path) -> dict[str, Any]:
-    corpus = data_file(data, "corpora", "wiki1m_prefix.txt")
+    lines = data_file(data, "corpora", "wiki1m_prefix.txt").read_text(encoding="utf-8").splitlines(True)
+    corpus = (
+        out / "wiki-2k.txt"
+    )  # the guide: head -n 2000 $SENTCL_DATA/corpora/wiki1m_prefix.txt > wiki-2k.txt
+    corpus.write_text("".join(lines[: args.lines]), encoding="utf-8")
     argv = [*SENTCL, "encode", "--model", "all-MiniLM-L6-v2", "--input", str(corpus)]
     return timed([*argv, "--output", str(out / "wiki-emb"), "--shard-size", "2000", "--engine", "ray"])
 
@@ -78,7 +85,20 @@ def two_nodes(args: argparse.Namespace, data: Path, out: Path) -> dict[str, Any]
     launch = [sys.executable, "-m", "torch.distributed.run", "--nnodes", "2", "--nproc-per-node", "1"]
     launch += ["--rdzv-backend", "c10d", "--rdzv-endpoint", f"127.0.0.1:{port}", "--rdzv-id", "guide"]
     train = ["-m", "sentcl.cli", "train", "--config", "demo", "--set", f"training.output_dir={out / 'run'}"]
-    train += ["--set", f"training.max_steps={args.max_steps}", "--set", "eval.final_tasks=[stsb_dev]"]
+    train += [
+        "--set",
+        f"training.max_steps={args.max_steps}",
+        "--set",
+        f"training.batch_size={args.batch_size}",
+    ]
+    train += [
+        "--set",
+        "training.eval_steps=0",
+        "--set",
+        "training.save_steps=0",
+        "--set",
+        "eval.final_tasks=[]",
+    ]
     train += ["--set", f"data.data_dir={data}"]
     return timed([*launch, *train], [*launch, *train])
 

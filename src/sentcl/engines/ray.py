@@ -142,9 +142,14 @@ class RayEngine:
         self.started = False
         if not ray.is_initialized():
             local = {} if address else {"object_store_memory": LOCAL_OBJECT_STORE_BYTES}
-            ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
+            try:
+                ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
+            except (ConnectionError, RuntimeError) as err:  # another service at the port, a version mismatch
+                where = f"--ray-address {address}" if address else "a local Ray"
+                raise ValueError(f"{where}: Ray did not start: {str(err).strip().splitlines()[0]}") from None
             self.started = True
         ctx = ray.data.DataContext.get_current()
+        self._saved = (ctx.execution_options.preserve_order, ctx.enable_progress_bars)  # restored by close
         ctx.execution_options.preserve_order = True  # rows come back in input order: shards finish in turn
         ctx.enable_progress_bars = False
         self.cpus_per_actor, self.actors = cpus_per_actor, actors
@@ -220,6 +225,8 @@ class RayEngine:
     def close(self) -> None:
         import ray
 
+        ctx = ray.data.DataContext.get_current()
+        ctx.execution_options.preserve_order, ctx.enable_progress_bars = self._saved
         if self.started and ray.is_initialized():
             ray.shutdown()
         self.started = False
