@@ -138,7 +138,7 @@ def train_events(run: Path) -> list[dict]:
 def test_a_killed_node_resumes_from_the_shared_checkpoint(tmp_path: Path, tiny_bert: Path) -> None:
     corpus = write_corpus(tmp_path / "c.txt", 400)  # 50 steps an epoch
     run = tmp_path / "run"  # the shared run folder (one disk here; a shared file system across machines)
-    recipe = tiny_recipe(tiny_bert, write_small_sts(tmp_path / "d"), corpus, run, max_steps=16, save_steps=2)
+    recipe = tiny_recipe(tiny_bert, write_small_sts(tmp_path / "d"), corpus, run, max_steps=16, save_steps=4)
     recipe["training"].update(eval_steps=0, batch_size=2, device="cpu")  # global batch 8 over 4 processes
     recipe["eval"]["final_tasks"] = []
     config = tmp_path / "r.yaml"
@@ -147,8 +147,10 @@ def test_a_killed_node_resumes_from_the_shared_checkpoint(tmp_path: Path, tiny_b
 
     nodes = launch_two_nodes("train", *train)
     deadline = time.monotonic() + TIMEOUT_S
-    while not any(e["event"] == "train" and e["step"] >= 3 for e in train_events(run)):
-        assert time.monotonic() < deadline and nodes[0].poll() is None, "the run did not reach step 3"
+    # killed one step past a checkpoint (4, 8, ...): three steps before the next one, so the killed run has made
+    # steps that the resumed run makes again
+    while not any(e["event"] == "train" and e["step"] % 4 == 1 and e["step"] > 4 for e in train_events(run)):
+        assert time.monotonic() < deadline and nodes[0].poll() is None, "the run did not reach step 5"
         time.sleep(0.05)
     kill_node(nodes[1])  # the second machine is gone: its agent and both processes
     (code, out), (killed, _) = finish(nodes)

@@ -35,6 +35,9 @@ CONNECT_TIMEOUT_S = 5.0
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024**2  # a local Ray's shared memory (it spills to disk beyond)
 DEFAULT_RAY_PORT = 6379
 CLIENT_PORT = 10001  # ray://host without a port
+# rows an actor encodes a call, and rows a block of the shard pipeline: small enough that every actor of the pool
+# gets work (Ray Data bundles whole blocks up to a call's rows), large enough for length-sorted passes
+ROWS_PER_CALL = 512
 
 
 class EncodeBatch:
@@ -158,6 +161,7 @@ class RayEngine:
         return embed_dataset(
             ds,
             spec,
+            rows_per_call=ROWS_PER_CALL,
             batch_size=settings.batch_size,
             max_length=settings.max_length,
             normalize=settings.normalize,
@@ -168,7 +172,8 @@ class RayEngine:
     def encode(self, spec: ModelSpec, texts: list[str], settings: EncodeSettings) -> np.ndarray:
         import ray
 
-        ds = ray.data.from_items([{"row": i, "text": t} for i, t in enumerate(texts)])
+        rows = [{"row": i, "text": t} for i, t in enumerate(texts)]
+        ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // ROWS_PER_CALL)))
         vectors = self._embed(ds, settings, spec).drop_columns(["text"])
         parts = list(vectors.iter_batches(batch_size=None, batch_format="numpy"))
         rows = np.concatenate([b["row"] for b in parts])  # (N,)
@@ -198,9 +203,10 @@ class RayEngine:
         write_manifest(out_dir, header, total)
         if not missing:
             return read_manifest(out_dir)
-        refs = [
-            ray.put(_shard_table(i, texts, offsets))
+        refs = [  # each shard cut into blocks of ROWS_PER_CALL rows
+            ray.put(_shard_table(i, texts[at : at + ROWS_PER_CALL], offsets[at : at + ROWS_PER_CALL]))
             for i, _, texts, offsets in iter_line_chunks(input_path, shard_size, missing)
+            for at in range(0, len(texts), ROWS_PER_CALL)
         ]
         firsts = {i: i * shard_size + 1 for i in missing}
         rows = self._embed(ray.data.from_arrow_refs(refs), settings, spec).drop_columns(["text"])
