@@ -38,6 +38,7 @@ FLOORS: tuple[tuple[str, ...], ...] = (
     (
         "sentcl.interop",
         "sentcl.index",
+        "sentcl.engines",
         "sentcl.serve",
         "sentcl.report",
         "sentcl.experiments",

@@ -5,7 +5,14 @@ from __future__ import annotations
 import argparse
 import logging
 
-from sentcl.cli.options import add_model_options, add_overwrite, load_model, positive_int, settings_from_args
+from sentcl.cli.options import (
+    add_engine_options,
+    add_model_options,
+    add_overwrite,
+    model_spec,
+    positive_int,
+    settings_from_args,
+)
 from sentcl.config.names import MINING_SAMPLING
 from sentcl.files.kinds import (
     finite_float,
@@ -71,12 +78,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Allow a corpus text equal to the anchor as a negative (sentence-transformers' behaviour).",
     )
     p.add_argument("--seed", type=whole_number, default=0, help="Seed of --sampling random.")
+    add_engine_options(p)
     add_overwrite(p, "CSV at --output")
     p.set_defaults(func=handle)
 
 
 def handle(args: argparse.Namespace) -> int:
     from sentcl.data.nli import write_nli_csv
+    from sentcl.engines import EngineEncoder, open_engine
     from sentcl.index.mining import MiningSettings, mine_pairs, read_corpus_file
     from sentcl.index.pairs import read_pairs
 
@@ -91,16 +100,20 @@ def handle(args: argparse.Namespace) -> int:
     claim_file(args.output, "--output", inputs, overwrite=args.overwrite)  # before the corpus is encoded
     pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
     extra = read_corpus_file(args.corpus) if args.corpus else None
-    model = load_model(args)
-    if args.index is not None:
-        from sentcl.index import open_index
-        from sentcl.index.mining_index import mine_pairs_in_index
+    engine = open_engine(args.engine, args.ray_address)
+    try:  # the anchors and the candidates, encoded by the chosen engine
+        model = EngineEncoder(engine, model_spec(args))
+        if args.index is not None:
+            from sentcl.index import open_index
+            from sentcl.index.mining_index import mine_pairs_in_index
 
-        triples, stats = mine_pairs_in_index(
-            model, args.model, pairs, settings, open_index(args.index), args.batch_size, args.max_length
-        )
-    else:
-        triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
+            triples, stats = mine_pairs_in_index(
+                model, args.model, pairs, settings, open_index(args.index), args.batch_size, args.max_length
+            )
+        else:
+            triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
+    finally:
+        engine.close()
     if stats["anchors_short_of_negatives"]:
         logger.warning(
             "%d of %d anchors got fewer than %d negatives (filters removed: %s); widen --range-max or relax "

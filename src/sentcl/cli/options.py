@@ -11,12 +11,13 @@ import dataclasses
 from typing import Any, TypeVar
 
 from sentcl.config import ConfigError
+from sentcl.config.names import ENGINE_NAMES
 from sentcl.config.poolers import POOLERS
 from sentcl.config.typed import check_max_length
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.files.kinds import model_name, read_folder_name, setting
+from sentcl.files.kinds import model_name, name_value, read_folder_name, setting
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
 from sentcl.files.slots import declare
 from sentcl.types import EncodeFn
@@ -137,6 +138,35 @@ def add_backend(p: argparse.ArgumentParser) -> None:
         default="auto",
         help="Run the model with PyTorch or onnxruntime (onnx: a folder from `sentcl export --format onnx`); "
         "auto: onnx for an exported folder, else torch.",
+    )
+
+
+def add_engine_options(p: argparse.ArgumentParser) -> None:
+    """--engine and --ray-address: where the encoder runs (``sentcl.engines``)."""
+    p.add_argument(
+        "--engine",
+        choices=ENGINE_NAMES,
+        default="local",
+        help="local: in this process (or each process of a torchrun); ray: a Ray Data actor pool, the model "
+        "once per actor, GPUs where the cluster has them (default local).",
+    )
+    p.add_argument(
+        "--ray-address",
+        type=name_value,
+        help="With --engine ray: the cluster (host:port, ray://host:port or auto); default: a local Ray.",
+    )
+
+
+def model_spec(args: argparse.Namespace) -> Any:
+    """What ``add_model_options`` describes, for an engine to open where it runs (``sentcl.engines``)."""
+    from sentcl.engines import ModelSpec
+
+    return ModelSpec(
+        args.model,
+        pooler=args.pooler,
+        backend=getattr(args, "model_backend", "auto"),
+        int8=getattr(args, "int8", False),
+        truncate_dim=getattr(args, "truncate_dim", None),
     )
 
 

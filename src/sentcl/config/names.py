@@ -76,3 +76,9 @@ def eval_tasks_help() -> str:
 def unknown_tasks(tasks: Sequence[str]) -> list[str]:
     """The names of ``tasks`` that are neither a task nor a group."""
     return [t for t in tasks if t not in EVAL_TASKS and t not in EVAL_GROUPS]
+
+
+#: The engines ``sentcl encode`` and ``sentcl mine`` run the encoder on (``sentcl.engines.ENGINES``' names).
+ENGINE_NAMES = ("local", "ray")
+#: The input formats of ``sentcl encode --input`` (``sentcl.engines.sources``).
+INPUT_FORMATS = ("text", "jsonl", "parquet")

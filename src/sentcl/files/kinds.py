@@ -87,6 +87,13 @@ def read_folder_name(text: str) -> str:
     return str(_existing(text, folder=True))
 
 
+@declare("path-read")
+def read_source(text: str) -> str | Path:
+    """A file to read that may live on object storage: a URI (``s3://bucket/key``) as given, else a local
+    file, checked as ``read_file`` checks it."""
+    return text if "://" in text else _existing(text, folder=False)
+
+
 @declare("folder-read")
 def read_index_location(text: str) -> str | Path:
     """An index to read: an object-storage URI (``s3://bucket/prefix``) as given, else a local folder
