@@ -34,7 +34,7 @@ def check_secret(value: str, what: str) -> str:
     if not key:
         shown = "empty" if not value else "blank (only spaces)"
         raise SecretError(
-            f"{what} is {shown}: give the key (an unset variable, as in --api-key \"$KEY\", gives an empty "
+            f'{what} is {shown}: give the key (an unset variable, as in --api-key "$KEY", gives an empty '
             "one), or give none to serve without authentication"
         )
     if "\n" in key or "\r" in key:
