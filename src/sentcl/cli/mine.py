@@ -9,6 +9,7 @@ from sentcl.cli.options import (
     add_engine_options,
     add_model_options,
     add_overwrite,
+    load_model,
     model_spec,
     positive_int,
     settings_from_args,
@@ -100,20 +101,26 @@ def handle(args: argparse.Namespace) -> int:
     claim_file(args.output, "--output", inputs, overwrite=args.overwrite)  # before the corpus is encoded
     pairs = read_pairs(args.pairs, args.anchor_column, args.positive_column)
     extra = read_corpus_file(args.corpus) if args.corpus else None
-    engine = open_engine(args.engine, args.ray_address)
-    try:  # the anchors and the candidates, encoded by the chosen engine
-        model = EngineEncoder(engine, model_spec(args))
-        if args.index is not None:
-            from sentcl.index import open_index
-            from sentcl.index.mining_index import mine_pairs_in_index
+    if args.index is not None:  # the candidates' vectors are the index's: only the anchors are encoded, here
+        from sentcl.index import open_index
+        from sentcl.index.mining_index import mine_pairs_in_index
 
-            triples, stats = mine_pairs_in_index(
-                model, args.model, pairs, settings, open_index(args.index), args.batch_size, args.max_length
-            )
-        else:
+        triples, stats = mine_pairs_in_index(
+            load_model(args),
+            args.model,
+            pairs,
+            settings,
+            open_index(args.index),
+            args.batch_size,
+            args.max_length,
+        )
+    else:
+        engine = open_engine(args.engine, args.ray_address)
+        try:  # the anchors and the candidates, encoded by the chosen engine
+            model = EngineEncoder(engine, model_spec(args))
             triples, stats = mine_pairs(model, pairs, settings, extra, args.batch_size, args.max_length)
-    finally:
-        engine.close()
+        finally:
+            engine.close()
     if stats["anchors_short_of_negatives"]:
         logger.warning(
             "%d of %d anchors got fewer than %d negatives (filters removed: %s); widen --range-max or relax "

@@ -14,45 +14,26 @@ from __future__ import annotations
 
 import numpy as np
 
-from sentcl.similarity import unit_rows
+from sentcl.evaluation.labelfree.measures import cosine_rows, overlap_at_k, top_k
 
 K = 10
-CHUNK = 1024  # query rows per similarity block: a block is CHUNK x N floats
 
 
 def nearest(vectors: np.ndarray, k: int) -> np.ndarray:
-    """(N, k) indices of each row's k most cosine-similar other rows, best first (the row itself excluded)."""
+    """(N, k) indices of each row's k most cosine-similar other rows, best first (the row itself excluded;
+    ``sentcl.evaluation.labelfree.measures.top_k``, ties by the lower row)."""
     if len(vectors) <= k:
         raise ValueError(f"neighbours@{k} need more than {k} texts, got {len(vectors)}")
-    unit = unit_rows(np.asarray(vectors, dtype=np.float32))  # (N, D)
-    out = np.empty((len(unit), k), dtype=np.int64)
-    for start in range(0, len(unit), CHUNK):
-        sims = unit[start : start + CHUNK] @ unit.T  # (chunk, N)
-        rows = np.arange(len(sims))
-        sims[rows, start + rows] = -np.inf  # not its own neighbour
-        top = np.argpartition(-sims, k, axis=1)[:, :k]  # (chunk, k), unordered
-        order = np.argsort(-np.take_along_axis(sims, top, axis=1), axis=1, kind="stable")  # (chunk, k)
-        out[start : start + len(sims)] = np.take_along_axis(top, order, axis=1)
-    return out
-
-
-def _agreement(ours: np.ndarray, theirs: np.ndarray) -> float:
-    k = ours.shape[1]
-    return float(np.mean([len(set(a) & set(b)) / k for a, b in zip(ours, theirs, strict=True)]))
-
-
-def _recall(ours: np.ndarray, theirs: np.ndarray) -> float:
-    return float((ours == theirs[:, :1]).any(axis=1).mean())  # (N, k) == (N, 1): the teacher's first
-
-
-def neighbour_agreement(student: np.ndarray, teacher: np.ndarray, k: int = K) -> float:
-    """Mean share of the teacher's top-k neighbours that the student's top-k holds (1.0: the same sets)."""
-    return _agreement(nearest(student, k), nearest(teacher, k))
+    return top_k(cosine_rows(vectors, vectors), len(vectors), k)
 
 
 def teacher_neighbour_recall(student: np.ndarray, teacher: np.ndarray, k: int = K) -> float:
     """Share of texts whose nearest neighbour by the teacher is in the student's top k."""
     return _recall(nearest(student, k), nearest(teacher, 1))
+
+
+def _recall(ours: np.ndarray, theirs: np.ndarray) -> float:
+    return float((ours == theirs[:, :1]).any(axis=1).mean())  # (N, k) == (N, 1): the teacher's first
 
 
 def teacher_agreement_scores(student: np.ndarray, teacher: np.ndarray, k: int = K) -> dict[str, float]:
@@ -61,9 +42,9 @@ def teacher_agreement_scores(student: np.ndarray, teacher: np.ndarray, k: int = 
         raise ValueError(f"{len(student)} student rows against {len(teacher)} teacher rows")
     ours, theirs = nearest(student, k), nearest(teacher, k)
     return {
-        f"neighbour_agreement@{k}": _agreement(ours, theirs),
+        f"neighbour_agreement@{k}": overlap_at_k(ours, theirs),
         f"teacher_recall@{k}": _recall(ours, theirs),
     }
 
 
-__all__ = ["K", "nearest", "neighbour_agreement", "teacher_agreement_scores", "teacher_neighbour_recall"]
+__all__ = ["K", "nearest", "teacher_agreement_scores", "teacher_neighbour_recall"]

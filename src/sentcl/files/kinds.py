@@ -88,10 +88,10 @@ def read_folder_name(text: str) -> str:
 
 
 @declare("path-read")
-def read_source(text: str) -> str | Path:
-    """A file to read that may live on object storage: a URI (``s3://bucket/key``) as given, else a local
-    file, checked as ``read_file`` checks it."""
-    return text if "://" in text else _existing(text, folder=False)
+def read_source(text: str) -> str:
+    """A file to read that may live on object storage, kept as text: a URI (``s3://bucket/key``) as given,
+    else a local file, checked as ``read_file`` checks it."""
+    return text if "://" in text else str(_existing(text, folder=False))
 
 
 @declare("folder-read")

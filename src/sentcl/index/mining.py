@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -205,15 +206,28 @@ def mine_pairs(
     emb_c = model.encode(corpus_texts, batch_size=batch_size, max_length=max_length, normalize=True)
     in_corpus = [corpus.get(t) for t in anchor_texts]
     neg_ids, _, removed = mine(np.asarray(emb_a), np.asarray(emb_c), positives, settings, in_corpus)
+    return assemble(pairs, anchors, neg_ids, corpus_texts, settings, removed)
+
+
+def assemble(
+    pairs: Sequence[tuple[Any, str, str]],
+    row_of_anchor: Mapping[str, int],
+    neg_ids: Sequence[Sequence[int]],
+    text_of: Any,
+    settings: MiningSettings,
+    removed: dict[str, int],
+) -> tuple[list[tuple[str, str, str]], dict[str, Any]]:
+    """The (anchor, positive, negative) rows, each distinct pair once in the pairs' order, and the run's counts;
+    ``text_of[j]`` is candidate j's text, ``neg_ids[row_of_anchor[a]]`` anchor a's chosen candidates."""
     triples: list[tuple[str, str, str]] = []
     seen: set[tuple[str, str]] = set()
     for _, anchor, positive in pairs:
         if (anchor, positive) in seen:
             continue
         seen.add((anchor, positive))
-        triples.extend((anchor, positive, corpus_texts[j]) for j in neg_ids[anchors[anchor]])
+        triples.extend((anchor, positive, text_of[j]) for j in neg_ids[row_of_anchor[anchor]])
     short = sum(1 for n in neg_ids if len(n) < settings.num_negatives)
-    stats = {"anchors": len(anchor_texts), "corpus": len(corpus_texts), "triples": len(triples)}
+    stats = {"anchors": len(row_of_anchor), "corpus": len(text_of), "triples": len(triples)}
     stats.update({"anchors_short_of_negatives": short, "removed": removed})
     return triples, stats
 

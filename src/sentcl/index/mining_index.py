@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
-from sentcl.index.mining import MiningSettings, choose
+from sentcl.index.mining import MiningSettings, assemble, choose
 from sentcl.similarity import unit_rows
 
 
@@ -61,14 +61,6 @@ def mine_pairs_in_index(
     own = [settings.exclude_anchor and found_q is not None for found_q in in_corpus]
     neg_ids, _, removed = choose(scores, ids, positives, pos_scores, settings, pool, own, in_corpus)
     order = {a: q for q, a in enumerate(anchor_texts)}
-    triples: list[tuple[str, str, str]] = []
-    seen: set[tuple[str, str]] = set()
-    for _, anchor, positive in pairs:
-        if (anchor, positive) in seen:
-            continue
-        seen.add((anchor, positive))
-        triples.extend((anchor, positive, text_of[j]) for j in neg_ids[order[anchor]])
-    short = sum(1 for n in neg_ids if len(n) < settings.num_negatives)
-    stats = {"anchors": len(anchor_texts), "corpus": len(index), "triples": len(triples)}
-    stats.update({"anchors_short_of_negatives": short, "removed": removed})
+    triples, stats = assemble(pairs, order, neg_ids, text_of, settings, removed)
+    stats["corpus"] = len(index)
     return triples, stats

@@ -75,7 +75,7 @@ def teacher_corpus_vectors(ctx: Context, sentences: list[str]) -> np.ndarray:
 
 def choose(ctx: Context, cand: Candidate, layers: int, sentences: list[str], rows: np.ndarray) -> list[int]:
     """The layer choice step of ``cand``: the kept layers."""
-    from sentcl.evaluation.teacher_agreement import neighbour_agreement
+    from sentcl.evaluation.labelfree.measures import neighbour_agreement
     from sentcl.shrink.layer_choice import choose_layers
 
     texts, teacher = sentences[: ctx.budget.choice_texts], rows[: ctx.budget.choice_texts]
