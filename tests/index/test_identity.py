@@ -57,7 +57,7 @@ def test_texts_of_an_input_changed_after_the_encode_are_refused(tmp_path: Path) 
 
 RSS_PROBE = """
 import sys
-from sentcl.index import faiss_index, open_index  # every import before the first reading
+from sentcl.index import faiss_index, open_index, reader  # every import before the first reading
 faiss_index.import_faiss()
 def rss():
     for line in open("/proc/self/status"):

@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.index.format import EXACT, read_meta
+from sentcl.index.store import is_store, open_store  # light: LanceDB itself is imported when a store opens
 
 
 class ExactFolder:
@@ -68,8 +69,6 @@ class ExactFolder:
 def open_index(folder: str | Path, **settings: Any) -> Any:  # noqa: ANN401 - AnnIndex or ExactFolder
     """Open any index folder sentcl wrote (module doc). ``settings``: an ANN index's search setting
     (``nprobe``, ``ef_search``, ``refine``, ``mmap``), or an exact one's ``backend``."""
-    from sentcl.index.store import is_store, open_store
-
     if is_store(folder):  # a LanceDB store: a local folder or s3://
         return open_store(folder, **{k: v for k, v in settings.items() if k in ("nprobe", "refine")})
     folder = Path(folder)
