@@ -47,6 +47,19 @@ NEEDS_MORE = {
         "docs/guides/adapt-to-your-domain.md",
         "--unlabelled held_out.txt",
     ): "the label-free evaluation, a user's file",
+    (
+        "docs/tutorials/smaller-faster.md",
+        "sentcl shrink all-MiniLM-L6-v2",
+    ): "over an hour of CPU: not yet measured",
+    ("README.md", "sentcl shrink all-MiniLM-L6-v2"): "over an hour of CPU: not yet measured",
+    ("docs/guides/training-runs.md", "# on every machine (HOST_A"): "several machines",
+    ("docs/guides/beyond-one-machine.md", "export AWS_ENDPOINT_URL=https://s3.example.com"): "object storage",
+    (
+        "docs/guides/beyond-one-machine.md",
+        "--index s3://my-bucket/sentcl/corpus --port 8081",
+    ): "object storage",
+    ("docs/guides/beyond-one-machine.md", "curl -s -X POST localhost:8081/index/reload"): "object storage",
+    ("docs/guides/beyond-one-machine.md", "--index s3://my-bucket/sentcl/corpus --output"): "object storage",
 }
 
 

@@ -28,7 +28,7 @@ from sentcl.files.paths import DOWNLOAD_TARGETS, OFFLINE_MODELS, download_comman
 #: the argparse destinations (of ``sentcl.cli``'s own parser) that are paths the command reads, and writes
 READS = {"model", "model_path", "input", "corpus", "pairs", "retrieval", "embeddings", "fit_files", "queries",
          "api_key_file", "runs", "folder", "teacher", "config", "student", "unlabelled"}  # fmt: skip
-WRITES = {"output", "out", "output_dir", "plot"}
+WRITES = {"output", "out", "output_dir", "plot", "store"}
 #: ``--set`` keys whose value is a path: read, written; a dev task's path follows its ``pairs:``/``retrieval:``
 SET_INPUTS, SET_OUTPUTS = {"data.train_file", "eval.dev_task"}, {"training.output_dir"}
 #: the data folder, however a page writes it

@@ -230,7 +230,7 @@ CASES = [
     Case(
         "pairs_bad_range_option",
         eval_pairs("s1\ts2\tscore\na\tb\t1\nc\td\t2\n", "--score-range", "5,0"),
-        r"--score-range needs LO < HI",
+        r"--score-range: expected LO,HI with LO < HI",
     ),
     Case(
         "pairs_constant_scores",

@@ -260,7 +260,7 @@ CASES = [
         r"--output .*adir must end in \.npy",
         check=no_output("adir.npy"),
     ),
-    Case("encode-input-is-directory", encode(None, "out.npy"), r"input .*in\.txt is a directory"),
+    Case("encode-input-is-directory", encode(None, "out.npy"), r"argument --input: .*in\.txt is a directory"),
     Case(
         "train-file-is-directory",
         train_on_directory,
@@ -363,7 +363,7 @@ CASES = [
         r"p\.jsonl:2: not valid JSON",
     ),
     Case("mine-pairs-empty", mine("p.tsv", ""), r"p\.tsv: the file is empty"),
-    Case("mine-pairs-is-directory", mine("p.csv", None), r"pairs file .*p\.csv is a directory"),
+    Case("mine-pairs-is-directory", mine("p.csv", None), r"argument --pairs: .*p\.csv is a directory"),
     Case(
         "mine-window-too-small",
         lambda f: [*mine("p.csv", "anchor,positive\na,b\n")(f), "--range-min", "3", "--range-max", "4"],

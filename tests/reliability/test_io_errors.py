@@ -95,17 +95,17 @@ INPUT_CASES = [
     Case(
         "F08",
         lambda f: [*model("encode"), "--input", str(fifo(f, "fifo")), "--output", str(f / "o.npy")],
-        r"input .*fifo is a FIFO \(named pipe\), not a regular file",
+        r"argument --input: .*fifo is a FIFO \(named pipe\), not a regular file",
     ),
     Case(
         "F09",
         lambda f: [*model("encode"), "--input", str(loop(f, "loop")), "--output", str(f / "o.npy")],
-        r"input .*loop is a symbolic link loop",
+        r"argument --input: .*loop is a symbolic link loop",
     ),
     Case(
         "F09-dangling-link",
         lambda f: [*model("encode"), "--input", str(dangling(f, "gone")), "--output", str(f / "o.npy")],
-        r"input .*gone is a symbolic link to .*nowhere\.txt, which does not exist",
+        r"argument --input: .*gone is a symbolic link to .*nowhere\.txt, which does not exist",
     ),
     Case(
         "F08-sharded-encode",
@@ -118,7 +118,7 @@ INPUT_CASES = [
             "--shard-size",
             "2",
         ],
-        r"input .*in is a FIFO",
+        r"argument --input: .*in is a FIFO",
     ),
     Case(
         "F08-eval-pairs",
@@ -128,7 +128,7 @@ INPUT_CASES = [
     Case(
         "F09-eval-retrieval",
         lambda f: [*model("eval"), "--retrieval", str(loop(f, "beir"))],
-        r"retrieval folder .*beir is a symbolic link loop",
+        r"argument --retrieval: .*beir is a symbolic link loop",
     ),
     Case(
         "F08-eval-retrieval-qrels",
@@ -138,12 +138,12 @@ INPUT_CASES = [
     Case(
         "F08-search-corpus",
         lambda f: [*model("search"), "--corpus", str(fifo(f, "c.txt")), "--query", "a"],
-        r"corpus file .*c\.txt is a FIFO",
+        r"argument --corpus: .*c\.txt is a FIFO",
     ),
     Case(
         "F09-mine-pairs",
         lambda f: [*model("mine"), "--pairs", str(loop(f, "p.csv")), "--output", str(f / "o.csv")],
-        r"pairs file .*p\.csv is a symbolic link loop",
+        r"argument --pairs: .*p\.csv is a symbolic link loop",
     ),
     Case(
         "F08-mine-corpus",
@@ -161,22 +161,22 @@ INPUT_CASES = [
     Case(
         "F08-index-embeddings",
         lambda f: ["index", "build", "--embeddings", str(fifo(f, "emb")), "--output", str(f / "idx")],
-        r"--embeddings .*emb is a FIFO \(named pipe\), not a folder",
+        r"argument --embeddings: .*emb is a FIFO \(named pipe\), not a folder",
     ),
     Case(
         "F09-index-info",
         lambda f: ["index", "info", str(loop(f, "idx"))],
-        r"index folder .*idx is a symbolic link loop",
+        r"argument folder: .*idx is a symbolic link loop",
     ),
     Case(
         "F08-build-nli-folder",
         lambda f: ["build-nli", "--senteval-snli", str(fifo(f, "snli")), "--output", str(f / "o.csv")],
-        r"SentEval SNLI folder .*snli is a FIFO",
+        r"argument --senteval-snli: .*snli is a FIFO",
     ),
     Case(
         "F08-report-source",
         lambda f: ["report", str(fifo(f, "run")), "--output", str(f / "rep")],
-        r"run or model folder .*run is a FIFO \(named pipe\), not a folder",
+        r"argument RUN_DIR: .*run is a FIFO \(named pipe\), not a folder",
     ),
     Case("T11", train_on(fifo), r"(training file|data.train_file) .*t_fifo is a FIFO"),
     Case(
@@ -414,7 +414,10 @@ results = []
 for argv in json.loads(sys.argv[1]):
     err = io.StringIO()
     with contextlib.redirect_stderr(err):
-        code = main(argv)
+        try:
+            code = main(argv)
+        except SystemExit as exit_:  # refused by the option's reader (argparse)
+            code = exit_.code
     results.append([code, err.getvalue()])
 print(json.dumps(results))
 """
@@ -467,7 +470,10 @@ def test_permissions_f10_f11_e02_d10(shards: Path) -> None:
     finally:
         (folder / "rodir").chmod(0o755)
     lines = [(code, one_error(err)) for code, err in results]
-    assert lines[0] == (2, "sentcl encode: error: input unread.txt cannot be read: permission denied")
+    assert lines[0] == (
+        2,
+        "sentcl encode: error: argument --input: unread.txt cannot be read: permission denied",
+    )
     assert lines[1] == (
         1,
         "sentcl encode: error: cannot write --output rodir/o.npy: Permission denied (in rodir)",
@@ -480,7 +486,10 @@ def test_permissions_f10_f11_e02_d10(shards: Path) -> None:
         1,
         "sentcl index: error: cannot write --output rodir/idx: Permission denied (in rodir)",
     )
-    assert lines[4] == (2, "sentcl eval: error: file unread.txt cannot be read: permission denied")
+    assert lines[4] == (
+        2,
+        "sentcl eval: error: argument --pairs: unread.txt cannot be read: permission denied",
+    )
     assert not list((folder / "rodir").iterdir())
 
 

@@ -120,6 +120,7 @@ COMMANDS: dict[str, Command] = {
         "index", "build", "--embeddings", str(out if own else w.shards), "--type", "flat", "--output", str(out),
     ],
     "export": lambda out, w, own: ["export", "--format", "onnx", model_arg(out, w, own), str(out)],
+    "shrink": lambda out, w, own: ["shrink", model_arg(out, w, own), str(out), "--budget", "10x"],
     "postprocess": lambda out, w, own: [
         "postprocess", "whitening", "--model", model_arg(out, w, own), "--fit-file", str(w.corpus),
         "--output", str(out),
@@ -363,6 +364,7 @@ COVERED = {
     "export": ["export"],
     "distill-static": ["distill_static"],
     "postprocess": ["postprocess"],
+    "shrink": ["shrink"],
 }
 
 

@@ -515,7 +515,7 @@ def test_1_nan_score_is_never_best(
     from sentcl.training import evaluation_hooks
 
     scores = iter([float("nan"), 0.25])
-    monkeypatch.setattr(evaluation_hooks, "dev_score", lambda *a, **k: next(scores))
+    monkeypatch.setattr(evaluation_hooks, "dev_evaluation", lambda *a, **k: (next(scores), None))
     monkeypatch.setattr(
         evaluation_hooks, "evaluate", lambda *a, **k: {"stsb_dev": {"spearman": float("nan")}}
     )
@@ -535,7 +535,7 @@ def test_1_no_finite_score_means_no_best(
 ) -> None:
     from sentcl.training import evaluation_hooks
 
-    monkeypatch.setattr(evaluation_hooks, "dev_score", lambda *a, **k: float("nan"))
+    monkeypatch.setattr(evaluation_hooks, "dev_evaluation", lambda *a, **k: (float("nan"), None))
     case = Case("1g-all-scores-nan", train(), r"no evaluation gave a finite stsb_dev score", code=1)
     run_case(case, tmp_path, capsys)
     assert not (tmp_path / "run" / "best").exists() and not (tmp_path / "run" / "results.json").exists()

@@ -79,10 +79,16 @@ def test_user_errors_are_one_line(
         assert capsys.readouterr().err.strip().splitlines()[-1] == (
             f"sentcl serve: error: argument --release-budget-mb: {problem}"
         )
-    for option, value in [("--header-timeout", "0"), ("--body-timeout", "nan"), ("--header-timeout", "inf")]:
-        assert main(["serve", str(tiny_bert), option, value, "--keep-malloc-threshold"]) == 2
-        assert capsys.readouterr().err.startswith(
-            f"sentcl serve: error: {option} must be a number of seconds"
+    assert main(["serve", str(tiny_bert), "--header-timeout", "0", "--keep-malloc-threshold"]) == 2
+    assert capsys.readouterr().err.startswith(
+        "sentcl serve: error: --header-timeout must be a number of seconds"
+    )
+    for option, value in [("--body-timeout", "nan"), ("--header-timeout", "inf")]:  # refused by the reader
+        with pytest.raises(SystemExit) as exit_:
+            main(["serve", str(tiny_bert), option, value, "--keep-malloc-threshold"])
+        assert exit_.value.code == 2
+        assert capsys.readouterr().err.strip().splitlines()[-1] == (
+            f"sentcl serve: error: argument {option}: must be a finite number, got {value!r}"
         )
     assert "app" not in captured
 

@@ -152,10 +152,10 @@ def test_eval_steps_zero_never_evaluates_and_keeps_the_last_model(
 
     from sentcl.training import evaluation_hooks, loop
 
-    def no_dev_score(*args: Any, **kwargs: Any) -> float:
+    def no_dev_score(*args: Any, **kwargs: Any) -> tuple[float, None]:
         raise AssertionError("eval_steps: 0 must not compute a dev score")
 
-    monkeypatch.setattr(evaluation_hooks, "dev_score", no_dev_score)
+    monkeypatch.setattr(evaluation_hooks, "dev_evaluation", no_dev_score)
     corpus = write_corpus(tmp_path / "corpus.txt", 40)
     result = loop.train(_config(tiny_bert, data_dir, corpus, tmp_path / "run", eval_steps=0))
     out = tmp_path / "run"
