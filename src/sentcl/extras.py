@@ -21,6 +21,8 @@ EXTRA_OF_MODULE: dict[str, str] = {
     "tensorboard": "tensorboard",
     "faiss": "faiss",
     "lancedb": "store",
+    "lance": "store",
+    "ray": "ray",
     "sentence_transformers": "bench",
 }
 
