@@ -171,16 +171,9 @@ def model_spec(args: argparse.Namespace) -> Any:
 
 
 def load_model(args: argparse.Namespace) -> Any:
-    """The encoder that ``add_model_options`` describes (``sentcl.modeling.open_model``)."""
-    from sentcl.modeling.open import open_model
-
-    return open_model(
-        args.model,
-        pooler=args.pooler,
-        backend=getattr(args, "model_backend", "auto"),
-        int8=getattr(args, "int8", False),
-        truncate_dim=getattr(args, "truncate_dim", None),
-    )
+    """The encoder that ``add_model_options`` describes, opened here (``model_spec``'s ``open``:
+    ``sentcl.modeling.open_model``)."""
+    return model_spec(args).open()
 
 
 def settings_from_args(cls: type[T], args: argparse.Namespace, **given: Any) -> T:
