@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from sentcl.cli import main
@@ -163,10 +163,31 @@ def tiny_tokenizer(tiny_bert: Path) -> Any:
     return AutoTokenizer.from_pretrained(str(tiny_bert))
 
 
-PIECES = st.sampled_from(["a", "man", "guitar", " ", " " * 40, "\n", "x" * 101, "y" * 30, ".", "é", "\u200b"])
+PIECES = st.sampled_from(
+    [
+        "a",
+        "man",
+        "guitar",
+        " ",
+        " " * 40,
+        "\n",
+        "x" * 101,
+        "y" * 30,
+        ".",
+        "é",
+        "\u200b",
+        "\u0301",
+        "\u00ad",
+        "\ue000",
+        "a\u200bb",
+    ]
+)
 
 
 @settings(max_examples=60, deadline=None)
+@example(
+    parts=["a"] * 5 + ["x" * 101] * 2 + ["\u200b"] * 3 + ["a"], max_length=10
+)  # words of dropped characters
 @given(parts=st.lists(PIECES, min_size=1, max_size=60), max_length=st.integers(3, 12))
 def test_the_cut_keeps_the_tokens_the_full_text_gives(
     tiny_tokenizer: Any, parts: list[str], max_length: int

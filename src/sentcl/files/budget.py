@@ -11,8 +11,10 @@ the Rust tokenizer aborted under a 4 GB memory limit. So two bounds apply to eve
   truncation is the one the full text gets, however much whitespace pads it (5,000 spaces then a sentence
   keep the sentence) and however long its words are. Whitespace and words cost the tokenizer little, but
   the visible characters kept are bounded too: ``WORD_CHARS`` per token (WordPiece reads a word of over 100
-  characters as one ``[UNK]``), and nothing past ``LINE_CHARS``. What is left out of the guarantee: words made
-  only of characters the normaliser drops (controls, lone accents) give no token;
+  characters as one ``[UNK]``), and nothing past ``LINE_CHARS``. A word counts only when it holds a letter,
+  digit, punctuation mark or symbol (Unicode categories L, N, P, S): a word made only of characters a
+  normaliser drops (zero-width and other format or control characters, lone combining accents, private-use or
+  unassigned code points) gives no token, so it is kept but not counted;
 - **while reading a file** (``bounded_lines``): a line is read ``LINE_BYTES`` bytes at most; the rest of a
   longer line is skipped unread into memory, and the reader names the file and counts the cut lines in a
   warning. ``LINE_CHARS`` is the budget of the longest model sentcl prepares text for (``MAX_TOKENS``), so no
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import BinaryIO
@@ -65,12 +68,26 @@ def keep_for_tokens(text: str, max_length: int) -> str:
     if len(text) <= char_budget(max_length):
         return text
     visible = 0
+    words = 0
     limit = WORD_CHARS * max_length
-    for words, match in enumerate(_WORD.finditer(text, 0, LINE_CHARS), start=1):
+    for match in _WORD.finditer(text, 0, LINE_CHARS):
+        if not gives_token(match.group()):
+            continue
+        words += 1
         visible += match.end() - match.start()
         if words >= max_length or visible >= limit:
-            return text[: match.end() - max(0, visible - limit)]
+            # a word cut by the visible budget keeps over 100 characters, so it stays the one token it was
+            return text[
+                : max(match.end() - max(0, visible - limit), min(match.end(), match.start() + WORD_CHARS))
+            ]
     return text[:LINE_CHARS]
+
+
+def gives_token(word: str) -> bool:
+    """Whether ``word`` holds a character every tokenizer keeps: a letter, digit, punctuation mark or symbol
+    (Unicode categories L, N, P, S); format and control characters, combining marks alone, private-use and
+    unassigned code points are dropped by BERT's normaliser, and may give no token."""
+    return any(unicodedata.category(ch)[0] in "LNPS" for ch in word)
 
 
 def bounded_texts(texts: Sequence[str], max_length: int | None) -> list[str]:
