@@ -9,7 +9,8 @@ dev set while it trains (``training.eval_steps=0``: the last step's model is the
 
 Cells run seed-major (every domain and method of the first seed, then the next seed), so a run stopped early
 still holds whole seeds. Each cell writes ``bench/results/adaptation/<domain>/<method>-seed<k>.json`` (zero-shot:
-``<domain>/zero-shot.json``): the score, the start model's score beside it, the settings, CPU seconds, versions
+``<domain>/zero-shot.json``): the score, the label-free measures (``sentcl eval --unlabelled``) on 500 sentences
+of the domain's own text, the start model's score beside it, the settings, CPU seconds, versions
 and ``key``, a hash of the settings and of the code (src/sentcl and the runner's bench files). A re-run skips a cell whose
 file has the same key and redoes any other. Trained weights go to ``--work`` (outside the repository) and are
 deleted after each cell. ``python -m bench.adaptation_page`` turns the summaries into
@@ -47,6 +48,8 @@ METHODS: dict[str, tuple[list[str], float]] = {
 #: the bench files whose code makes a result (the page builder's and the step timer's do not)
 RUNNER_FILES = ("adaptation.py", "adaptation_domains.py", "common.py", "harness.py")
 ORDER = ("zero-shot", "unsup_simcse", "contrastive_tension", "tsdae", "tsdae+simcse")
+#: sentences of the domain's own (unlabelled) text each cell's label-free measures are taken on (seeded sample)
+LABEL_FREE_SENTENCES = 500
 
 
 def code_hash() -> str:
@@ -129,13 +132,20 @@ def train(method: str, start: str, corpus: Path, out_dir: Path, steps: int, args
     return Path(result.output_dir) / "best"
 
 
-def score(domain: str, model_path: str, data_dir: Path) -> dict[str, Any]:
+def score(domain: str, model_path: str, data_dir: Path) -> tuple[dict[str, Any], dict[str, float | None]]:
+    """The domain's labelled score, and the label-free measures on ``LABEL_FREE_SENTENCES`` of its own text."""
+    import random
+
     from sentcl.evaluation.embedding import evaluation_encode_fn
+    from sentcl.evaluation.labelfree.report import label_free, model_views
     from sentcl.modeling.open import load_encoder
 
     model = load_encoder(model_path)
     model.eval()
-    return DOMAINS[domain].score(evaluation_encode_fn(model), data_dir)
+    result = DOMAINS[domain].score(evaluation_encode_fn(model), data_dir)
+    text = sorted(set(DOMAINS[domain].sentences(data_dir)))
+    sample = random.Random(0).sample(text, min(LABEL_FREE_SENTENCES, len(text)))
+    return result, label_free(model_views(model, sample))["measures"]
 
 
 def run_cell(domain: str, method: str, seed: int, args: argparse.Namespace, data_dir: Path) -> dict[str, Any]:
@@ -158,11 +168,12 @@ def run_cell(domain: str, method: str, seed: int, args: argparse.Namespace, data
         else:
             model_path = str(train(method, START, corpus, work / method, args.steps, args, seed))
     train_cpu = time.process_time() - cpu0
-    result = score(domain, model_path, data_dir)
+    result, measures = score(domain, model_path, data_dir)
     shutil.rmtree(work, ignore_errors=True)
     return {
         "score": result["score"],
         "result": result,
+        "label_free": {"sentences": LABEL_FREE_SENTENCES, "measures": measures},
         "cpu_seconds": time.process_time() - cpu0,
         "train_cpu_seconds": train_cpu if method != "zero-shot" else 0.0,
         "wall_seconds": time.perf_counter() - wall0,
