@@ -7,6 +7,11 @@ verdict is judged against the three-seed spread: "helps" when the mean beats zer
 the cell says how many and gives no verdict. Nothing here measures: the page is a function of the summaries
 (tests/bench/test_adaptation_page.py rebuilds it from a fixture and compares the committed page with its rebuild).
 
+"Can you tell without labels?": in each domain, every cell's label-free measures (taken on 500 sentences of the
+domain's own text) are set beside its labelled score: the Spearman correlation across the domain's cells (each
+measure signed so that higher is better), and which cell each measure would have chosen, with that cell's score
+against the best and against zero-shot. A user with no labelled set chooses this way.
+
     python -m bench.adaptation_page          # from the repository root
 """
 
@@ -18,7 +23,10 @@ import statistics
 from pathlib import Path
 from typing import Any
 
+from scipy.stats import spearmanr
+
 from bench.harness import ROOT
+from sentcl.config.unlabelled import UNLABELLED_MEASURES
 
 RUNS = Path("bench/results/adaptation")
 PAGE = Path("docs/results/adaptation-cpu.md")
@@ -133,6 +141,64 @@ def overview(cells: dict[str, dict[str, list[dict[str, Any]]]], domains: list[st
     return lines
 
 
+def label_free_rows(methods: dict[str, list[dict[str, Any]]]) -> list[tuple[str, float, dict[str, float]]]:
+    """(cell name, labelled score, measures signed higher-is-better) of every cell that recorded them."""
+    rows = []
+    for method in ORDER:
+        for cell in methods.get(method, []):
+            if "label_free" not in cell:
+                continue
+            name = (
+                NAMES[method]
+                if method == "zero-shot"
+                else f"{NAMES[method]}, seed {cell['settings']['seed']}"
+            )
+            signed = {
+                m: (v if UNLABELLED_MEASURES[m] == "higher" else -v)
+                for m, v in cell["label_free"]["measures"].items()
+                if v is not None and m in UNLABELLED_MEASURES
+            }
+            rows.append((name, cell["score"], signed))
+    return rows
+
+
+def label_free_section(cells: dict[str, dict[str, list[dict[str, Any]]]], domains: list[str]) -> list[str]:
+    """Per domain and measure: Spearman with the labelled score across the cells, and the cell it would pick."""
+    lines = [
+        "## Can you tell without labels?",
+        "",
+        "Each cell's label-free measures (`sentcl eval --unlabelled`, on 500 sentences of the domain's own "
+        "text) beside its labelled score. ρ: Spearman correlation across the domain's cells (zero-shot and every "
+        "trained run), each measure signed so that higher is better. *picks*: the cell the measure ranks first, "
+        "its labelled score, and that score against the domain's best cell and against zero-shot.",
+        "",
+    ]
+    measures = list(UNLABELLED_MEASURES)
+    for domain in domains:
+        rows = label_free_rows(cells[domain])
+        if len(rows) < 3 or "zero-shot" not in cells[domain]:
+            lines += [f"- {domain}: {len(rows)} cells with label-free measures; too few to rank.", ""]
+            continue
+        zero, best = cells[domain]["zero-shot"][0]["score"], max(score for _, score, _ in rows)
+        lines += [
+            f"### {domain} ({len(rows)} cells)",
+            "",
+            "| measure | ρ with the score | picks | its score | vs best | vs zero-shot |",
+            "|---|---:|---|---:|---:|---:|",
+        ]
+        for measure in measures:
+            have = [(name, score, signed[measure]) for name, score, signed in rows if measure in signed]
+            if len(have) < 3:
+                continue
+            rho = float(spearmanr([v for *_, v in have], [sc for _, sc, _ in have])[0])
+            name, score, _ = max(have, key=lambda r: r[2])
+            lines.append(
+                f"| {measure} | {rho:+.2f} | {name} | {score:.2f} | {score - best:+.2f} | {score - zero:+.2f} |"
+            )
+        lines.append("")
+    return lines
+
+
 def build(root: Path = ROOT) -> str:
     cells = load(root)
     trained = [c for methods in cells.values() for m, cs in methods.items() if m != "zero-shot" for c in cs]
@@ -174,7 +240,8 @@ def build(root: Path = ROOT) -> str:
         lines += [*table, ""]
         summary.append(f"- {domain}: {', '.join(helping) if helping else 'no method helps (yet)'}")
     lines += ["## Which method helps which domain", "", *summary, ""]
-    return "\n".join(lines)
+    lines += label_free_section(cells, domains)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None) -> None:

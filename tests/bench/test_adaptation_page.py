@@ -16,7 +16,9 @@ def _bench_importable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(ROOT))
 
 
-def _cell(root: Path, domain: str, method: str, seed: int | None, score: float) -> None:
+def _cell(
+    root: Path, domain: str, method: str, seed: int | None, score: float, measures: dict | None = None
+) -> None:
     settings = {"domain": domain, "method": method, "start": "all-MiniLM-L6-v2", "split": f"{domain} split"}
     if method != "zero-shot":
         settings |= {"seed": seed, "steps": 32, "batch_size": 16, "max_length": 32}
@@ -25,6 +27,8 @@ def _cell(root: Path, domain: str, method: str, seed: int | None, score: float) 
     path = root / "bench" / "results" / "adaptation" / domain / name
     path.parent.mkdir(parents=True, exist_ok=True)
     summary = {"score": score, "result": result, "cpu_seconds": 60.0, "settings": settings, "key": "k"}
+    if measures is not None:
+        summary["label_free"] = {"sentences": 500, "measures": measures}
     path.write_text(json.dumps(summary), encoding="utf-8")
 
 
@@ -72,3 +76,32 @@ def test_the_committed_page_is_its_rebuild() -> None:
     from bench.adaptation_page import PAGE, build
 
     assert build(ROOT) == (ROOT / PAGE).read_text(encoding="utf-8")
+
+
+def test_label_free_measures_beside_the_scores(tmp_path: Path) -> None:
+    """Spearman across the domain's cells with each measure signed better-is-higher, and the cell each picks."""
+    from bench.adaptation_page import build
+
+    _cell(
+        tmp_path,
+        "cr",
+        "zero-shot",
+        None,
+        80.0,
+        {"uniformity": -3.0, "rankme": 10.0, "alignment_dropout": None},
+    )
+    for seed, (score, uni, rank) in enumerate([(82.0, -3.5, 12.0), (81.0, -3.2, 30.0), (79.0, -2.0, 11.0)]):
+        _cell(
+            tmp_path,
+            "cr",
+            "tsdae",
+            seed,
+            score,
+            {"uniformity": uni, "rankme": rank, "alignment_dropout": None},
+        )
+    page = build(tmp_path)
+    # uniformity (lower is better) orders the four cells exactly as their scores: rho +1, picks seed 0 (82.00)
+    assert "| uniformity | +1.00 | TSDAE, seed 0 | 82.00 | +0.00 | +2.00 |" in page
+    # rankme: ranks 10, 12, 30, 11 against scores 80, 82, 81, 79 -> rho 0.60; picks seed 1 (81.00)
+    assert "| rankme | +0.60 | TSDAE, seed 1 | 81.00 | -1.00 | +1.00 |" in page
+    assert "| alignment_dropout |" not in page  # a measure that does not apply is left out, not ranked
