@@ -78,51 +78,31 @@ def format_plan(
 
 
 def choose(rows: dict[str, dict[str, Any]], target: Target, threads: int) -> tuple[str, bool, str]:
-    """(the chosen candidate, whether it meets the target, the sentence that says so)."""
-    cands = {n: r for n, r in rows.items() if n != "teacher"}
-    speed = {n: r["speed_vs_teacher"] for n, r in cands.items()}
-    kept = {n: r["kept"] for n, r in cands.items()}
-    if target.kind == "speed":
-        meeting = [n for n in cands if speed[n] >= target.value]
-        if meeting:
-            name = max(meeting, key=lambda n: (kept[n], speed[n]))
-            return (
-                name,
-                True,
-                (
-                    f"{name} meets {target.value:g}x: {speed[name]:.1f}x the teacher's speed at {threads} "
-                    f"thread(s), keeping {kept[name]:.1%} of its score."
-                ),
-            )
-        name = max(cands, key=lambda n: (speed[n], kept[n]))
-        return (
-            name,
-            False,
-            (
-                f"No candidate reached {target.value:g}x the teacher's speed on this machine at {threads} "
-                f"thread(s); the nearest is {name} at {speed[name]:.1f}x, keeping {kept[name]:.1%} of its score."
-            ),
+    """(the chosen candidate, whether it meets the target, the sentence that says so). Among the candidates
+    that meet the target, the best on the other axis; when none does, the nearest on the target's axis."""
+    cands = [n for n in rows if n != "teacher"]
+    speed = {n: rows[n]["speed_vs_teacher"] for n in cands}
+    kept = {n: rows[n]["kept"] for n in cands}
+    on_speed = target.kind == "speed"
+    axis, other = (speed, kept) if on_speed else (kept, speed)
+    meeting = [n for n in cands if axis[n] >= target.value]
+    name = max(meeting or cands, key=lambda n: (other[n], axis[n]) if meeting else (axis[n], other[n]))
+    at = f"{speed[name]:.1f}x the teacher's speed at {threads} thread(s)"
+    if meeting and on_speed:
+        said = f"{name} meets {target.value:g}x: {at}, keeping {kept[name]:.1%} of its score."
+    elif meeting:
+        said = f"{name} keeps {kept[name]:.1%} of the teacher's score (target {target.value:.1%}) at {at}."
+    elif on_speed:
+        said = (
+            f"No candidate reached {target.value:g}x the teacher's speed on this machine at {threads} thread(s); "
+            f"the nearest is {name} at {speed[name]:.1f}x, keeping {kept[name]:.1%} of its score."
         )
-    meeting = [n for n in cands if kept[n] >= target.value]
-    if meeting:
-        name = max(meeting, key=lambda n: (speed[n], kept[n]))
-        return (
-            name,
-            True,
-            (
-                f"{name} keeps {kept[name]:.1%} of the teacher's score (target {target.value:.1%}) at "
-                f"{speed[name]:.1f}x its speed at {threads} thread(s)."
-            ),
-        )
-    name = max(cands, key=lambda n: (kept[n], speed[n]))
-    return (
-        name,
-        False,
-        (
+    else:
+        said = (
             f"No candidate kept {target.value:.1%} of the teacher's score; the nearest is {name}, keeping "
-            f"{kept[name]:.1%} at {speed[name]:.1f}x the teacher's speed at {threads} thread(s)."
-        ),
-    )
+            f"{kept[name]:.1%} at {at}."
+        )
+    return name, bool(meeting), said
 
 
 def shrink(opts: ShrinkOptions, log: Any = print) -> dict[str, Any]:
