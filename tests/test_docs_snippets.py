@@ -52,6 +52,11 @@ class Command:
     reads: list[str] = field(default_factory=list)
     writes: list[str] = field(default_factory=list)
     problem: str = ""  # sentcl's parser refuses the command (a placeholder such as `...`, a wrong option)
+    guard: str = ""  # `[ -d PATH ] || command`: the command runs only where PATH is missing
+
+
+#: `[ -d PATH ]`, `[ -f PATH ]`, `[ -e PATH ]`, `test -d PATH`: a test that a path is there
+GUARD = re.compile(r"^(?:\[ -[def] (\S+) \]|test -[def] (\S+))$")
 
 
 def _norm(path: str) -> str:
@@ -119,7 +124,7 @@ def commands(block: str) -> tuple[Command, ...]:
     """The commands of a bash block, in order: continuations joined, comments and here-document bodies dropped,
     ``&&`` ``|`` ``;`` ``&`` split; ``VAR=value`` prefixes, ``torchrun ... -m sentcl.cli``, ``> FILE`` and ``mkdir``
     understood."""
-    found, heredoc = [], ""
+    found, heredoc, guard = [], "", ""
     for line in block.replace("\\\n", " ").splitlines():
         if heredoc:  # a here-document's body (a Python script, say) is not shell
             heredoc = "" if line.strip() == heredoc else heredoc
@@ -132,7 +137,11 @@ def commands(block: str) -> tuple[Command, ...]:
             if token not in ("&&", "||", "|", ";", "&"):
                 part.append(token)
                 continue
-            command = Command(line)
+            tested = GUARD.match(" ".join(part))
+            if tested and token == "||":  # what follows runs only where the path is missing
+                guard, part = _norm(tested.group(1) or tested.group(2)), []
+                continue
+            command, guard = Command(line, guard=guard), ""
             while part and re.match(r"^\w+=", part[0]):  # VAR=value before a command
                 part.pop(0)
             for i, token_ in enumerate(part):  # > FILE, >> FILE
@@ -219,10 +228,11 @@ def prerequisites(page: Path, seen: frozenset[Path] = frozenset()) -> set[str]:
     return given_
 
 
-def unmade_inputs(page: Path) -> list[str]:
-    """The inputs of a page's commands that nothing earlier made and that are not built in."""
+def unmade_inputs(page: Path, alone: bool = False) -> list[str]:
+    """The inputs of a page's commands that nothing earlier made and that are not built in; ``alone``: the
+    page run by itself in an empty folder, nothing taken from the pages it links to."""
     blocks, _ = _page_blocks(page)
-    made, missing = prerequisites(page), []
+    made, missing = (set() if alone else prerequisites(page)), []
     for block in blocks:
         for command in commands(block):
             if command.problem:
@@ -316,10 +326,23 @@ def test_a_page_that_reads_what_no_step_made_is_found(
 SHELL_VARIABLES = {"PWD", "HOME", "PATH", "USER", "OLDPWD", "SHELL"}
 
 
+def _kept(command: Command, path: str) -> bool:
+    """A write that never replaces: its command runs only where the path (or a path below or above it) is
+    missing (`[ -d runs/quick/best ] || sentcl train ... --output-dir runs/quick`)."""
+    return bool(command.guard) and (_created(path, {command.guard}) or _created(command.guard, {path}))
+
+
 def page_writes(page: Path) -> set[str]:
-    """The paths the page's own commands write (not what it takes from the pages it links to)."""
+    """The paths the page's own commands write (not what it takes from the pages it links to), but for the
+    ones a guard keeps when they are there."""
     blocks, _ = _page_blocks(page)
-    written = {_norm(w) for block in blocks for command in commands(block) for w in command.writes}
+    written = {
+        _norm(w)
+        for block in blocks
+        for command in commands(block)
+        for w in command.writes
+        if not _kept(command, _norm(w))
+    }
     return {path for path in written if not built_in(path)}  # a download item: a second download keeps it
 
 
@@ -363,6 +386,38 @@ def test_no_two_tutorials_write_the_same_file() -> None:
     assert not shared, "\n".join(shared)
 
 
+def test_every_tutorial_alone_in_an_empty_folder_reads_only_what_it_makes() -> None:
+    """A tutorial that read the quickstart's `runs/quick/best` needed the quickstart first: each page makes
+    what it reads (a guarded step at its top, or a pretrained model), whatever ran before it."""
+    missing = [item for page in tutorial_pages() for item in unmade_inputs(page, alone=True)]
+    assert not missing, "\n".join(missing)
+
+
+def setup_steps(page: Path) -> list[str]:
+    """The page's guarded commands (`[ -d P ] || command`), each as one line, continuations joined."""
+    blocks, _ = _page_blocks(page)
+    lines = [" ".join(line.split()) for block in blocks for line in block.replace("\\\n", " ").splitlines()]
+    return [
+        line.split(" #", 1)[0].strip() for line in lines if re.match(r"^(?:\[ -[def] |test -[def] )", line)
+    ]
+
+
+def test_a_tutorials_guarded_step_is_the_quickstarts_own_command() -> None:
+    """A tutorial makes the quickstart's model and sentences by the quickstart's own commands, run only where
+    they are missing: after the quickstart nothing is made again, and in an empty folder it is the same model
+    the page's outputs show."""
+    quickstart = {
+        " ".join(line.split()).split(" #", 1)[0].strip()
+        for block in _page_blocks(tutorial_pages()[0])[0]
+        for line in block.replace("\\\n", " ").splitlines()
+    }
+    steps = {page.name: setup_steps(page) for page in tutorial_pages()[1:]}
+    assert sum(map(len, steps.values())) >= 5
+    for name, lines in steps.items():
+        for line in lines:
+            assert line.split(" || ", 1)[1] in quickstart, f"{name}: `{line}` is not a quickstart command"
+
+
 def test_every_variable_a_tutorial_reads_is_set_on_that_page() -> None:
     """In a new shell, without the quickstart's `export SENTCL_DATA`, the tutorials read '/corpora/...'."""
     missing = [item for page in tutorial_pages() for item in unset_variables(page)]
@@ -379,3 +434,6 @@ def test_the_page_rules_find_a_shared_output_and_an_unset_variable(tmp_path: Pat
                    "--output e.npy\n```\n")  # fmt: skip
     assert shared_outputs([one, two]) == ["e.npy: one.md, two.md"]
     assert unset_variables(one) == [] and len(unset_variables(two)) == 1
+    kept = tmp_path / "kept.md"
+    kept.write_text("```bash\n[ -f e.npy ] || sentcl encode --model m --input a.txt --output e.npy\n```\n")
+    assert shared_outputs([one, kept]) == []  # run only where e.npy is missing: it never replaces one

@@ -106,6 +106,16 @@ def _quickstart_block() -> str:
     return re.search(r"```bash\n(.*?)```", page, re.S).group(1)
 
 
+def _setup_blocks() -> dict[str, str]:
+    """Each tutorial's block that makes the quickstart's model where it is missing (``[ -d ... ] ||``)."""
+    found = {}
+    for page in sorted((ROOT / "docs" / "tutorials").glob("*.md")):
+        for block in re.findall(r"```bash\n(.*?)```", page.read_text(encoding="utf-8"), re.S):
+            if re.search(r"^\[ -d runs/quick/best \] \|\|", block, re.M):
+                found[page.name] = block
+    return found
+
+
 @pytest.mark.slow
 def test_quickstart_command_block_runs_verbatim_in_an_empty_folder(tmp_path: Path, mirror: Mirror) -> None:
     bin_dir, work = tmp_path / "bin", tmp_path / "empty"
@@ -128,6 +138,18 @@ def test_quickstart_command_block_runs_verbatim_in_an_empty_folder(tmp_path: Pat
     assert np.load(work / "emb.npy").shape == (4, 384)
     hits = [line for line in done.stdout.splitlines() if "A man plays the guitar." in line or "music" in line]
     assert hits and "A man plays the guitar." in hits[0], done.stdout[-2000:]
+    # then each tutorial's first step, verbatim, in a new shell in the same folder: it finds the quickstart's
+    # model and sentences and makes nothing again (in an empty folder its lines are the quickstart's own)
+    made = {p: p.stat().st_mtime_ns for p in (work / "runs/quick/results.json", work / "sentences.txt")}
+    setups = _setup_blocks()
+    assert len(setups) >= 5, setups
+    for page, block in setups.items():
+        again = subprocess.run(
+            ["bash", "-e", "-c", block], cwd=work, env=env, capture_output=True, text=True, timeout=120
+        )
+        assert again.returncode == 0, f"{page}: {again.stderr[-2000:]}"
+        assert "sentcl-data/senteval" in again.stdout, page
+    assert {p: p.stat().st_mtime_ns for p in made} == made
 
 
 def test_demo_recipe_reads_a_file_that_sentcl_download_provides() -> None:

@@ -14,7 +14,7 @@ from sentcl.cli import main
 from sentcl.config import to_dict
 from sentcl.experiments.grid import load_grid, point_configs
 from sentcl.experiments.page import write_grid_report
-from sentcl.experiments.runs import GridRow
+from sentcl.experiments.runs import GridRow, start_values
 from sentcl.experiments.summaries import (
     SUMMARY_FILES,
     SUMMARY_RECORD,
@@ -85,6 +85,39 @@ def test_page_rebuilt_from_summaries_equals_the_page_of_the_runs(
     ]
     assert main(argv) == 0
     assert md.read_text(encoding="utf-8") == page_of_runs
+
+
+def test_the_page_shows_the_start_model_in_its_own_pooling_beside_each_run_and_keeps_it_in_the_summaries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A run that evaluated its start model in its own pooling (start_own_pooling.json) gets that score in a
+    column before its own, on the page of the runs and on the page rebuilt from the summaries alone."""
+    monkeypatch.chdir(ROOT)
+    spec = load_grid(GRID)
+    rows = fake_runs(tmp_path)
+    own = {"pooler": "avg", "results": {"stsb_dev": {"STSBenchmark": {"spearman": 86.72}}}}
+    for row in rows:
+        (row.run_dir / "start_own_pooling.json").write_text(json.dumps(own), encoding="utf-8")
+        row.starts = start_values(spec, row.run_dir, None)
+    out = tmp_path / "pages"
+    summaries = write_summaries(rows, summaries_dir(out, spec, "cpu"))
+    md, _ = write_grid_report(spec, "cpu", rows, out, f"sentcl experiment {GRID} --variant cpu", summaries)
+    lines = md.read_text(encoding="utf-8").splitlines()
+    header = next(line for line in lines if line.startswith("| Point"))
+    cells = [c.strip() for c in header.strip("|").split("|")]
+    assert cells[2:4] == ["start model, own pooling (avg)", "STS-B dev"]
+    table = [line for line in lines if line.startswith("| ") and "`" in line]
+    assert len(table) == len(rows)
+    for line, row in zip(table, rows, strict=True):
+        assert [c.strip() for c in line.strip("|").split("|")][2:4] == ["86.72", f"{row.value:.2f}"]
+    for row in rows:
+        assert (summaries / row.point.slug / "start_own_pooling.json").is_file()
+        for name in ("results.json", "config.json", "start_own_pooling.json"):
+            (row.run_dir / name).unlink()
+    before = md.read_text(encoding="utf-8")
+    argv = ["experiment", str(GRID), "--variant", "cpu", "--output", str(out), "--from-summaries"]
+    assert main(argv) == 0
+    assert md.read_text(encoding="utf-8") == before
 
 
 def test_missing_or_broken_summary_is_a_clear_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

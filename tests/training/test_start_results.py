@@ -84,3 +84,21 @@ def test_the_table_shows_the_start_model_in_its_own_pooling(
     )
     row = next(line for line in table.splitlines() if line.startswith("| STS-B dev"))
     assert f"{headline('stsb_dev', want['stsb_dev']):.2f}" == row.split("|")[2].strip()
+    # sentcl report of the run folder: the same three columns, named after the run, from the saved files
+    args = [
+        "report",
+        str(tmp_path / "run"),
+        "--output",
+        str(tmp_path / "report"),
+        "--data-dir",
+        str(data_dir),
+    ]
+    assert main([*args, "--eval-tasks", "stsb_dev"]) == 0
+    page = (tmp_path / "report" / "report.md").read_text(encoding="utf-8").splitlines()
+    dev = page.index("## STS dev (Spearman x 100)")
+    assert page[dev + 2] == (
+        "| Task | run: start model, own pooling (avg) | run: start model, cls | run |"
+    ), page[dev:]
+    assert (
+        next(line for line in page[dev:] if line.startswith("| STS-B")).split("|")[2:5] == row.split("|")[2:5]
+    )

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 
 from sentcl.cli.options import add_overrides
 from sentcl.config import TrainConfig, describe, load_config
@@ -65,24 +64,11 @@ def _failed(message: str) -> int:
     return 1
 
 
-def result_columns(result: Any, pooler: str | None) -> dict[str, dict[str, Any]]:
-    """The end-of-training table's columns: the start model in its own pooling (where the run pooled it
-    otherwise), the start model as the run pooled it (``eval.compare_with_start``), the trained model."""
-    columns: dict[str, dict[str, Any]] = {}
-    if result.start_own is not None:
-        own_pooler, own_results = result.start_own
-        columns[f"start model, own pooling ({own_pooler})"] = own_results
-        if result.start_results:
-            columns[f"start model, {pooler}"] = result.start_results
-    elif result.start_results:
-        columns["start model"] = result.start_results
-    return {**columns, "trained": result.results}
-
-
 def handle(args: argparse.Namespace) -> int:
     from sentcl.evaluation.runner import format_results
     from sentcl.training.checkpoint import CheckpointError
     from sentcl.training.loop import train
+    from sentcl.training.start_columns import result_columns
     from sentcl.training.step import TrainingDiverged, TrainingStalled
 
     overrides = list(args.overrides)
@@ -106,5 +92,9 @@ def handle(args: argparse.Namespace) -> int:
     print(
         f"best {cfg.eval.dev_task} = {result.best_score:.2f} at step {result.best_step}; model in {result.output_dir / 'best'}"
     )
-    print(format_results(result_columns(result, cfg.model.pooler)))
+    print(
+        format_results(
+            result_columns(result.results, cfg.model.pooler, result.start_results, result.start_own)
+        )
+    )
     return 0

@@ -18,23 +18,44 @@ def _fmt(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
+def start_labels(rows: Sequence[GridRow]) -> list[str]:
+    """The start-model columns any row has, in the order ``sentcl train``'s table gives them."""
+    return list(dict.fromkeys(label for row in rows for label in row.starts))
+
+
+def _starts(labels: Sequence[str], rows: Sequence[GridRow]) -> list[str]:
+    """One cell per start column: the rows' mean (the start model is the same for each seed), else "-"."""
+    cells = []
+    for label in labels:
+        values = [r.starts[label] for r in rows if label in r.starts]
+        cells.append(f"{statistics.fmean(values):.2f}" if values else "-")
+    return cells
+
+
 def grid_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
     """Markdown: | Point | Overrides | <metric> | Paper | Best step | Run folder |, one row per point."""
     metric = METRICS[spec.metric][2]
     with_paper = bool(spec.paper)
     also = [METRICS[m][2] for m in spec.also]
+    starts = start_labels(rows)  # beside the result, as sentcl train's table
     header = (
-        ["Point", "Overrides", metric, *also]
+        ["Point", "Overrides", *starts, metric, *also]
         + (["Paper"] if with_paper else [])
         + ["Best step", "Run folder"]
     )
     lines = [
         "| " + " | ".join(header) + " |",
-        "|---|---|---:|" + "---:|" * len(also) + ("---:|" if with_paper else "") + "---:|---|",
+        "|---|---|"
+        + "---:|" * len(starts)
+        + "---:|"
+        + "---:|" * len(also)
+        + ("---:|" if with_paper else "")
+        + "---:|---|",
     ]
     for row in rows:
         overrides = ", ".join(f"`{o}`" for o in row.point.overrides) or "(base)"
-        cells = [row.point.name, overrides, f"{row.value:.2f}", *(f"{row.extra[m]:.2f}" for m in spec.also)]
+        cells = [row.point.name, overrides, *_starts(starts, [row]), f"{row.value:.2f}"]
+        cells += [f"{row.extra[m]:.2f}" for m in spec.also]
         cells += [_fmt(row.paper)] if with_paper else []
         cells += [_fmt(row.best_step), f"`{row.run_dir}`"]
         lines.append("| " + " | ".join(cells) + " |")
@@ -79,11 +100,17 @@ def seed_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
     metric = METRICS[spec.metric][2]
     with_paper = bool(spec.paper)
     also = [f"{METRICS[m][2]} (mean ± sd)" for m in spec.also]
-    header = ["Point", "Overrides", f"{metric} (mean ± sd)", "Per seed", *also]
+    starts = start_labels(rows)  # beside the result, as sentcl train's table
+    header = ["Point", "Overrides", *starts, f"{metric} (mean ± sd)", "Per seed", *also]
     header += ["Paper"] if with_paper else []
     lines = [
         "| " + " | ".join(header + ["Run folder"]) + " |",
-        "|---|---|---:|---|" + "---:|" * len(also) + ("---:|" if with_paper else "") + "---|",
+        "|---|---|"
+        + "---:|" * len(starts)
+        + "---:|---|"
+        + "---:|" * len(also)
+        + ("---:|" if with_paper else "")
+        + "---|",
     ]
     for summary in by_point(rows):
         first = summary.rows[0]
@@ -92,7 +119,7 @@ def seed_table(spec: GridSpec, rows: Sequence[GridRow]) -> str:
             post = first.point.postprocess
             overrides += f"; {post.method} of {post.model}"
         seeds = ", ".join(f"{r.seed}: {r.value:.2f}" for r in summary.rows)
-        cells = [first.point.name, overrides, _mean_sd(summary.values), seeds]
+        cells = [first.point.name, overrides, *_starts(starts, summary.rows), _mean_sd(summary.values), seeds]
         cells += [_mean_sd([r.extra[m] for r in summary.rows]) for m in spec.also]
         cells += [_fmt(first.paper)] if with_paper else []
         cells += [f"`{first.run_dir.parent}`"]

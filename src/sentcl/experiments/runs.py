@@ -19,6 +19,7 @@ from sentcl.experiments.grid import METRICS, PLACE_KEYS, GridPoint, GridSpec, po
 from sentcl.experiments.postprocess_points import START, postprocess_differences, run_postprocess_point
 from sentcl.files.artefacts import RUN_CONFIG, RUN_RESULTS
 from sentcl.files.read import read_typed_json
+from sentcl.training.start_columns import TRAINED, read_starts, result_columns
 
 logger = logging.getLogger(__name__)
 
@@ -53,6 +54,24 @@ class GridRow:
     reused: bool
     seed: int | None = None  # the grid's seed of this run (None: a grid without seeds)
     extra: dict[str, float] = field(default_factory=dict)  # the grid's ``also`` metrics
+    # the start model's metric beside the run's, where the run evaluated it: column label -> value
+    starts: dict[str, float] = field(default_factory=dict)
+
+
+def start_values(spec: GridSpec, folder: Path, pooler: str | None) -> dict[str, float]:
+    """The grid metric of the run's start model (its own pooling; as the run pooled it) from a run folder or
+    its summary, labelled as ``sentcl train``'s table labels them; a start result without the metric is left
+    out (it was evaluated on other tasks)."""
+    as_run, own = read_starts(folder)
+    columns = result_columns({}, pooler, as_run, own)
+    del columns[TRAINED]
+    values = {}
+    for label, results in columns.items():
+        try:
+            values[label] = METRICS[spec.metric][1](results)
+        except (KeyError, TypeError, ValueError):
+            continue
+    return values
 
 
 def row_values(spec: GridSpec, results_file: Path) -> tuple[dict[str, Any], float, dict[str, float]]:
@@ -112,9 +131,18 @@ def run_grid(
                 logger.info("%s: %s of %s in %s", progress, post.method, post.model, out)
                 run_postprocess_point(post, cfg, variant, where, source)
         summary, value, extra = row_values(spec, out / "results.json")
+        starts = start_values(spec, out, cfg.model.pooler)
         rows.append(
             GridRow(
-                point, out, value, summary.get("best_step"), spec.paper.get(point.name), done, seed, extra
+                point,
+                out,
+                value,
+                summary.get("best_step"),
+                spec.paper.get(point.name),
+                done,
+                seed,
+                extra,
+                starts,
             )
         )
     return rows

@@ -3,7 +3,7 @@
 ``sentcl experiment`` copies each run's summary next to its page, into
 ``<output>/<grid>-<variant>/runs/<point slug>[/seed-<seed>]/``: the resolved config (``config.json``), the
 training log (``metrics.jsonl``), the final results (``results.json``), the provenance (``provenance.json``)
-and, where the run compared with its start, ``start_results.json``. Never weights: a summary is a few KB.
+and, where the run evaluated its start model, ``start_results.json`` and ``start_own_pooling.json``. Never weights: a summary is a few KB.
 
 ``summary.json`` records the SHA-256 of each, verified when the page is rebuilt.
 
@@ -22,16 +22,24 @@ from pathlib import Path
 from sentcl.config import ConfigError, TrainConfig
 from sentcl.experiments.grid import GridPoint, GridSpec, point_configs
 from sentcl.experiments.postprocess_points import START
-from sentcl.experiments.runs import GridRow, config_differences, row_values
+from sentcl.experiments.runs import GridRow, config_differences, row_values, start_values
 from sentcl.files.artefacts import RUN_CONFIG
 from sentcl.files.atomic import atomic_write_json
 from sentcl.files.fingerprint import file_records, verify_records
 from sentcl.files.output import write_folder
 from sentcl.files.read import read_json, read_typed_json
+from sentcl.training.start_columns import START_OWN_POOLING_FILE, START_RESULTS_FILE
 
 #: the files of a run folder that make its summary, in the order they are copied; the first two are required (a
 #: post-processing point trains nothing, so it has no metrics.jsonl)
-SUMMARY_FILES = ("config.json", "results.json", "metrics.jsonl", "provenance.json", "start_results.json")
+SUMMARY_FILES = (
+    "config.json",
+    "results.json",
+    "metrics.jsonl",
+    "provenance.json",
+    START_RESULTS_FILE,
+    START_OWN_POOLING_FILE,
+)
 REQUIRED = SUMMARY_FILES[:2]
 #: the SHA-256 of each summary file, written beside them
 SUMMARY_RECORD = "summary.json"
@@ -124,6 +132,7 @@ def rows_from_summaries(
                     True,
                     seed,
                     extra,
+                    start_values(spec, folder, cfg.model.pooler),
                 )
             )
     return rows

@@ -38,3 +38,8 @@ REPORT_CACHE = Record({"results": TASK_RESULTS}, {"model_fingerprint": Maybe(Tex
 
 ALIGNMENT_RECORD = Record({"step": Int(0), "alignment": Maybe(Real()), "uniformity": Maybe(Real())})
 RESUME_RECORD = Record({"step": Int(0)})
+
+#: ``start_results.json``: the start model as the run pools it (``eval.compare_with_start``), task -> result
+START_RESULTS = TASK_RESULTS
+#: ``start_own_pooling.json``: the start model in its own pooling, where the run pools it otherwise
+START_OWN_POOLING = Record({"pooler": Text(), "results": TASK_RESULTS})

@@ -21,12 +21,13 @@ from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.evaluation.runner import evaluate, expand
 from sentcl.evaluation.sts import write_json
 from sentcl.evaluation.transfer import DEFAULT_PROTOCOL as DEFAULT_TRANSFER_PROTOCOL
-from sentcl.files.artefacts import ALIGNMENT_RECORD, REPORT_CACHE, RESUME_RECORD, RUN_RESULTS
+from sentcl.files.artefacts import ALIGNMENT_RECORD, REPORT_CACHE, RESUME_RECORD, RUN_CONFIG, RUN_RESULTS
 from sentcl.files.fields import check
 from sentcl.files.fingerprint import model_fingerprint
 from sentcl.files.pathcheck import check_input_dir
 from sentcl.files.paths import OFFLINE_MODELS
 from sentcl.files.read import iter_jsonl, read_typed_json
+from sentcl.training.start_columns import TRAINED, read_starts, result_columns
 
 logger = logging.getLogger(__name__)
 CACHE_FILE = "report_cache.json"
@@ -47,6 +48,8 @@ class ReportSource:
     summary: dict[str, Any] = field(default_factory=dict)
     results: dict[str, Any] = field(default_factory=dict)
     trajectory: list[dict[str, float]] = field(default_factory=list)
+    # a run's start model beside it (sentcl.training.start_columns): column label -> its task results
+    starts: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def is_run(self) -> bool:
@@ -77,6 +80,18 @@ def _number(value: float | None) -> float:
     return math.nan if value is None else float(value)  # strict JSON writes a NaN as null
 
 
+def _start_columns(run_dir: Path) -> dict[str, dict[str, Any]]:
+    """The run's start model columns, as ``sentcl train``'s table names them (the trained one left out)."""
+    as_run, own = read_starts(run_dir)
+    pooler = None
+    if as_run is not None and own is not None and (run_dir / "config.json").is_file():
+        config = read_typed_json(run_dir / "config.json", RUN_CONFIG, "run config")
+        pooler = config.get("model", {}).get("pooler")
+    columns = result_columns({}, pooler, as_run, own)
+    del columns[TRAINED]
+    return columns
+
+
 def open_source(spec: str, cache_dir: Path, pooler: str | None = None) -> ReportSource:
     """A run folder (results.json or best/), a model folder (config.json) or an offline short name.
 
@@ -91,6 +106,7 @@ def open_source(spec: str, cache_dir: Path, pooler: str | None = None) -> Report
             source.results = dict(source.summary["results"])
         if (path / "metrics.jsonl").is_file():
             source.trajectory = read_trajectory(path / "metrics.jsonl")
+        source.starts = _start_columns(path)
         if not (path / "best").is_dir():
             raise FileNotFoundError(f"run folder {path} has no best/ model folder")
         return source

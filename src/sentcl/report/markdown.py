@@ -45,13 +45,28 @@ def alignment_table(sources: Sequence[ReportSource]) -> str:
     return "\n".join(lines)
 
 
+def task_columns(sources: Sequence[ReportSource], tasks: Sequence[str]) -> dict[str, Any]:
+    """Column name -> result of the first of ``tasks`` a column has: each source's own, and before a run's, its
+    start model (in its own pooling, and as the run pooled it) where the run evaluated it on that task."""
+    columns: dict[str, Any] = {}
+    for s in sources:
+        for label, results in s.starts.items():
+            task = next((t for t in tasks if t in results), None)
+            if task is not None:
+                columns[f"{s.name}: {label}"] = results[task]
+        task = next((t for t in tasks if t in s.results), None)
+        if task is not None:
+            columns[s.name] = s.results[task]
+    return columns
+
+
 def render(sources: Sequence[ReportSource], figures: Mapping[str, str], notes: Sequence[str] = ()) -> str:
     """The whole page; ``figures``: PNG file name -> caption."""
     parts = ["# sentcl report", "", sources_table(sources), ""]
-    sts = {s.name: s.results["sts"] for s in sources if "sts" in s.results}
+    sts = task_columns(sources, ["sts"])
     if sts:
         parts += ["## STS (Spearman x 100, seven tasks)", "", TASKS["sts"].format(sts), ""]
-    dev = {s.name: s.results[t] for s in sources for t in ("dev", "stsb_dev") if t in s.results}
+    dev = task_columns(sources, ["stsb_dev", "dev"])  # a source with both: stsb_dev
     if dev:
         parts += ["## STS dev (Spearman x 100)", "", TASKS["dev"].format(dev), ""]
     transfer: dict[str, Any] = {}

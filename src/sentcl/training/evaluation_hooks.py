@@ -25,6 +25,7 @@ from sentcl.modeling.open import open_model
 from sentcl.rng import preserved_rng
 from sentcl.training.best_model import best_folder, keep_best, write_card
 from sentcl.training.run import RunSetup, RunState
+from sentcl.training.start_columns import START_OWN_POOLING_FILE, START_RESULTS_FILE
 from sentcl.training.step import TrainingDiverged, check_finite_weights
 
 logger = logging.getLogger(__name__)
@@ -59,7 +60,7 @@ class Evaluations:
         e, out = self.cfg.eval, self.run.out
         if not (e.compare_with_start and self.run.main):
             return None
-        start_file = out / "start_results.json"
+        start_file = out / START_RESULTS_FILE
         if start_file.is_file():
             return read_json(start_file, what="the starting model's results")
         logger.info("evaluating the starting model on %s", _named(e.final_tasks))
@@ -77,7 +78,7 @@ class Evaluations:
             return None  # the folder's own pooler: the start model of compare_with_start is the own one
         if locate(m.name_or_path).kind not in OWN_POOLING_KINDS:
             return None
-        own_file = out / "start_own_pooling.json"
+        own_file = out / START_OWN_POOLING_FILE
         if own_file.is_file():
             saved = read_json(own_file, what="the start model's results in its own pooling")
             return str(saved["pooler"]), saved["results"]
