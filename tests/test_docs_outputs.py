@@ -47,11 +47,6 @@ NEEDS_MORE = {
         "docs/guides/adapt-to-your-domain.md",
         "--unlabelled held_out.txt",
     ): "the label-free evaluation, a user's file",
-    (
-        "docs/tutorials/smaller-faster.md",
-        "sentcl shrink all-MiniLM-L6-v2",
-    ): "over an hour of CPU: not yet measured",
-    ("README.md", "sentcl shrink all-MiniLM-L6-v2"): "over an hour of CPU: not yet measured",
     ("docs/guides/training-runs.md", "# on every machine (HOST_A"): "several machines",
     ("docs/guides/beyond-one-machine.md", "export AWS_ENDPOINT_URL=https://s3.example.com"): "object storage",
     (
