@@ -276,6 +276,7 @@ def handle(args: argparse.Namespace) -> int:
             "http": protocol,
             "timeout_keep_alive": args.keep_alive_timeout,
             "log_level": "warning" if not args.verbose else "info",
+            "log_config": None,  # uvicorn's lines go through sentcl's log handler (files.shown)
         }
         listen(sock, args.host)
         serve_on(app, sock, config)

@@ -22,6 +22,7 @@ import numpy as np
 from sentcl.data.readers import read_sentences as read_text_sentences
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.fingerprint import search_fingerprint
+from sentcl.files.shown import shown
 from sentcl.index.exact import SearchIndex, build_index, load_index
 
 logger = logging.getLogger(__name__)
@@ -198,8 +199,8 @@ def format_hits(queries: Sequence[str], hits: Sequence[Sequence[Hit]]) -> str:
     """A readable table per query: rank, cosine, corpus line, sentence."""
     parts = []
     for query, rows in zip(queries, hits, strict=True):
-        lines = [f"query: {query}", f"{'rank':>4}  {'cosine':>7}  {'line':>6}  sentence"]
-        lines += [f"{h.rank:>4}  {h.score:>7.4f}  {h.line:>6}  {h.text}" for h in rows]
+        lines = [f"query: {shown(query)}", f"{'rank':>4}  {'cosine':>7}  {'line':>6}  sentence"]
+        lines += [f"{h.rank:>4}  {h.score:>7.4f}  {h.line:>6}  {shown(h.text)}" for h in rows]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
