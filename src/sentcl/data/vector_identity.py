@@ -15,11 +15,20 @@ rot is refused, not served as a cosine of 1e37.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
-from sentcl.files.fingerprint import IntegrityError, model_fingerprint, shards_fingerprint, verify_records
+from sentcl.files.fingerprint import (
+    IntegrityError,
+    model_fingerprint,
+    shards_fingerprint,
+    unrecorded,
+    verify_records,
+)
 from sentcl.files.paths import resolve_model_path
+
+logger = logging.getLogger(__name__)
 
 # the encoder settings a search must share with the index (field -> how it is named in a message)
 SETTINGS = {"pooler": "pooler", "max_length": "max length", "truncate_dim": "truncation (truncate_dim)"}
@@ -99,3 +108,5 @@ def verify_index_files(index: Path, meta: dict[str, Any], meta_file: str, only: 
         files = {only: files[only]}
     if "files" in meta:
         verify_records(index, files, str(index / meta_file), "rebuild the index with sentcl index build")
+    elif only is None:  # opened all the same (an older index), but not as if it had been checked
+        logger.warning(unrecorded(str(index / meta_file), "rebuild the index with sentcl index build"))

@@ -35,6 +35,7 @@ from sentcl.data.shards import ShardSet, read_manifest
 from sentcl.data.vector_identity import check_shards, verify_index_files
 from sentcl.extras import extra_hint
 from sentcl.files.fields import Int, Maybe, Record, Text, check
+from sentcl.files.pathcheck import input_file_problem
 from sentcl.files.read import load_npy
 from sentcl.index import quantized
 from sentcl.index.faiss_params import REFINED, TYPES
@@ -270,7 +271,10 @@ def open_index(
     meta_file, meta = read_meta(folder)  # the family's reader: index.json, or an older build's faiss.json
     meta = check(meta, META_SPEC, f"{meta_file} (index metadata)", ValueError, "rebuild the index")
     path = folder / INDEX_FILE
-    if not path.is_file() or path.stat().st_size == 0:
+    found = input_file_problem(path)  # a FIFO or a device in its place is named as what it is, never read
+    if found is not None and not found[1]:
+        raise ValueError(f"{path} {found[0]}; rebuild the index with sentcl index build")
+    if found is not None or path.stat().st_size == 0:
         raise FileNotFoundError(f"{path} is missing or empty; rebuild the index with sentcl index build")
     verify_index_files(folder, meta, meta_file.name, only=INDEX_FILE)  # before faiss parses a byte of it
     kind, flags = meta["type"], MMAP_FLAGS.get(meta["type"], 0) if mmap else 0
