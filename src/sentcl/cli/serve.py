@@ -252,6 +252,10 @@ def handle(args: argparse.Namespace) -> int:
             # by --release-budget-mb since the last release, where given)
             budget = args.release_budget_mb * 2**20 if args.release_budget_mb else None
             release = PeriodicRelease(1.0, budget_bytes=budget).maybe
+        if args.index and args.truncate_dim is None:  # the index's own truncation, as search applies it
+            from sentcl.index.reader import index_truncate_dim
+
+            args.truncate_dim = index_truncate_dim(args.index)
         encoder = load_model(args)
         index = (
             load_search_index(args.index, encoder, args.model, args.max_length, args.allow_model_mismatch)

@@ -74,6 +74,28 @@ def mismatches(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return out
 
 
+def dim_mismatch(where: object, held: int, meta: dict[str, Any], model: str, dim: int) -> str:
+    """The one wording of an index (``where``, holding ``held``-dimensional vectors) searched with embeddings
+    of another width: the truncation to pass when the index records one, else the model to search with."""
+    truncate = meta.get("truncate_dim")
+    fix = (
+        f"the index was encoded with --truncate-dim {truncate}: pass --truncate-dim {truncate} (or leave it out: "
+        "the index's own is applied)"
+        if isinstance(truncate, int) and truncate != dim
+        else "search with the model that encoded the corpus"
+    )
+    return (
+        f"{where}: the index holds {held}-dimensional vectors (model {meta.get('model')!r}) but {model} gives "
+        f"{dim}-dimensional embeddings; {fix}"
+    )
+
+
+def recorded_truncate_dim(meta: dict[str, Any]) -> int | None:
+    """The Matryoshka truncation an index's vectors were encoded with (its header's ``truncate_dim``), or None."""
+    value = meta.get("truncate_dim")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def check_encoder(where: Path, saved: dict[str, Any], now: dict[str, Any], allow: bool) -> list[str]:
     """Raise ValueError naming both values of every differing field, unless ``allow`` (then return them)."""
     found = mismatches(saved, now)

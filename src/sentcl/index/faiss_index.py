@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.shards import ShardSet, read_manifest
-from sentcl.data.vector_identity import check_shards, verify_index_files
+from sentcl.data.vector_identity import check_shards, dim_mismatch, verify_index_files
 from sentcl.extras import extra_hint
 from sentcl.files.fields import Int, Maybe, Record, Text, check
 from sentcl.files.pathcheck import input_file_problem
@@ -130,11 +130,7 @@ class AnnIndex:
 
     def check_dim(self, dim: int, model: str = "the model") -> None:
         if dim != self.dim:
-            raise ValueError(
-                f"{self.folder}: the index holds {self.dim}-dimensional vectors (model "
-                f"{self.meta.get('model')!r}) but {model} gives {dim}-dimensional embeddings; "
-                "search with the model that encoded the corpus"
-            )
+            raise ValueError(dim_mismatch(self.folder, self.dim, self.meta, model, dim))
 
     def check_encoder(self, model: str, encoder: Any, max_length: int | None, allow: bool = False) -> None:
         """Refuse an encoder whose model, pooler, max length or truncation differs from the index's
