@@ -31,6 +31,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from sentcl.cli.option_rules import check as check_option_rules
 from sentcl.cli.options import USER_ERRORS, user_error_message
 from sentcl.extras import missing_extra_message
 from sentcl.files.pathcheck import os_error_message
@@ -154,6 +155,7 @@ def _run(args: argparse.Namespace) -> int:
     # a detail of its install, not of the command; shown with --verbose
     logging.getLogger("faiss").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     try:
+        check_option_rules(args)  # options that contradict each other: one line, before any work
         code = int(args.func(args))
         sys.stdout.flush()
         return code

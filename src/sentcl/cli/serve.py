@@ -6,6 +6,8 @@ import argparse
 import logging
 import os
 
+from sentcl.cli.option_rules import declare as declare_rules
+from sentcl.cli.option_rules import excludes, needs
 from sentcl.cli.options import add_model_options, load_model, positive_int
 from sentcl.extras import missing_extra_message
 from sentcl.files.kinds import (
@@ -105,6 +107,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the last return: a tighter bound on memory, at some throughput (default: once a second only).",
     )
     p.set_defaults(func=handle)
+    declare_serve_rules(p)
+
+
+def declare_serve_rules(p: argparse.ArgumentParser) -> None:
+    """``serve``'s options that contradict each other (``sentcl.cli.option_rules``)."""
+    declare_rules(
+        p,
+        excludes(
+            "--release-budget-mb",
+            "--keep-malloc-threshold",
+            "the budget paces the allocator's release of free memory, which --keep-malloc-threshold turns off",
+        ),
+        excludes("--api-key", "--api-key-file", "the service takes one key"),
+        needs(
+            "--allow-model-mismatch", "--index", why="it lets /search use an index built by another encoder"
+        ),
+    )
 
 
 @declare("port")
