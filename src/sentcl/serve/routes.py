@@ -200,6 +200,16 @@ def add_routes(app: FastAPI, service: Service) -> None:
         return Response(service.metrics.render(), media_type=PROMETHEUS_TEXT)
 
     add_openai_routes(app, service)
+    answer_head_where_get(app)
+
+
+def answer_head_where_get(app: FastAPI) -> None:
+    """HEAD on every route that answers GET (RFC 9110: a load balancer's probe is often HEAD /health): the
+    GET's status and headers, no body (the server drops it); a 405 names the methods in ``Allow``."""
+    for route in app.router.routes:
+        methods = getattr(route, "methods", None)
+        if isinstance(methods, set) and "GET" in methods:
+            methods.add("HEAD")
 
 
 def add_openai_routes(app: FastAPI, service: Service) -> None:
