@@ -243,6 +243,24 @@ def _record_sound(rec: dict[str, Any]) -> bool:
     return names and isinstance(rows, int) and not isinstance(rows, bool) and rows >= 0
 
 
+class InputChangedError(ValueError):
+    """The hits' texts can no longer be read as they were encoded: the input was edited since the encode, or
+    the shards were encoded again since they were opened. ``fact`` says which; ``str()`` adds what to do."""
+
+    def __init__(self, fact: str, advice: str) -> None:
+        super().__init__(f"{fact}; {advice}")
+        self.fact = fact
+
+
+def _stat_key(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime) of ``path``, or None where it is gone: an atomic rewrite is another inode."""
+    try:
+        st = path.stat()
+    except OSError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 @dataclass
 class ShardSet:
     """The shards of a finished encode, memory-mapped one at a time; row r is line r + 1 of the input."""
@@ -253,6 +271,8 @@ class ShardSet:
     # reads, and a re-scoring search gathers k·r rows for every query
     _gathered: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
     _verified: set[int] = field(default_factory=set, init=False, repr=False, compare=False)
+    # manifest.json as it was when opened: an encode run again into the folder since is seen by ``check_input``
+    _opened: tuple[int, int, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, folder: str | Path) -> ShardSet:
@@ -273,7 +293,9 @@ class ShardSet:
                     f"{rec.get('rows')!r}); run the encode again into a new folder"
                 )
             expected += rec["rows"]
-        return cls(folder, manifest)
+        shards = cls(folder, manifest)
+        shards._opened = _stat_key(folder / MANIFEST)
+        return shards
 
     @property
     def dim(self) -> int:
@@ -344,9 +366,16 @@ class ShardSet:
         return np.concatenate(parts)  # (n, D)
 
     def check_input(self) -> None:
-        """Raise ValueError when the encoded input is missing or changed: another size, or another mtime whose
-        SHA-256 differs too (a manifest of an older sentcl, with a sampled hash only: another mtime); a stat()
+        """Raise ``InputChangedError`` when the shards were encoded again since they were opened (their
+        manifest rewritten: a long-lived reader such as the service holds rows that may name other sentences
+        now), or when the encoded input is missing or changed: another size, or another mtime whose SHA-256
+        differs too (a manifest of an older sentcl, with a sampled hash only: another mtime); two stat() calls
         when unchanged."""
+        if self._opened is not None and _stat_key(self.folder / MANIFEST) != self._opened:
+            raise InputChangedError(
+                f"the shards in {self.folder} were encoded again since they were opened",
+                "open the index again (rebuilt from them) to read hits' texts",
+            )
         src = Path(self.manifest["input"])
         saved = self.manifest.get("input_fingerprint")
         stat = src.stat() if src.is_file() else None
@@ -359,9 +388,9 @@ class ShardSet:
         ):
             changed = input_fingerprint(src)["sha256"] != saved.get("sha256")
         if changed:
-            raise ValueError(
-                f"the input {src} of {self.folder} is missing or changed since it was encoded; "
-                "re-encode it (run the same sentcl encode command again) to read hits' texts"
+            raise InputChangedError(
+                f"the input {src} of {self.folder} is missing or changed since it was encoded",
+                "re-encode it (run the same sentcl encode command again) to read hits' texts",
             )
 
     def gather(self, rows: np.ndarray | list[int]) -> np.ndarray:
