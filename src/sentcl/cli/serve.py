@@ -20,7 +20,7 @@ from sentcl.files.kinds import (
     secret_file,
 )
 from sentcl.files.slots import declare
-from sentcl.serve.server import bind, fit_connections, listen, serve_on, url_of
+from sentcl.serve.server import KEEP_ALIVE_S, bind, fit_connections, listen, serve_on, url_of
 
 logger = logging.getLogger("sentcl")
 
@@ -185,8 +185,10 @@ def add_network_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keep-alive-timeout",
         type=positive_int,
-        default=5,
-        help="Seconds an idle kept-alive connection stays open (default 5).",
+        default=KEEP_ALIVE_S,
+        help=f"Seconds an idle kept-alive connection stays open (default {KEEP_ALIVE_S}: longer than clients' "
+        "pools keep an idle connection, so the client closes first and no request meets a closing connection; "
+        "behind a load balancer, more than its idle timeout).",
     )
     p.add_argument(
         "--max-connections",
