@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.readers import decode_line
+from sentcl.data.shard_input import check_unchanged, stat_key
 from sentcl.data.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, shard_stem
 from sentcl.data.shard_resume import finished as _finished
 from sentcl.data.vector_identity import model_identity
@@ -243,24 +244,6 @@ def _record_sound(rec: dict[str, Any]) -> bool:
     return names and isinstance(rows, int) and not isinstance(rows, bool) and rows >= 0
 
 
-class InputChangedError(ValueError):
-    """The hits' texts can no longer be read as they were encoded: the input was edited since the encode, or
-    the shards were encoded again since they were opened. ``fact`` says which; ``str()`` adds what to do."""
-
-    def __init__(self, fact: str, advice: str) -> None:
-        super().__init__(f"{fact}; {advice}")
-        self.fact = fact
-
-
-def _stat_key(path: Path) -> tuple[int, int, int] | None:
-    """(inode, size, mtime) of ``path``, or None where it is gone: an atomic rewrite is another inode."""
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 @dataclass
 class ShardSet:
     """The shards of a finished encode, memory-mapped one at a time; row r is line r + 1 of the input."""
@@ -294,7 +277,7 @@ class ShardSet:
                 )
             expected += rec["rows"]
         shards = cls(folder, manifest)
-        shards._opened = _stat_key(folder / MANIFEST)
+        shards._opened = stat_key(folder / MANIFEST)
         return shards
 
     @property
@@ -366,32 +349,9 @@ class ShardSet:
         return np.concatenate(parts)  # (n, D)
 
     def check_input(self) -> None:
-        """Raise ``InputChangedError`` when the shards were encoded again since they were opened (their
-        manifest rewritten: a long-lived reader such as the service holds rows that may name other sentences
-        now), or when the encoded input is missing or changed: another size, or another mtime whose SHA-256
-        differs too (a manifest of an older sentcl, with a sampled hash only: another mtime); two stat() calls
-        when unchanged."""
-        if self._opened is not None and _stat_key(self.folder / MANIFEST) != self._opened:
-            raise InputChangedError(
-                f"the shards in {self.folder} were encoded again since they were opened",
-                "open the index again (rebuilt from them) to read hits' texts",
-            )
-        src = Path(self.manifest["input"])
-        saved = self.manifest.get("input_fingerprint")
-        stat = src.stat() if src.is_file() else None
-        changed = stat is None or stat.st_size != self.manifest.get("input_bytes")
-        if (
-            not changed
-            and isinstance(saved, dict)
-            and stat is not None
-            and stat.st_mtime_ns != saved.get("mtime_ns")
-        ):
-            changed = input_fingerprint(src)["sha256"] != saved.get("sha256")
-        if changed:
-            raise InputChangedError(
-                f"the input {src} of {self.folder} is missing or changed since it was encoded",
-                "re-encode it (run the same sentcl encode command again) to read hits' texts",
-            )
+        """Raise ``InputChangedError`` when the shards were encoded again since they were opened, or their
+        input is missing or changed since it was encoded (``sentcl.data.shard_input``)."""
+        check_unchanged(self.folder, self.folder / MANIFEST, self.manifest, self._opened)
 
     def gather(self, rows: np.ndarray | list[int]) -> np.ndarray:
         """The stored vectors of the given row ids, in the given order: (len(rows), dim) float32 (the shards

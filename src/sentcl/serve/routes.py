@@ -14,7 +14,7 @@ import orjson
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, Response
 
-from sentcl.data.shards import InputChangedError
+from sentcl.data.shard_input import InputChangedError
 from sentcl.serve.limits import ServiceError
 from sentcl.serve.schemas import EmbedRequest, OpenAIEmbeddingRequest, SearchRequest, SimilarityRequest
 from sentcl.serve.service import Service
