@@ -146,8 +146,6 @@ def _run(args: argparse.Namespace) -> int:
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     if "transformers" in sys.modules:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
-    if getattr(args, "evaluates", False):  # a command that evaluates (set_defaults(evaluates=True))
-        from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
     handler = logging.StreamHandler()  # log lines show a path's or a text's control characters escaped
     handler.setFormatter(ShownFormatter("%(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
@@ -156,6 +154,8 @@ def _run(args: argparse.Namespace) -> int:
     logging.getLogger("faiss").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     try:
         check_option_rules(args)  # options that contradict each other: one line, before any work
+        if getattr(args, "evaluates", False):  # a command that evaluates (set_defaults(evaluates=True))
+            from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
         code = int(args.func(args))
         sys.stdout.flush()
         return code
