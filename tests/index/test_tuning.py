@@ -9,10 +9,11 @@ import numpy as np
 import pytest
 
 from sentcl.cli import main
+from sentcl.data.shards import encode_shards
 from sentcl.index import open_index
 from sentcl.index.faiss_build import build_from_shards
 from sentcl.index.faiss_params import IndexParams
-from tests.index.index_fixtures import clustered, write_shards
+from tests.index.index_fixtures import Fixed, clustered, write_shards
 
 pytest.importorskip("faiss")
 
@@ -23,12 +24,10 @@ def shards(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, np.ndarray]:
 
 
 def numpy_recall(index_dir: Path, vectors: np.ndarray, queries: np.ndarray, **setting: int) -> float:
-    """Recall@10 of the opened index at ``setting`` against a brute-force numpy top-10 by cosine."""
-    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
-    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
-    exact = np.argsort(-(q @ unit.T), axis=1, kind="stable")[:, :10]  # (Q, 10)
+    """Recall@10 of the opened index at ``setting`` against a brute-force numpy search by cosine (a found row
+    as close as the 10th best counts: ``tie_aware_recall``)."""
     _, ids = open_index(index_dir, **setting).search(queries, 10)
-    return float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(ids, exact, strict=True)]))
+    return tie_aware_recall(ids, vectors, queries)
 
 
 @pytest.mark.parametrize(("kind", "key"), [("ivf", "nprobe"), ("hnsw", "ef_search"), ("ivfpq", "nprobe")])
@@ -132,3 +131,57 @@ def test_cli_build_info_and_search_override(
         main([*argv, "--target-recall", "1.5"])
     assert exit_info.value.code == 2
     assert "expected a number in (0, 1]" in capsys.readouterr().err
+
+
+def tie_aware_recall(found: np.ndarray, vectors: np.ndarray, queries: np.ndarray, k: int = 10) -> float:
+    """An independent reference: a found row is right when its cosine is within 1e-5 of the numpy k-th best."""
+    unit = vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+    q = queries / np.linalg.norm(queries, axis=1, keepdims=True)
+    cos = q @ unit.T  # (Q, N)
+    kth = np.sort(cos, axis=1)[:, -k]  # (Q,)
+    return float(
+        np.mean(
+            [
+                len({int(i) for i in row if i >= 0 and cos[r, i] >= kth[r] - 1e-5}) / k
+                for r, row in enumerate(found)
+            ]
+        )
+    )
+
+
+@pytest.mark.parametrize("kind", ["ivf", "hnsw", "ivfpq", "binary", "int8"])
+@pytest.mark.parametrize("share", [1.0, 0.8])
+def test_duplicate_vectors_are_ties_not_misses(tmp_path: Path, kind: str, share: float) -> None:
+    """A corpus repeating one sentence (all rows, or 80% of them beside distinct ones): any 10 of the tied
+    rows are exact, so a search that returns them has recall 1.0, stored as reached."""
+    n = 1500
+    vectors = clustered(n, 16, 3)
+    vectors[: int(n * share)] = vectors[0]  # the repeated sentence's vector
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("".join(f"sentence {i}\n" for i in range(n)), encoding="utf-8")
+    encode_shards(Fixed(vectors), corpus, tmp_path / "emb", 500, model_name="fixed")
+    queries = np.concatenate([vectors[:50], clustered(50, 16, 9)])  # the repeated vector itself, and others
+    np.save(tmp_path / "q.npy", queries)
+    params = IndexParams(nlist=16, hnsw_m=4, ef_construction=16, pq_m=4)
+    out = build_from_shards(tmp_path / "emb", tmp_path / kind, kind, params, queries=tmp_path / "q.npy")
+    tuned = json.loads((out / "index.json").read_text())["tuning"]
+    _, found = open_index(out).search(queries, 10)  # at the stored setting
+    assert tuned["recall_at_10"] == pytest.approx(tie_aware_recall(found, vectors, queries), abs=1e-4)
+    assert tuned["tied_queries"] >= 50
+    if share == 1.0:  # every row tied: any search that returns 10 rows is perfect, on held-out rows too
+        assert tuned["recall_at_10"] == 1.0 and tuned["reached"]
+        held = build_from_shards(tmp_path / "emb", tmp_path / f"{kind}-held", kind, params)
+        tuned = json.loads((held / "index.json").read_text())["tuning"]
+        assert tuned["recall_at_10"] == 1.0 and tuned["reached"] and tuned["tied_queries"] == 150
+
+
+def test_ties_count_only_as_close_as_the_kth_best() -> None:
+    """The score rule does not inflate recall: a found row farther than the k-th best is a miss."""
+    from sentcl.index.tuning import recall
+
+    exact = np.array([[0, 1, 2]])
+    kth = np.array([0.9], dtype=np.float32)
+    found = np.array([[0, 5, 6]])
+    assert recall(found, exact) == pytest.approx(1 / 3)
+    assert recall(found, exact, np.array([[1.0, 0.9, 0.5]], dtype=np.float32), kth) == pytest.approx(2 / 3)
+    assert recall(np.array([[7, 8, -1]]), exact, np.array([[0.9, 0.9, -np.inf]]), kth) == pytest.approx(2 / 3)

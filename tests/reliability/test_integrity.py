@@ -314,3 +314,92 @@ def test_a_resume_with_another_number_of_processes_is_refused_di_resume_ws1(
     (out / "metrics.jsonl").write_text(json.dumps({**data, "world_size": 1}) + "\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=r"has other contents than the run's"):
         resume_changes(out, cfg, corpus)
+
+
+# ---- what a record may name: a crafted or damaged index.json names files outside its folder, special files,
+# or nothing at all (files.fingerprint.verify_records, files.pathcheck: one rule for every record)
+
+
+def with_record(folder: Path, name: str, rec: dict[str, Any] | None = None) -> Path:
+    """``folder``'s flat index with one more file record ``name`` (5 bytes, a zero digest by default)."""
+    meta_file = folder / "flat" / "index.json"
+    meta = json.loads(meta_file.read_text())
+    meta["files"][name] = rec or {"bytes": 5, "sha256": "0" * 64}
+    meta_file.write_text(json.dumps(meta))
+    return folder / "flat"
+
+
+OUTSIDE = st.one_of(
+    st.sampled_from(["/etc/hostname", "/dev/zero", "../emb/manifest.json", "../../../../etc/hostname"]),
+    st.lists(st.sampled_from(["..", "a", "b", "."]), min_size=1, max_size=6)
+    .filter(lambda parts: ".." in parts)
+    .map("/".join),
+    st.text(st.characters(codec="utf-8", exclude_characters="\x00/"), min_size=1, max_size=8).map(
+        lambda name: f"/tmp/{name}"
+    ),
+)
+
+
+@HYP
+@given(name=OUTSIDE)
+def test_a_record_naming_a_file_outside_its_folder_is_refused_unread(
+    built: Path, tmp_path_factory: pytest.TempPathFactory, name: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = copy_of(built, tmp_path_factory.mktemp("outside"))
+    index = with_record(folder, name)
+    with pytest.raises(IntegrityError, match=r"outside .*: refusing a crafted record") as err:
+        open_index(index)
+    assert "bytes" not in str(err.value)  # nothing about the named file is disclosed
+    assert main(["verify", "--full", str(index)]) == 2
+    out = capsys.readouterr().out
+    assert "refusing a crafted record" in out and "holds" not in out
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device", "folder", "index_faiss_fifo"])
+def test_a_special_file_where_a_record_names_a_file_is_named_as_what_it_is(
+    built: Path, tmp_path: Path, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+
+    folder = copy_of(built, tmp_path)
+    index = folder / "flat"
+    if kind == "index_faiss_fifo":
+        (index / "index.faiss").unlink()
+        os.mkfifo(index / "index.faiss")
+        target, said = index / "index.faiss", "is a FIFO (named pipe), not a regular file"
+    else:
+        target = index / "extra"
+        if kind == "fifo":
+            os.mkfifo(target)
+        elif kind == "device":
+            target.symlink_to("/dev/zero")  # a link inside the folder to a device: stat follows it
+        else:
+            target.mkdir()
+        with_record(folder, "extra")
+        said = {"fifo": "is a FIFO", "device": "is a character device", "folder": "is a directory"}[kind]
+    assert main(["verify", "--full", str(index)]) == 2
+    out = capsys.readouterr().out
+    assert f"{target} {said}" in out and "missing" not in out
+    with pytest.raises((IntegrityError, ValueError), match=re.escape(f"{target} {said}")):
+        open_index(index)
+
+
+def test_an_index_without_records_says_it_cannot_be_verified(
+    built: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = copy_of(built, tmp_path)
+    meta_file = folder / "flat" / "index.json"
+    meta = json.loads(meta_file.read_text())
+    del meta["files"]
+    meta_file.write_text(json.dumps(meta))
+    assert main(["verify", "--full", str(folder / "flat")]) == 2
+    err = capsys.readouterr().err
+    assert (
+        f"{meta_file} records no SHA-256 of its files" in err and "rebuild it with sentcl index build" in err
+    )
+    with caplog.at_level(logging.WARNING):
+        open_index(folder / "flat")  # opened, as stated above, but not silently
+    assert "nothing in it can be verified" in caplog.text
+    (folder / "plain").mkdir()
+    assert main(["verify", str(folder / "plain")]) == 2
+    assert "holds no files recorded by sentcl" in capsys.readouterr().err

@@ -141,3 +141,55 @@ def test_S53_serve_a_built_index(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.wait(timeout=30)
+
+
+def truncated_index(folder: Path, dim: int) -> Path:
+    """LINES encoded with ``--truncate-dim dim`` (pooler avg) and a flat index over them: the index records
+    its truncation, which search and serve then apply."""
+    (folder / "corpus.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    argv = ["encode", "--model", str(ENV["model"]), "--pooler", "avg", "--truncate-dim", str(dim)]
+    argv += ["--input", str(folder / "corpus.txt"), "--output", str(folder / "emb"), "--shard-size", "100"]
+    assert main(argv) == 0
+    build = ["index", "build", "--embeddings", str(folder / "emb"), "--type", "flat"]
+    assert main([*build, "--output", str(folder / "idx")]) == 0
+    return folder / "idx"
+
+
+def reference_lines(folder: Path, query: str, dim: int, k: int) -> list[int]:
+    """The corpus lines (1-based) nearest ``query``: the full avg embedding's first ``dim`` coordinates, numpy."""
+    from sentcl.modeling.open import load_encoder
+
+    full = load_encoder(str(ENV["model"]), pooler="avg")
+    q = np.asarray(full.encode([query]))[0, :dim]  # (dim,)
+    emb = np.asarray(full.encode(LINES))[:, :dim]  # (N, dim)
+    cos = emb @ q / np.linalg.norm(emb, axis=1) / np.linalg.norm(q)
+    return [int(i) + 1 for i in np.argsort(-cos, kind="stable")[:k]]
+
+
+@pytest.mark.parametrize("dim", [8, 16])
+def test_an_index_of_truncated_vectors_is_searched_with_its_own_truncation(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, dim: int
+) -> None:
+    from fastapi.testclient import TestClient
+
+    import sentcl.cli.serve as serve_cli
+
+    index = truncated_index(tmp_path, dim)
+    capsys.readouterr()
+    argv = ["search", "--model", str(ENV["model"]), "--pooler", "avg", "--index", str(index)]
+    assert main([*argv, "--query", "a dog", "-k", "3", "--json"]) == 0
+    hits = json.loads(capsys.readouterr().out)[0]["hits"]
+    assert [h["line"] for h in hits] == reference_lines(tmp_path, "a dog", dim, 3)
+
+    seen: dict[str, object] = {}
+    monkeypatch.setattr(serve_cli, "serve_on", lambda app, sock, config: seen.update(app=app))
+    monkeypatch.delenv("SENTCL_API_KEY", raising=False)
+    serve = ["serve", str(ENV["model"]), "--pooler", "avg", "--index", str(index), "--port", "0"]
+    assert main([*serve, "--keep-malloc-threshold"]) == 0  # no --truncate-dim: the index's own
+    with TestClient(seen["app"], base_url="http://localhost") as client:
+        served = client.post("/search", json={"query": "a dog", "k": 3}).json()
+    assert [h["text"] for h in served] == [h["text"] for h in hits]
+    other = 4 if dim != 4 else 2
+    assert main([*serve, "--keep-malloc-threshold", "--truncate-dim", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert f"the index was encoded with --truncate-dim {dim}: pass --truncate-dim {dim}" in err

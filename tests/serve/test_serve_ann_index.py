@@ -77,3 +77,51 @@ def test_serve_refuses_another_pooler_and_names_a_wrong_folder(
         "is not an index folder (sentcl index build or sentcl search --index writes one)"
         in capsys.readouterr().err
     )
+
+
+def test_a_corpus_re_encoded_under_the_service_is_said_stale_until_reloaded(
+    tiny_encoder: Any, tiny_bert: Path, tmp_path: Path
+) -> None:
+    """The sweep's steps with the real CLI: serve an index, edit its corpus (lines reversed) and encode it again
+    into the same shards, then rebuild the index with --overwrite. Between, /search says plainly that the index
+    is stale and what to do (409, never a 500 or another corpus's text); /index/reload after the rebuild
+    serves the new corpus, checked against the lines themselves."""
+    from fastapi.testclient import TestClient
+
+    lines = [f"{w} number {i}" for i, w in enumerate(WORDS * 20)]
+    corpus = tmp_path / "in.txt"
+    corpus.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    encode = ["encode", "--model", str(tiny_bert), "--pooler", "avg", "--input", str(corpus)]
+    encode += ["--output", str(tmp_path / "sh"), "--shard-size", "100"]
+    build = [
+        "index",
+        "build",
+        "--embeddings",
+        str(tmp_path / "sh"),
+        "--type",
+        "flat",
+        "--output",
+        str(tmp_path / "idx"),
+    ]
+    assert main(encode) == 0 and main(build) == 0
+    app = create_app(
+        tiny_encoder,
+        model_name="tiny",
+        index=load_search_index(tmp_path / "idx", tiny_encoder, str(tiny_bert)),
+    )
+    ask = {"query": lines[5], "k": 3}
+    with TestClient(app, base_url="http://localhost") as client:
+        before = client.post("/search", json=ask).json()
+        assert before[0]["text"] == lines[5]
+        corpus.write_text("\n".join(reversed(lines)) + "\n", encoding="utf-8")  # edited in place, as tac > in
+        steps = [lambda: None, lambda: main([*encode, "--overwrite"]), lambda: main([*build, "--overwrite"])]
+        for step in steps:  # edited; re-encoded into the same shards; the index rebuilt
+            step()
+            stale = client.post("/search", json=ask)
+            assert stale.status_code == 409, stale.text
+            body = stale.json()
+            assert body["error_type"] == "index_stale" and "POST /index/reload" in body["error"]
+        assert client.post("/index/reload").status_code == 200
+        after = client.post("/search", json=ask).json()
+    new_lines = list(reversed(lines))
+    assert after[0]["text"] == lines[5] and all(h["text"] == new_lines[h["id"]] for h in after)

@@ -304,3 +304,36 @@ def test_counting_an_input_over_the_models_length_warns_nothing(
         assert_error(c.post("/embed", json={"inputs": [long]}), 422, "input_too_long")
     assert not [t for t in tokenizers if t.deprecation_warnings.get(key)]
     assert "Token indices sequence length" not in capfd.readouterr().err
+
+
+def test_a_static_model_counts_the_tokens_it_reads(tiny_bert: Path, tmp_path: Path) -> None:
+    """A static model reads its text's tokens alone, no [CLS]/[SEP]: an input of exactly its limit in tokens
+    is embedded (as the model embeds it directly), one more is refused naming the count, and token ids count
+    the same way."""
+    from transformers import AutoTokenizer
+
+    from sentcl.modeling.open import open_model
+    from sentcl.modeling.static import STATIC_MAX_TOKENS, save_static
+
+    rust = AutoTokenizer.from_pretrained(str(tiny_bert)).backend_tokenizer
+    table = np.random.default_rng(5).normal(size=(rust.get_vocab_size(), 6)).astype(np.float32)
+    save_static(tmp_path / "static", rust, table, normalize=True)
+    model = open_model(str(tmp_path / "static"))
+    word = next(
+        w for w in ("dog", "cat", "the", "a") if len(rust.encode(w, add_special_tokens=False).ids) == 1
+    )
+    limit = STATIC_MAX_TOKENS
+    with TestClient(create_app(model, model_name="static"), base_url=LOCAL) as c:
+        for n in (limit - 1, limit):
+            resp = c.post("/embed", json={"inputs": [" ".join([word] * n)]})
+            assert resp.status_code == 200, resp.text
+            np.testing.assert_allclose(
+                unit(np.asarray(resp.json())), unit(model.encode([" ".join([word] * n)])), atol=1e-6
+            )
+        over = c.post("/embed", json={"inputs": [" ".join([word] * (limit + 1))]})
+        assert over.status_code == 422 and str(limit) in over.json()["error"]
+        ids = rust.encode(word, add_special_tokens=False).ids * limit
+        usage = c.post("/v1/embeddings", json={"input": ids, "model": "static"})
+        assert usage.status_code == 200, usage.text
+        assert usage.json()["usage"]["prompt_tokens"] == limit
+        assert c.post("/v1/embeddings", json={"input": ids + ids[:1], "model": "static"}).status_code == 422

@@ -107,3 +107,28 @@ def test_openai_token_arrays_and_models(tiny_encoder: Any) -> None:
         raw = httpx.get(f"{url}/v1/models").json()
         assert set(raw) == {"object", "data"} and raw["object"] == "list"
         assert set(raw["data"][0]) == {"id", "object", "created", "owned_by"}
+
+
+def test_head_wherever_get_and_allow_on_every_405(tiny_encoder: Any, index_dir: Path) -> None:
+    """RFC 9110 through the real server: HEAD answers every GET route with GET's status and headers and no
+    body; a method a route does not answer is a 405 whose Allow header names the methods it does."""
+    index = load_search_index(index_dir, tiny_encoder.embedding_dim)
+    app = create_app(tiny_encoder, model_name="tiny-bert", index=index)
+    from sentcl.serve.routes import ROUTES
+
+    with running_server(app) as url, httpx.Client(base_url=url, timeout=20) as client:
+        for path in sorted(ROUTES) + ["/v1/models/tiny-bert"]:
+            get = client.get(path)
+            if get.status_code == 405:  # a POST route: every method it does not answer says what it does
+                for method in ("GET", "HEAD", "PUT", "DELETE", "PATCH"):
+                    refused = client.request(method, path)
+                    assert refused.status_code == 405, (method, path)
+                    assert refused.headers["allow"] == "POST", (method, path)
+                continue
+            head = client.head(path)
+            assert (head.status_code, head.content) == (get.status_code, b""), path
+            assert head.headers["content-type"] == get.headers["content-type"], path
+            if path != "/metrics":  # its counters moved on with the GET
+                assert head.headers["content-length"] == str(len(get.content)), path
+            refused = client.post(path) if path not in ("/health",) else client.delete(path)
+            assert refused.status_code == 405 and set(refused.headers["allow"].split(", ")) == {"GET", "HEAD"}

@@ -31,9 +31,11 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from sentcl.cli.option_rules import check as check_option_rules
 from sentcl.cli.options import USER_ERRORS, user_error_message
 from sentcl.extras import missing_extra_message
 from sentcl.files.pathcheck import os_error_message
+from sentcl.files.shown import ShownFormatter, shown
 from sentcl.version import __version__
 
 SIGPIPE_EXIT = 141  # 128 + SIGPIPE: what a shell reports for a writer whose reader went away
@@ -86,8 +88,9 @@ class _GuardedStdout:
         self._stream = stream
 
     def write(self, text: str) -> int:
-        try:
-            return self._stream.write(text)
+        try:  # what a command prints for a person: control characters shown, never obeyed (files.shown)
+            self._stream.write(shown(text, lines=True))
+            return len(text)
         except OSError as err:
             raise StdoutError(err.errno, err.strerror) from err
 
@@ -113,7 +116,7 @@ def _silence_stdout(stream: Any) -> None:
 
 
 def _error(command: str, message: str, code: int) -> int:
-    print(f"sentcl {command}: error: {message}", file=sys.stderr)
+    print(f"sentcl {command}: error: {shown(message, lines=True)}", file=sys.stderr)
     return code
 
 
@@ -143,15 +146,16 @@ def _run(args: argparse.Namespace) -> int:
     os.environ["HF_HUB_DISABLE_PROGRESS_BARS"] = "1"
     if "transformers" in sys.modules:
         sys.modules["transformers"].utils.logging.disable_progress_bar()
-    if getattr(args, "evaluates", False):  # a command that evaluates (set_defaults(evaluates=True))
-        from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
-    logging.basicConfig(
-        level=logging.DEBUG if args.verbose else logging.INFO, format="%(levelname)s %(name)s: %(message)s"
-    )
+    handler = logging.StreamHandler()  # log lines show a path's or a text's control characters escaped
+    handler.setFormatter(ShownFormatter("%(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.DEBUG if args.verbose else logging.INFO, handlers=[handler])
     # faiss' loader says at INFO which CPU build it tried ("Could not load library with AVX2 support"):
     # a detail of its install, not of the command; shown with --verbose
     logging.getLogger("faiss").setLevel(logging.DEBUG if args.verbose else logging.WARNING)
     try:
+        check_option_rules(args)  # options that contradict each other: one line, before any work
+        if getattr(args, "evaluates", False):  # a command that evaluates (set_defaults(evaluates=True))
+            from sentcl.interop import mteb_adapter  # noqa: F401  registers the evaluation task "mteb"
         code = int(args.func(args))
         sys.stdout.flush()
         return code

@@ -6,6 +6,8 @@ import argparse
 import json
 from pathlib import Path
 
+from sentcl.cli.option_rules import declare as declare_rules
+from sentcl.cli.option_rules import needs
 from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, load_model
 from sentcl.cli.unlabelled import add_unlabelled_options, read_unlabelled_option, run_unlabelled
 from sentcl.config.names import EVAL_GROUPS, EVAL_TASKS, TRANSFER_TASKS, eval_tasks_help
@@ -91,6 +93,12 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     add_overwrite(p, "file at --output or --plot")
     p.set_defaults(func=handle, evaluates=True)
+    declare_rules(
+        p,
+        needs(
+            "--plot", "--truncate-dims", why="it draws a --truncate-dims sweep: add --truncate-dims K,K,..."
+        ),
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -109,8 +117,6 @@ def handle(args: argparse.Namespace) -> int:
         raise ValueError(
             "--transfer-tasks chooses among the transfer tasks: add transfer or transfer_fast to --tasks"
         )
-    if args.plot is not None and not args.truncate_dims:
-        raise ValueError("--plot draws a --truncate-dims sweep: add --truncate-dims K,K,...")
     inputs = [*model_input(args.model), *(Input(p, "--pairs") for p in args.pairs)]
     inputs += [Input(p, "--retrieval") for p in args.retrieval]
     inputs += [

@@ -6,6 +6,8 @@ import argparse
 import json
 import logging
 
+from sentcl.cli.option_rules import declare as declare_rules
+from sentcl.cli.option_rules import excludes, needs
 from sentcl.cli.options import positive_int, settings_from_args
 from sentcl.files.kinds import (
     array_file,
@@ -105,12 +107,30 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     b.add_argument("--seed", type=whole_number, default=0, help="Seed of the training sample.")
     b.add_argument("--overwrite", action="store_true", help="Replace an earlier index at --output.")
-    b.set_defaults(func=handle_build)
+    declare_build_rules(b)
     i = isub.add_parser(
         "info", help="Print an index folder's search setting, measured recall and QPS, then index.json."
     )
     i.add_argument("folder", type=read_index_location, help="An index folder, or a store (folder or s3://).")
     i.set_defaults(func=handle_info)
+
+
+def declare_build_rules(b: argparse.ArgumentParser) -> None:
+    """``index build``'s handler, and its options that contradict each other (``sentcl.cli.option_rules``)."""
+    b.set_defaults(func=handle_build)
+    faiss_only = ("--output", "--type", "--queries", "--refine", "--pq-m", "--ef-search", "--binary-index")
+    faiss_only += ("--hnsw-m", "--ef-construction", "--hnsw-storage", "--train-size")
+    declare_rules(
+        b,
+        *(
+            excludes(option, "--store", "a store is built with --nlist, --nprobe and --target-recall alone")
+            for option in faiss_only
+        ),
+        needs("--pq-m", "--type", "ivfpq", why="sub-vectors are product quantisation's"),
+        needs("--refine", "--type", "ivfpq", "binary", "int8", why="only these re-score candidates"),
+        needs("--ef-search", "--type", "hnsw", "binary", why="the beam of an HNSW graph"),
+        needs("--binary-index", "--type", "binary", why="how binary codes are searched"),
+    )
 
 
 def add_store_option(b: argparse.ArgumentParser) -> None:
@@ -141,8 +161,6 @@ def handle_store_build(args: argparse.Namespace) -> int:
     """``--store URI``: the shards as a new published version of the store."""
     from sentcl.index.store_build import build_store
 
-    if args.output is not None:
-        raise ValueError("give --output (a faiss folder) or --store (a vector store), not both")
     check_input_dir(args.embeddings, "--embeddings")
     store = build_store(
         args.embeddings, args.store, args.target_recall, args.nlist, args.nprobe, seed=args.seed

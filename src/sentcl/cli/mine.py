@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 import logging
 
+from sentcl.cli.option_rules import declare as declare_rules
+from sentcl.cli.option_rules import excludes
 from sentcl.cli.options import (
     add_engine_options,
     add_model_options,
@@ -82,6 +84,14 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     add_engine_options(p)
     add_overwrite(p, "CSV at --output")
     p.set_defaults(func=handle)
+    declare_rules(
+        p,
+        excludes(
+            "--corpus",
+            "--index",
+            "the candidates are the positives and --corpus's extra sentences, or an index's texts",
+        ),
+    )
 
 
 def handle(args: argparse.Namespace) -> int:
@@ -92,10 +102,6 @@ def handle(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(MiningSettings, args, exclude_anchor=not args.include_anchor_text)
     settings.window(1)  # validate the options before loading anything
-    if args.index is not None and args.corpus is not None:
-        raise ValueError(
-            "give --corpus (extra candidates) or --index (an index's texts as the candidates), not both"
-        )
     inputs = [Input(args.pairs, "--pairs"), *model_input(args.model)]
     inputs += [Input(args.corpus, "--corpus")] if args.corpus else []
     claim_file(args.output, "--output", inputs, overwrite=args.overwrite)  # before the corpus is encoded

@@ -125,7 +125,8 @@ def add_model_options(p: argparse.ArgumentParser, *, model_required: bool = True
         type=positive_int,
         metavar="K",
         help="Keep the first K coordinates of each embedding (a Matryoshka-trained model; cosine is "
-        "scale-free, so the prefix is used as it is). Default: the folder's sentcl.json truncate_dim, else all.",
+        "scale-free, so the prefix is used as it is). Default: an --index's own truncation, else the folder's "
+        "sentcl.json truncate_dim, else all.",
     )
     add_backend(p)
 

@@ -6,6 +6,8 @@ import argparse
 import json
 import logging
 
+from sentcl.cli.option_rules import declare as declare_rules
+from sentcl.cli.option_rules import needs
 from sentcl.cli.options import add_backend, add_batch_size, add_pooler, max_length_arg, positive_int
 from sentcl.config.names import SEARCH_BACKENDS
 from sentcl.files.kinds import model_name, own_index_location, read_file, text_value
@@ -66,6 +68,13 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="Print the hits as JSON instead of a table.")
     add_backend(p)
     p.set_defaults(func=handle)
+    declare_rules(
+        p,
+        *(
+            needs(option, "--index", why="it sets how an index built by sentcl index build is searched")
+            for option in ("--nprobe", "--ef-search", "--refine", "--allow-model-mismatch")
+        ),
+    )
 
 
 def handle(args: argparse.Namespace) -> int:

@@ -6,6 +6,8 @@ import argparse
 import logging
 import os
 
+from sentcl.cli.option_rules import declare as declare_rules
+from sentcl.cli.option_rules import excludes, needs
 from sentcl.cli.options import add_model_options, load_model, positive_int
 from sentcl.extras import missing_extra_message
 from sentcl.files.kinds import (
@@ -18,7 +20,7 @@ from sentcl.files.kinds import (
     secret_file,
 )
 from sentcl.files.slots import declare
-from sentcl.serve.server import bind, fit_connections, listen, serve_on, url_of
+from sentcl.serve.server import KEEP_ALIVE_S, bind, fit_connections, listen, serve_on, url_of
 
 logger = logging.getLogger("sentcl")
 
@@ -105,6 +107,23 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         "the last return: a tighter bound on memory, at some throughput (default: once a second only).",
     )
     p.set_defaults(func=handle)
+    declare_serve_rules(p)
+
+
+def declare_serve_rules(p: argparse.ArgumentParser) -> None:
+    """``serve``'s options that contradict each other (``sentcl.cli.option_rules``)."""
+    declare_rules(
+        p,
+        excludes(
+            "--release-budget-mb",
+            "--keep-malloc-threshold",
+            "the budget paces the allocator's release of free memory, which --keep-malloc-threshold turns off",
+        ),
+        excludes("--api-key", "--api-key-file", "the service takes one key"),
+        needs(
+            "--allow-model-mismatch", "--index", why="it lets /search use an index built by another encoder"
+        ),
+    )
 
 
 @declare("port")
@@ -166,8 +185,10 @@ def add_network_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--keep-alive-timeout",
         type=positive_int,
-        default=5,
-        help="Seconds an idle kept-alive connection stays open (default 5).",
+        default=KEEP_ALIVE_S,
+        help=f"Seconds an idle kept-alive connection stays open (default {KEEP_ALIVE_S}: longer than clients' "
+        "pools keep an idle connection, so the client closes first and no request meets a closing connection; "
+        "behind a load balancer, more than its idle timeout).",
     )
     p.add_argument(
         "--max-connections",
@@ -252,6 +273,10 @@ def handle(args: argparse.Namespace) -> int:
             # by --release-budget-mb since the last release, where given)
             budget = args.release_budget_mb * 2**20 if args.release_budget_mb else None
             release = PeriodicRelease(1.0, budget_bytes=budget).maybe
+        if args.index and args.truncate_dim is None:  # the index's own truncation, as search applies it
+            from sentcl.index.reader import index_truncate_dim
+
+            args.truncate_dim = index_truncate_dim(args.index)
         encoder = load_model(args)
         index = (
             load_search_index(args.index, encoder, args.model, args.max_length, args.allow_model_mismatch)
@@ -276,6 +301,7 @@ def handle(args: argparse.Namespace) -> int:
             "http": protocol,
             "timeout_keep_alive": args.keep_alive_timeout,
             "log_level": "warning" if not args.verbose else "info",
+            "log_config": None,  # uvicorn's lines go through sentcl's log handler (files.shown)
         }
         listen(sock, args.host)
         serve_on(app, sock, config)

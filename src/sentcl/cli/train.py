@@ -11,6 +11,7 @@ from sentcl.config import TrainConfig, describe, load_config
 from sentcl.config.builtin import resolve_recipe
 from sentcl.files.kinds import own_folder_name, read_folder_name, recipe
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT
+from sentcl.files.shown import shown
 
 
 def _config_keys_epilog() -> str:
@@ -60,7 +61,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 def _failed(message: str) -> int:
     """The run failed (not the user's input): one line, exit status 1."""
-    print(f"sentcl train: error: {message}", file=sys.stderr)
+    print(f"sentcl train: error: {shown(message, lines=True)}", file=sys.stderr)
     return 1
 
 

@@ -36,9 +36,7 @@ def handle(args: argparse.Namespace) -> int:
         count, size, problems = verify_artefacts(check_input_dir(path, "PATH"), full=args.full)
         how = "every byte read" if args.full else "unchanged files from the fingerprint cache"
         if not count:
-            raise ValueError(
-                f"{path} holds no files recorded by sentcl (no index, shards, export or summary)"
-            )
+            raise ValueError(_unrecorded_message(path))
         print(
             f"{path}: {count - len(problems)} of {count} recorded files ({size / 1e6:.1f} MB) as recorded, "
             f"in {time.perf_counter() - start:.2f} s ({how})"
@@ -49,3 +47,23 @@ def handle(args: argparse.Namespace) -> int:
     if damaged:
         raise ValueError(f"{len(damaged)} recorded file(s) changed since sentcl wrote them (listed above)")
     return 0
+
+
+def _unrecorded_message(path: str) -> str:
+    """Why ``path`` has nothing to verify: an artefact of an older sentcl (its header, no records), or none."""
+    from pathlib import Path
+
+    from sentcl.files.fingerprint import unrecorded
+    from sentcl.index.format import LEGACY_ANN_FILE, META_FILE
+    from sentcl.modeling.onnx_encoder import ONNX_CONFIG
+
+    headers = {  # the header of each artefact sentcl writes, and the command that writes it again
+        META_FILE: "rebuild it with sentcl index build",
+        LEGACY_ANN_FILE: "rebuild it with sentcl index build",
+        "manifest.json": "encode it again with sentcl encode",
+        ONNX_CONFIG: "export it again with sentcl export",
+    }
+    for name, fix in headers.items():
+        if (Path(path) / name).is_file():
+            return unrecorded(str(Path(path) / name), fix)
+    return f"{path} holds no files recorded by sentcl (no index, shards, export or summary)"

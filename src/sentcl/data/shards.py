@@ -34,6 +34,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.readers import decode_line
+from sentcl.data.shard_input import check_unchanged, stat_key
 from sentcl.data.shard_resume import MANIFEST, SETTINGS_KEYS, check_resume, shard_stem
 from sentcl.data.shard_resume import finished as _finished
 from sentcl.data.vector_identity import model_identity
@@ -253,6 +254,8 @@ class ShardSet:
     # reads, and a re-scoring search gathers k·r rows for every query
     _gathered: dict[int, np.ndarray] = field(default_factory=dict, init=False, repr=False, compare=False)
     _verified: set[int] = field(default_factory=set, init=False, repr=False, compare=False)
+    # manifest.json as it was when opened: an encode run again into the folder since is seen by ``check_input``
+    _opened: tuple[int, int, int] | None = field(default=None, init=False, repr=False, compare=False)
 
     @classmethod
     def open(cls, folder: str | Path) -> ShardSet:
@@ -273,7 +276,9 @@ class ShardSet:
                     f"{rec.get('rows')!r}); run the encode again into a new folder"
                 )
             expected += rec["rows"]
-        return cls(folder, manifest)
+        shards = cls(folder, manifest)
+        shards._opened = stat_key(folder / MANIFEST)
+        return shards
 
     @property
     def dim(self) -> int:
@@ -344,25 +349,9 @@ class ShardSet:
         return np.concatenate(parts)  # (n, D)
 
     def check_input(self) -> None:
-        """Raise ValueError when the encoded input is missing or changed: another size, or another mtime whose
-        SHA-256 differs too (a manifest of an older sentcl, with a sampled hash only: another mtime); a stat()
-        when unchanged."""
-        src = Path(self.manifest["input"])
-        saved = self.manifest.get("input_fingerprint")
-        stat = src.stat() if src.is_file() else None
-        changed = stat is None or stat.st_size != self.manifest.get("input_bytes")
-        if (
-            not changed
-            and isinstance(saved, dict)
-            and stat is not None
-            and stat.st_mtime_ns != saved.get("mtime_ns")
-        ):
-            changed = input_fingerprint(src)["sha256"] != saved.get("sha256")
-        if changed:
-            raise ValueError(
-                f"the input {src} of {self.folder} is missing or changed since it was encoded; "
-                "re-encode it (run the same sentcl encode command again) to read hits' texts"
-            )
+        """Raise ``InputChangedError`` when the shards were encoded again since they were opened, or their
+        input is missing or changed since it was encoded (``sentcl.data.shard_input``)."""
+        check_unchanged(self.folder, self.folder / MANIFEST, self.manifest, self._opened)
 
     def gather(self, rows: np.ndarray | list[int]) -> np.ndarray:
         """The stored vectors of the given row ids, in the given order: (len(rows), dim) float32 (the shards

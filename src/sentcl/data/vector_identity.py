@@ -15,11 +15,20 @@ rot is refused, not served as a cosine of 1e37.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
-from sentcl.files.fingerprint import IntegrityError, model_fingerprint, shards_fingerprint, verify_records
+from sentcl.files.fingerprint import (
+    IntegrityError,
+    model_fingerprint,
+    shards_fingerprint,
+    unrecorded,
+    verify_records,
+)
 from sentcl.files.paths import resolve_model_path
+
+logger = logging.getLogger(__name__)
 
 # the encoder settings a search must share with the index (field -> how it is named in a message)
 SETTINGS = {"pooler": "pooler", "max_length": "max length", "truncate_dim": "truncation (truncate_dim)"}
@@ -65,6 +74,28 @@ def mismatches(saved: dict[str, Any], now: dict[str, Any]) -> list[str]:
     return out
 
 
+def dim_mismatch(where: object, held: int, meta: dict[str, Any], model: str, dim: int) -> str:
+    """The one wording of an index (``where``, holding ``held``-dimensional vectors) searched with embeddings
+    of another width: the truncation to pass when the index records one, else the model to search with."""
+    truncate = meta.get("truncate_dim")
+    fix = (
+        f"the index was encoded with --truncate-dim {truncate}: pass --truncate-dim {truncate} (or leave it out: "
+        "the index's own is applied)"
+        if isinstance(truncate, int) and truncate != dim
+        else "search with the model that encoded the corpus"
+    )
+    return (
+        f"{where}: the index holds {held}-dimensional vectors (model {meta.get('model')!r}) but {model} gives "
+        f"{dim}-dimensional embeddings; {fix}"
+    )
+
+
+def recorded_truncate_dim(meta: dict[str, Any]) -> int | None:
+    """The Matryoshka truncation an index's vectors were encoded with (its header's ``truncate_dim``), or None."""
+    value = meta.get("truncate_dim")
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
 def check_encoder(where: Path, saved: dict[str, Any], now: dict[str, Any], allow: bool) -> list[str]:
     """Raise ValueError naming both values of every differing field, unless ``allow`` (then return them)."""
     found = mismatches(saved, now)
@@ -99,3 +130,5 @@ def verify_index_files(index: Path, meta: dict[str, Any], meta_file: str, only: 
         files = {only: files[only]}
     if "files" in meta:
         verify_records(index, files, str(index / meta_file), "rebuild the index with sentcl index build")
+    elif only is None:  # opened all the same (an older index), but not as if it had been checked
+        logger.warning(unrecorded(str(index / meta_file), "rebuild the index with sentcl index build"))

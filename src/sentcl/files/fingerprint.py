@@ -51,6 +51,7 @@ from typing import Any
 
 from sentcl.files.atomic import atomic_write_json
 from sentcl.files.budget import read_bounded_line
+from sentcl.files.pathcheck import input_file_problem, leaves_folder
 from sentcl.files.paths import cache_root, resolve_model_path
 
 BLOCK = 1 << 18
@@ -267,8 +268,18 @@ def file_records(folder: Path, names: Iterable[str]) -> dict[str, dict[str, Any]
     return {n: {"bytes": p.stat().st_size, "sha256": digests[p]} for n, p in paths.items()}
 
 
+def unrecorded(what: str, fix: str) -> str:
+    """The one wording for an artefact whose header records no file digests (written by an older sentcl)."""
+    return (
+        f"{what} records no SHA-256 of its files (written before sentcl recorded them): nothing in it can be "
+        f"verified; {fix} to get records"
+    )
+
+
 def verify_records(folder: Path, records: Any, what: str, fix: str, cached: bool = True) -> None:
-    """Raise ``IntegrityError`` for the first recorded file that is missing or whose size or SHA-256 differs.
+    """Raise ``IntegrityError`` for the first recorded file that is missing or whose size or SHA-256 differs;
+    a name that leads out of ``folder`` (absolute, or with a '..' part) is refused as a crafted record before
+    anything is read, and a FIFO, a device or a folder is named as what it is (``files.pathcheck``).
 
     ``records`` is what ``file_records`` returned, as the manifest (``what``) holds it; a value of another
     shape is itself refused. ``fix`` says what to do (rebuild the index, delete the cache entry, ...).
@@ -280,9 +291,15 @@ def verify_records(folder: Path, records: Any, what: str, fix: str, cached: bool
     ):
         raise IntegrityError(f"{what}: its 'files' record is damaged (not name -> bytes, sha256); {fix}")
     for name, rec in records.items():
+        if leaves_folder(name):  # never stat or hash what a crafted record names elsewhere on the machine
+            raise IntegrityError(
+                f"{what} records {name!r}, outside {folder}: refusing a crafted record; {fix}"
+            )
         path = Path(folder) / name
-        if not path.is_file():
-            raise IntegrityError(f"{path} is missing ({what} records it); {fix}")
+        found = input_file_problem(path)  # a FIFO or a device is named as what it is, never read
+        if found is not None:
+            problem, missing = found
+            raise IntegrityError(f"{path} {'is missing' if missing else problem} ({what} records it); {fix}")
         size = path.stat().st_size
         if size != rec["bytes"]:
             how = "is truncated" if size < rec["bytes"] else "has grown"

@@ -186,6 +186,12 @@ def os_error_message(err: OSError) -> str:
     return f"{where}{err.strerror}"
 
 
+def leaves_folder(name: str) -> bool:
+    """Whether a name that a file of a folder records (a model folder's module path, a manifest's file record)
+    leads out of that folder: an absolute name or a '..' part. The one rule of every such record."""
+    return Path(name).is_absolute() or ".." in Path(name).parts
+
+
 def inside_folder(folder: str | os.PathLike[str], name: str, what: str, error: type[ValueError]) -> Path:
     """``folder / name`` for a path that a file of the folder names (modules.json's module paths, a sharded
     checkpoint's weight map), or ``error`` naming ``what`` when the name leads out of the folder: an absolute
@@ -193,7 +199,7 @@ def inside_folder(folder: str | os.PathLike[str], name: str, what: str, error: t
     linked parts, the Hugging Face cache's linked blobs): ``sentcl.files.fingerprint.tree_files`` walks linked
     folders, so the folder's fingerprint covers what its loading reads through them."""
     folder = Path(folder)
-    if Path(name).is_absolute() or ".." in Path(name).parts:
+    if leaves_folder(name):
         raise error(
             f"{what} names {name!r}, outside the model folder {folder}: refused; copy it into the folder"
         )

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import json
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from types import ModuleType
@@ -27,6 +28,8 @@ from sentcl.extras import extra_hint
 from sentcl.index.format import EXACT, META_FILE, header, read_meta
 from sentcl.similarity import unit_rows
 from sentcl.types import EncodeFn
+
+logger = logging.getLogger(__name__)
 
 BACKENDS = SEARCH_BACKENDS
 AUTO_FAISS_MIN = 50_000
@@ -205,7 +208,7 @@ def build_index(
 
 def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
     """Rebuild a saved index (the stored rows are already normalised if it was, so nothing changes)."""
-    from sentcl.files.fingerprint import verify_records
+    from sentcl.files.fingerprint import unrecorded, verify_records
     from sentcl.files.read import iter_jsonl, load_npy
 
     folder = Path(folder)
@@ -234,6 +237,8 @@ def load_index(folder: str | Path, backend: str = "auto") -> SearchIndex:
         )
     if "files" in meta:  # after the readers' own checks; an index of an older sentcl records no digests
         verify_records(folder, meta["files"], str(meta_path), "rebuild the index")
+    else:
+        logger.warning(unrecorded(str(meta_path), "rebuild the index"))
     return build_index(emb, backend, normalize=meta["normalize"], texts=texts)
 
 

@@ -32,9 +32,10 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.shards import ShardSet, read_manifest
-from sentcl.data.vector_identity import check_shards, verify_index_files
+from sentcl.data.vector_identity import check_shards, dim_mismatch, verify_index_files
 from sentcl.extras import extra_hint
 from sentcl.files.fields import Int, Maybe, Record, Text, check
+from sentcl.files.pathcheck import input_file_problem
 from sentcl.files.read import load_npy
 from sentcl.index import quantized
 from sentcl.index.faiss_params import REFINED, TYPES
@@ -129,11 +130,7 @@ class AnnIndex:
 
     def check_dim(self, dim: int, model: str = "the model") -> None:
         if dim != self.dim:
-            raise ValueError(
-                f"{self.folder}: the index holds {self.dim}-dimensional vectors (model "
-                f"{self.meta.get('model')!r}) but {model} gives {dim}-dimensional embeddings; "
-                "search with the model that encoded the corpus"
-            )
+            raise ValueError(dim_mismatch(self.folder, self.dim, self.meta, model, dim))
 
     def check_encoder(self, model: str, encoder: Any, max_length: int | None, allow: bool = False) -> None:
         """Refuse an encoder whose model, pooler, max length or truncation differs from the index's
@@ -270,7 +267,10 @@ def open_index(
     meta_file, meta = read_meta(folder)  # the family's reader: index.json, or an older build's faiss.json
     meta = check(meta, META_SPEC, f"{meta_file} (index metadata)", ValueError, "rebuild the index")
     path = folder / INDEX_FILE
-    if not path.is_file() or path.stat().st_size == 0:
+    found = input_file_problem(path)  # a FIFO or a device in its place is named as what it is, never read
+    if found is not None and not found[1]:
+        raise ValueError(f"{path} {found[0]}; rebuild the index with sentcl index build")
+    if found is not None or path.stat().st_size == 0:
         raise FileNotFoundError(f"{path} is missing or empty; rebuild the index with sentcl index build")
     verify_index_files(folder, meta, meta_file.name, only=INDEX_FILE)  # before faiss parses a byte of it
     kind, flags = meta["type"], MMAP_FLAGS.get(meta["type"], 0) if mmap else 0

@@ -43,10 +43,9 @@ class ExactFolder:
 
     def check_dim(self, dim: int, model: str = "the model") -> None:
         if dim != self.dim:
-            raise ValueError(
-                f"index {self.folder} holds {self.dim}-dimensional embeddings but {model} gives {dim}: "
-                "build the index with the same model"
-            )
+            from sentcl.data.vector_identity import dim_mismatch
+
+            raise ValueError(dim_mismatch(f"index {self.folder}", self.dim, self.meta, model, dim))
 
     def search(self, queries: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
         return self.index.search(queries, k)
@@ -78,3 +77,16 @@ def open_index(folder: str | Path, **settings: Any) -> Any:  # noqa: ANN401 - An
     from sentcl.index.faiss_index import open_index as open_ann
 
     return open_ann(folder, **{k: v for k, v in settings.items() if k != "backend"})
+
+
+def index_truncate_dim(location: str | Path) -> int | None:
+    """The truncation (``--truncate-dim``) the vectors of the index at ``location`` were encoded with, from
+    its own header (no index file read; a store's newest version), or None: what a search applies when the
+    user gives none, as it takes the index's max length."""
+    from sentcl.data.vector_identity import recorded_truncate_dim
+
+    if is_store(location):
+        return recorded_truncate_dim(open_store(location).meta)
+    if not Path(location).is_dir():
+        return None  # the index's own reader names what is wrong with it
+    return recorded_truncate_dim(read_meta(Path(location))[1])

@@ -20,8 +20,10 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.readers import read_sentences as read_text_sentences
+from sentcl.data.vector_identity import recorded_truncate_dim
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.fingerprint import search_fingerprint
+from sentcl.files.shown import shown
 from sentcl.index.exact import SearchIndex, build_index, load_index
 
 logger = logging.getLogger(__name__)
@@ -108,11 +110,14 @@ def corpus_index(
     return index, True
 
 
-def load_search_encoder(model: str, pooler: str | None, model_backend: str = "auto") -> Any:
-    """The query/corpus encoder: onnxruntime for an exported folder (unless torch is asked), else torch."""
+def load_search_encoder(
+    model: str, pooler: str | None, model_backend: str = "auto", truncate_dim: int | None = None
+) -> Any:
+    """The query/corpus encoder: onnxruntime for an exported folder (unless torch is asked), else torch;
+    ``truncate_dim``: the Matryoshka prefix an index's vectors were encoded with."""
     from sentcl.modeling.open import open_model
 
-    return open_model(model, pooler=pooler, backend=model_backend)
+    return open_model(model, pooler=pooler, backend=model_backend, truncate_dim=truncate_dim)
 
 
 def run_ann_search(
@@ -131,14 +136,20 @@ def run_ann_search(
 ) -> list[list[Hit]]:
     """Top-k hits per query from an index built by ``sentcl index build`` (texts read from its input).
 
-    The model is loaded with ``pooler`` or its own (never the index's); its identity, pooler, max length
-    and truncation must equal the index's manifest unless ``allow_model_mismatch``."""
+    The model is loaded with ``pooler`` or its own (never the index's) and the index's truncation
+    (``truncate_dim``) where it records one; its identity, pooler, max length and truncation must equal the
+    index's manifest unless ``allow_model_mismatch``."""
     from sentcl.index import open_index
 
     if not queries:
         raise ValueError("no query: give --query TEXT and/or --queries FILE")
     index = open_index(index_dir, nprobe=nprobe, ef_search=ef_search, refine=refine)
-    encoder = load_search_encoder(model, pooler, model_backend)
+    truncate_dim = recorded_truncate_dim(index.meta)  # the index's own, as its max length is taken
+    if truncate_dim is not None:
+        logger.info(
+            "%s was encoded with --truncate-dim %d: the queries are truncated alike", index_dir, truncate_dim
+        )
+    encoder = load_search_encoder(model, pooler, model_backend, truncate_dim)
     index.check_encoder(model, encoder, max_length, allow_model_mismatch)
     q = encoder.encode(
         list(queries), batch_size=batch_size, max_length=max_length or index.meta.get("max_length")
@@ -198,8 +209,8 @@ def format_hits(queries: Sequence[str], hits: Sequence[Sequence[Hit]]) -> str:
     """A readable table per query: rank, cosine, corpus line, sentence."""
     parts = []
     for query, rows in zip(queries, hits, strict=True):
-        lines = [f"query: {query}", f"{'rank':>4}  {'cosine':>7}  {'line':>6}  sentence"]
-        lines += [f"{h.rank:>4}  {h.score:>7.4f}  {h.line:>6}  {h.text}" for h in rows]
+        lines = [f"query: {shown(query)}", f"{'rank':>4}  {'cosine':>7}  {'line':>6}  sentence"]
+        lines += [f"{h.rank:>4}  {h.score:>7.4f}  {h.line:>6}  {shown(h.text)}" for h in rows]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 

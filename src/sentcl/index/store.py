@@ -159,11 +159,9 @@ class StoreIndex:
 
     def check_dim(self, dim: int, model: str = "the model") -> None:
         if dim != self.dim:
-            raise StoreError(
-                f"{self.location}: the store holds {self.dim}-dimensional vectors (model "
-                f"{self.meta.get('model')!r}) but {model} gives {dim}-dimensional embeddings; "
-                "search with the model that encoded the corpus"
-            )
+            from sentcl.data.vector_identity import dim_mismatch
+
+            raise StoreError(dim_mismatch(self.location, self.dim, self.meta, model, dim))
 
     def check_encoder(self, model: str, encoder: Any, max_length: int | None, allow: bool = False) -> None:
         """As ``AnnIndex.check_encoder``: the dimension always, the model's identity unless ``allow``."""

@@ -92,10 +92,9 @@ def _probe(shards: ShardSet, seed: int, n: int) -> Any:
 
     rows = tuning.held_out_rows(shards.rows, n, seed)  # (H,)
     queries = unit_rows(np.asarray(shards.gather(rows), dtype=np.float32))  # (H, D)
-    wide = tuning.exact_top(shards, queries, tuning.K + 1, None)  # (H, K + 1): the row itself among them
-    exact = np.stack([r[r != own][: tuning.K] for r, own in zip(wide, rows, strict=True)])  # (H, K)
+    known = tuning.truth(shards, queries, None, own=rows)  # each row left out of its own result
     source = f"{len(rows)} corpus rows searched in the store, each left out of its own result"
-    return tuning.Probe(queries, rows, exact, source)
+    return tuning.Probe(queries, rows, known.pop("exact"), source, **known)
 
 
 def _write(db: Any, location: str, table_schema: Any, batches: Iterator[Any]) -> Any:

@@ -6,7 +6,11 @@ rows of a .npy file of query embeddings (``--queries FILE``). Held out, because 
 is found with its neighbours far too easily: on real MiniLM embeddings, rows searched in place reached
 recall 0.99 at efSearch 16 where STS-B test queries got 0.80 (bench/index_real.py). Reference: the exact
 top-10 by cosine over every shard (numpy, one shard at a time; the held-out rows excluded).
-Recall@10 = |approximate top-10 ∩ exact top-10| / 10, averaged over the queries.
+Recall@10 = |approximate top-10 ∩ exact top-10| / 10, averaged over the queries, counted on scores: a found
+row whose exact cosine with the query is as high as the exact 10th best's (within ``TIE_TOLERANCE``) is a hit
+too. Among tied rows (duplicate sentences, common in scraped corpora: 200,000 copies of one line) any ten are
+a right answer, and an id-set count would call a perfect search recall 0.0. The tuning record counts the
+queries whose 10th and 11th best are tied (``tied_queries``), and the build warns when most are.
 
 Held-out corpus rows are still easier queries than outside ones: on real MiniLM embeddings (the wiki/
 SNLI/SentEval/STS corpus of bench/index_real.py, 10k-20k rows) an IVF setting with recall 0.95 on held-out
@@ -82,20 +86,35 @@ def nprobe_ladder(nlist: int) -> list[int]:
     return sorted({min(x, nlist) for x in out})
 
 
+# float32 cosines of unit rows computed two ways (a matrix product, a row's dot product) differ by ~1e-7
+TIE_TOLERANCE = 1e-5
+
+
 @dataclass
 class Probe:
-    """Tuning queries (Q, D) unit rows, their exact top-K ids (Q, K); ``own_rows``: the corpus row of each
-    query when the queries are rows IN the index (each is then left out of its own result), else None."""
+    """Tuning queries (Q, D) unit rows, their exact top-K ids (Q, K) and the exact K-th best cosine (Q,);
+    ``own_rows``: the corpus row of each query when the queries are rows IN the index (each is then left out
+    of its own result), else None; ``shards``: the vectors the found rows' exact cosines are read from."""
 
     queries: np.ndarray
     own_rows: np.ndarray | None
     exact: np.ndarray
     source: str
     outside: bool = False  # the user's own queries (--queries FILE), not corpus rows
+    kth: np.ndarray | None = None
+    shards: ShardSet | None = None
+    tied: int = 0  # queries whose K-th and (K+1)-th best are tied (duplicate vectors)
 
 
 def exact_top(shards: ShardSet, queries: np.ndarray, k: int, leave_out: np.ndarray | None) -> np.ndarray:
     """Exact top-k row ids by cosine over every shard, the rows ``leave_out`` excluded: (Q, k) int64."""
+    return exact_scored(shards, queries, k, leave_out)[0]
+
+
+def exact_scored(
+    shards: ShardSet, queries: np.ndarray, k: int, leave_out: np.ndarray | None
+) -> tuple[np.ndarray, np.ndarray]:
+    """``exact_top``'s ids (Q, k) int64 and their cosines (Q, k) float32, best first."""
     q = unit_rows(np.asarray(queries, dtype=np.float32))  # (Q, D)
     best_s = np.full((len(q), 0), -np.inf, dtype=np.float32)  # (Q, <=k)
     best_i = np.zeros((len(q), 0), dtype=np.int64)
@@ -110,7 +129,35 @@ def exact_top(shards: ShardSet, queries: np.ndarray, k: int, leave_out: np.ndarr
         top = np.argsort(-cat_s, axis=1, kind="stable")[:, :k]  # (Q, k)
         best_s = np.take_along_axis(cat_s, top, axis=1)
         best_i = np.take_along_axis(cat_i, top, axis=1)
-    return best_i
+    return best_i, best_s
+
+
+def truth(
+    shards: ShardSet, queries: np.ndarray, leave_out: np.ndarray | None, own: np.ndarray | None = None
+) -> dict[str, Any]:
+    """Probe fields of the exact search: top-K ids, the K-th best cosine, and the count of queries whose K-th
+    and (K+1)-th best are tied (the top K is then one of several right answers). ``own``: each query's own
+    row, in the index, left out of its own result only."""
+    ids, scores = exact_scored(shards, queries, K + 1 + (own is not None), leave_out)  # (Q, K + 1 [+ 1])
+    if own is not None:
+        width = ids.shape[1] - 1  # the same for every query (K + 1 unless the index is tiny)
+        kept = [np.flatnonzero(r != o)[:width] for r, o in zip(ids, own, strict=True)]
+        ids = np.stack([r[c] for r, c in zip(ids, kept, strict=True)])  # (Q, K + 1)
+        scores = np.stack([r[c] for r, c in zip(scores, kept, strict=True)])  # (Q, K + 1)
+    kth = scores[:, min(K, scores.shape[1]) - 1]  # (Q,)
+    tied = int(np.sum(scores[:, K] >= kth - TIE_TOLERANCE)) if scores.shape[1] > K else 0
+    return {"exact": ids[:, :K], "kth": kth, "shards": shards, "tied": tied}
+
+
+def found_scores(shards: ShardSet, queries: np.ndarray, found: np.ndarray) -> np.ndarray:
+    """The exact cosine of each found row with its query (-inf where none was found): (Q, k) float32."""
+    out = np.full(found.shape, -np.inf, dtype=np.float32)  # (Q, k)
+    valid = found >= 0
+    if valid.any():
+        rows = unit_rows(np.asarray(shards.gather(found[valid]), dtype=np.float32))  # (n, D)
+        q = np.repeat(unit_rows(np.asarray(queries, dtype=np.float32)), valid.sum(axis=1), axis=0)  # (n, D)
+        out[valid] = np.einsum("nd,nd->n", q, rows)  # (n,)
+    return out
 
 
 def held_out_rows(rows: int, n: int, seed: int) -> np.ndarray:
@@ -124,7 +171,8 @@ def probe_from_rows(shards: ShardSet, rows: np.ndarray) -> Probe:
     the exact top-10 over the other rows."""
     queries = unit_rows(np.asarray(shards.gather(rows), dtype=np.float32))  # (H, D)
     source = f"{len(rows)} corpus rows held out of the index while tuning"
-    return Probe(queries, None, exact_top(shards, queries, K, rows), source)
+    known = truth(shards, queries, rows)
+    return Probe(queries, None, known.pop("exact"), source, **known)
 
 
 def probe_from_file(shards: ShardSet, path: Any) -> Probe:
@@ -136,7 +184,8 @@ def probe_from_file(shards: ShardSet, path: Any) -> Probe:
     q = np.asarray(load_npy(path, mmap=False, what="--queries"))
     queries = check_vectors(q, f"--queries {path}", width=shards.dim, directions=True)  # (Q, D) unit rows
     source = f"{len(q)} query embeddings from {path}"
-    return Probe(queries, None, exact_top(shards, queries, K, None), source, outside=True)
+    known = truth(shards, queries, None)
+    return Probe(queries, None, known.pop("exact"), source, outside=True, **known)
 
 
 def approximate(ann: Any, probe: Probe, k: int = K) -> np.ndarray:
@@ -152,9 +201,29 @@ def approximate(ann: Any, probe: Probe, k: int = K) -> np.ndarray:
     return out
 
 
-def recall(found: np.ndarray, exact: np.ndarray) -> float:
+def recall(
+    found: np.ndarray, exact: np.ndarray, scores: np.ndarray | None = None, kth: np.ndarray | None = None
+) -> float:
+    """Recall@k of ``found`` (Q, k) ids against the ``exact`` (Q, k) ids; with the found rows' exact cosines
+    ``scores`` (Q, k) and the exact k-th best cosine ``kth`` (Q,), a found row as close as the k-th best is a
+    hit too (ties: module doc)."""
     k = exact.shape[1]
-    return float(np.mean([len(set(a[a >= 0]) & set(b)) / k for a, b in zip(found, exact, strict=True)]))
+    hits = []
+    for r, (a, b) in enumerate(zip(found, exact, strict=True)):
+        good = set(a[a >= 0]) & set(b)
+        if scores is not None and kth is not None:
+            good |= {
+                int(i) for i, s in zip(a, scores[r], strict=True) if i >= 0 and s >= kth[r] - TIE_TOLERANCE
+            }
+        hits.append(min(len(good), k) / k)
+    return float(np.mean(hits))
+
+
+def probe_recall(probe: Probe, found: np.ndarray) -> float:
+    """``recall`` of the found ids (Q, K) on the probe, ties counted where the probe knows its vectors."""
+    if probe.shards is None or probe.kth is None:
+        return recall(found, probe.exact)
+    return recall(found, probe.exact, found_scores(probe.shards, probe.queries, found), probe.kth)
 
 
 def measure(ann: Any, probe: Probe, setting: dict[str, int], one_query: bool = False) -> dict[str, Any]:
@@ -164,7 +233,7 @@ def measure(ann: Any, probe: Probe, setting: dict[str, int], one_query: bool = F
     found = approximate(ann, probe)
     row: dict[str, Any] = {
         **setting,
-        "recall_at_10": round(recall(found, probe.exact), 4),
+        "recall_at_10": round(probe_recall(probe, found), 4),
         "qps": round(len(probe.queries) / max(time.perf_counter() - start, 1e-9), 1),
     }
     if one_query:
@@ -247,12 +316,22 @@ def tune(ann: Any, kind: str, params: dict[str, Any], probe: Probe, wanted: floa
         )
     setting = {k: best[k] for k in ("nprobe", "ef_search", "refine") if k in best}
     final = measure(ann, probe, setting, one_query=True)
+    if probe.tied * 2 > len(probe.queries):
+        logger.warning(
+            "%d of %d tuning queries have tied neighbours at rank %d (duplicate vectors: the corpus repeats "
+            "sentences); recall counts any row as close as the exact %dth as found",
+            probe.tied,
+            len(probe.queries),
+            K,
+            K,
+        )
     return {
         "target_recall": wanted,
         "tuned_to": round(target, 6),
         "reached": final["recall_at_10"] >= target,
         "k": K,
         "queries": probe.source,
+        "tied_queries": probe.tied,
         "setting": setting,
         "recall_at_10": final["recall_at_10"],
         "qps": final["qps"],

@@ -139,6 +139,7 @@ class StaticEncoder:
     ``embedding_dim``; ``table`` (V, D) holds the token vectors."""
 
     backend = "static"
+    reads_special_tokens = False  # a bag of its text's tokens: [CLS]/[SEP] count toward no length
 
     def __init__(self, folder: str | Path) -> None:
         from transformers import PreTrainedTokenizerFast

@@ -50,7 +50,9 @@ def _http_error(request: Request, err: Exception) -> Response:
             ServiceError(400, "malformed_json", f"the request body is not UTF-8 text{note}"), request
         )
     kind = {404: "not_found", 405: "method_not_allowed"}.get(err.status_code, "http_error")
-    return _error(ServiceError(err.status_code, kind, str(err.detail)), request)
+    answer = _error(ServiceError(err.status_code, kind, str(err.detail)), request)
+    answer.headers.update(err.headers or {})  # a 405's Allow: the methods the route answers (RFC 9110)
+    return answer
 
 
 def _internal_error(request: Request, err: Exception) -> Response:

@@ -14,6 +14,7 @@ import orjson
 from fastapi import FastAPI
 from fastapi.responses import HTMLResponse, Response
 
+from sentcl.data.shard_input import InputChangedError
 from sentcl.serve.limits import ServiceError
 from sentcl.serve.schemas import EmbedRequest, OpenAIEmbeddingRequest, SearchRequest, SimilarityRequest
 from sentcl.serve.service import Service
@@ -114,6 +115,13 @@ def _hits(index: Any, emb: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
             ]
             for srow, irow in zip(scores, ids, strict=True)
         ]
+    except InputChangedError as err:  # the corpus changed under the running service: say so, plainly
+        raise ServiceError(
+            409,
+            "index_stale",
+            f"the index this service opened is stale: {err.fact}, so its hits' texts cannot be read; rebuild "
+            "the index (sentcl index build ... --overwrite), then POST /index/reload, or restart the service",
+        ) from None
     except (OSError, ValueError) as err:
         raise ServiceError(503, "index_unavailable", str(err)) from None
 
@@ -200,6 +208,16 @@ def add_routes(app: FastAPI, service: Service) -> None:
         return Response(service.metrics.render(), media_type=PROMETHEUS_TEXT)
 
     add_openai_routes(app, service)
+    answer_head_where_get(app)
+
+
+def answer_head_where_get(app: FastAPI) -> None:
+    """HEAD on every route that answers GET (RFC 9110: a load balancer's probe is often HEAD /health): the
+    GET's status and headers, no body (the server drops it); a 405 names the methods in ``Allow``."""
+    for route in app.router.routes:
+        methods = getattr(route, "methods", None)
+        if isinstance(methods, set) and "GET" in methods:
+            methods.add("HEAD")
 
 
 def add_openai_routes(app: FastAPI, service: Service) -> None:

@@ -9,6 +9,8 @@ import socket
 from typing import Any
 
 logger = logging.getLogger("sentcl")
+# seconds an idle kept-alive connection is held: longer than clients' pools keep one (serve.protocol's doc)
+KEEP_ALIVE_S = 75
 
 
 def _address_error(host: str, port: int, err: OSError) -> ValueError:

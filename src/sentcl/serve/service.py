@@ -63,7 +63,7 @@ class Service:
         self.encoder: Any = None
         self._count_tokenizer: Any = None
         self._loop_tokenizer: Any = None  # the event loop's own copy, for small groups (INLINE_COUNT_CHARS)
-        self.n_special = 0
+        self.n_special = self.n_unread = 0
         self._packed, self._pad_id = False, 0  # set_encoder: passes by the packed forward on ids
         self._count_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sentcl-count")
         self.load_error: str | None = None
@@ -97,6 +97,9 @@ class Service:
             self._loop_tokenizer = None
         tokenizer = self._count_tokenizer or encoder.tokenizer
         self.n_special = len(tokenizer("")["input_ids"])  # [CLS] [SEP]: what an input without text gives
+        # the special tokens the tokenizer adds but the model does not read (a static model's bag of tokens):
+        # not counted toward its length
+        self.n_unread = 0 if getattr(encoder, "reads_special_tokens", True) else self.n_special
         self._packed = runs_packed(encoder)
         self.batcher.max_padding = pass_padding(self._packed)
         if self._packed:
@@ -188,9 +191,8 @@ class Service:
         """Token-id inputs as text (the model's tokenizer), after ``text.check_token_ids``."""
         self._check_ready(len(ids))
         vocab = len(self._count_tokenizer or self.encoder.tokenizer)
-        room = max(
-            1, self.max_length - self.n_special
-        )  # the ids re-tokenised get [CLS] ... [SEP] around them
+        # the ids re-tokenised get [CLS] ... [SEP] around them, which count where the model reads them
+        room = max(1, self.max_length - self.n_special + self.n_unread)
         kept = check_token_ids(ids, room, vocab, self._truncating(truncate))
         texts = await self._run_tokenizer(self._decode, kept)
         blank = next((i for i, text in enumerate(texts) if not text.strip()), None)
@@ -269,8 +271,8 @@ class Service:
             )
         texts = kept
         ids = await self.token_ids(texts)
-        counts = [len(row) for row in ids]
-        unread = next((i for i, n in enumerate(counts) if n <= self.n_special), None)
+        counts = [len(row) - self.n_unread for row in ids]  # the tokens the model reads
+        unread = next((i for i, n in enumerate(counts) if n <= self.n_special - self.n_unread), None)
         if unread is not None:
             raise ServiceError(400, "empty", f"input {unread} holds no token the model reads")
         over = next((i for i, n in enumerate(counts) if n > limit), None)
@@ -284,8 +286,9 @@ class Service:
         long = [
             i for i, n in enumerate(counts) if n > limit
         ]  # truncated: tokenised again, cut as encode cuts
-        for i, row in zip(long, await self.token_ids([texts[i] for i in long], limit), strict=True):
+        cut = await self.token_ids([texts[i] for i in long], limit + self.n_unread)
+        for i, row in zip(long, cut, strict=True):
             ids[i] = row
-        lengths = [len(row) for row in ids]
+        lengths = [len(row) - self.n_unread for row in ids]
         inputs = [Input(text, row) for text, row in zip(texts, ids, strict=True)]
         return await self.batcher.submit(inputs, lengths), sum(lengths)
