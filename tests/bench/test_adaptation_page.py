@@ -105,3 +105,15 @@ def test_label_free_measures_beside_the_scores(tmp_path: Path) -> None:
     # rankme: ranks 10, 12, 30, 11 against scores 80, 82, 81, 79 -> rho 0.60; picks seed 1 (81.00)
     assert "| rankme | +0.60 | TSDAE, seed 1 | 81.00 | -1.00 | +1.00 |" in page
     assert "| alignment_dropout |" not in page  # a measure that does not apply is left out, not ranked
+
+
+def test_cells_of_different_code_are_named_stale(tmp_path: Path) -> None:
+    from bench.adaptation_page import build
+
+    _cell(tmp_path, "cr", "zero-shot", None, 80.0)
+    _cell(tmp_path, "cr", "tsdae", 0, 81.0)
+    path = tmp_path / "bench" / "results" / "adaptation" / "cr" / "tsdae-seed0.json"
+    summary = json.loads(path.read_text(encoding="utf-8")) | {"code": "new", "commit": "bbbbbbbbbb"}
+    path.write_text(json.dumps(summary), encoding="utf-8")
+    page = build(tmp_path)
+    assert "Warning: the cells were made by 2 different versions of the code (commits bbbbbbb, unrecord)" in page
