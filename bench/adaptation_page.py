@@ -118,7 +118,7 @@ def budget_line(cells: dict[str, dict[str, list[dict[str, Any]]]]) -> str:
         text += f" Warning: the cells hold {len(budgets)} different budgets: {budgets}."
     every = [c for methods in cells.values() for cs in methods.values() for c in cs]
     codes = sorted({c.get("code", "unrecorded") for c in every})
-    commits = sorted({c.get("commit", "unrecorded")[:7] for c in every})
+    commits = sorted({c["commit"][:7] if "commit" in c else "unrecorded" for c in every})
     if len(codes) == 1:
         text += f" Every cell was made by the same code (hash {codes[0]}, commit {', '.join(commits)})."
     else:
