@@ -1,8 +1,9 @@
 """Atomic file writes, the one mechanism for every artefact sentcl writes: temporary file, fsync, rename.
 
 A reader sees either the old file or the complete new one, never a prefix; a kill mid-write leaves only a
-``.tmp-<name>-<8 hex>`` file beside the target (the name ``training.checkpoint.recover_run_folder`` and the
-next write of the same target clean up). Folders are written whole by ``atomic_dir_write``, which flushes
+``.tmp-<name>-p<pid>h<host tag>-<8 hex>`` file beside the target. A file has no room for an owner record, so
+its name carries the owner (``FILE_TEMP_RE``): ``training.checkpoint.recover_run_folder`` and the next claim of
+the same target (``sentcl.files.output.claim_file``) remove it once that process is gone. Folders are written whole by ``atomic_dir_write``, which flushes
 them with ``fsync_tree`` and raises ``AtomicWriteError`` (an ``OSError`` naming the folder and the OS's
 reason) when the write fails; a caller with its own wording (a checkpoint) wraps it.
 """
@@ -11,10 +12,12 @@ from __future__ import annotations
 
 import ctypes
 import functools
+import hashlib
 import json
 import os
 import re
 import shutil
+import socket
 import sys
 import uuid
 from collections.abc import Callable
@@ -24,6 +27,8 @@ from typing import IO, TYPE_CHECKING, Any
 if TYPE_CHECKING:
     import numpy as np
 
+#: A file temporary's name: the target's name, the writing process's id and host tag (``host_tag``).
+FILE_TEMP_RE = re.compile(r"^\.tmp-(.+)-p(\d+)h([0-9a-f]{6})-[0-9a-f]{8}$")
 #: The names ``atomic_write`` and ``atomic_dir_write`` give their temporaries (``.tmp-``) and, between two
 #: renames, the replaced folder (``.old-``): ``.<kind>-<target name>-<8 hex>``.
 STALE_RE = re.compile(r"^\.(tmp|old)-(.+)-[0-9a-f]{8}$")
@@ -76,10 +81,22 @@ def fsync_tree(folder: Path) -> None:
         fsync_dir(Path(root))
 
 
+@functools.cache
+def host_tag() -> str:
+    """Six hex digits of this machine's name: a file temporary's host, so a shared folder's other machine
+    never takes this machine's live write for a dead one."""
+    return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:6]
+
+
+def file_temp_name(path: Path) -> Path:
+    """``.tmp-<name>-p<pid>h<host tag>-<8 hex>`` beside ``path`` (``FILE_TEMP_RE``)."""
+    return path.with_name(f".tmp-{path.name}-p{os.getpid()}h{host_tag()}-{uuid.uuid4().hex[:8]}")
+
+
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
     """Call ``write(handle)`` on a temporary file beside ``path``, fsync, then rename it onto ``path``."""
     path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
+    tmp = file_temp_name(path)
     try:
         with open(tmp, "wb") as handle:
             write(handle)

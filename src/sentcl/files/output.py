@@ -30,7 +30,10 @@ The rules:
 * **Temporaries are provably sentcl's.** A temporary folder is ``.tmp-<name>-p<pid>-<8 hex>`` and holds
   ``.sentcl-temp`` (JSON: ``pid``, ``host``, ``target``). ``remove_stale_temps`` removes a sibling only when
   it holds that file, names the same target and its process is gone; anything else with a ``.tmp-`` name
-  is the user's and stays.
+  is the user's and stays. A file temporary has no room for the record, so its name carries it
+  (``sentcl.files.atomic.FILE_TEMP_RE``: pid and host tag); ``claim_file`` removes a regular file of that
+  name whose process is gone, naming it and its size, and names (keeps) a temporary of the target without
+  an owner in its name (an older sentcl's) or whose writer still runs.
 """
 
 from __future__ import annotations
@@ -265,6 +268,7 @@ def claim_file(path: Path, flag: str, inputs: Sequence[Input] = (), *, overwrite
     check_not_input(path, inputs, flag)
     if os.path.isdir(path):
         raise OutputRefused(f"{flag} {path} is a folder; give the name of a file to write")
+    remove_stale_file_temps(path)
     if os.path.lexists(path) and not os.path.isfile(path):
         return check_output_file(path, flag)  # a FIFO, a device, a link loop: named as what it is
     if os.path.lexists(path) and not overwrite:
@@ -318,6 +322,48 @@ def remove_stale_temps(target: Path, log: Callable[[str], None] | None = None) -
         removed.append(tmp)
         if log is not None:
             log(f"removed {tmp}, the temporary folder of an interrupted write of {target}")
+    return removed
+
+
+def remove_stale_file_temps(target: Path) -> list[Path]:
+    """Remove the file temporaries of ``target`` that a killed write left (module doc), each named in a warning
+    with its size; warn about (and keep) the ones not provably left by a finished process. Returns the removed."""
+    import logging
+
+    from sentcl.files.atomic import FILE_TEMP_RE, STALE_RE, host_tag
+
+    log = logging.getLogger(__name__)
+    target = Path(target)
+    try:
+        siblings = sorted(p for p in target.parent.iterdir() if p.name.startswith(f".tmp-{target.name}-"))
+    except OSError:
+        return []  # an unreadable folder: the write itself will name it
+    removed = []
+    for tmp in siblings:
+        if tmp.is_symlink() or not tmp.is_file():
+            continue  # a folder is remove_stale_temps's; a link or special file is never a temporary of ours
+        size = tmp.stat().st_size
+        owner = FILE_TEMP_RE.match(tmp.name)
+        if owner and owner.group(1) == target.name and owner.group(3) == host_tag():
+            if _alive(int(owner.group(2))):
+                log.warning(
+                    "%s (%d bytes) is being written by process %s, still running", tmp, size, owner[2]
+                )
+                continue
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+            log.warning(
+                "removed %s (%d bytes), the temporary file of an interrupted write of %s", tmp, size, target
+            )
+        elif owner or STALE_RE.match(tmp.name):
+            log.warning(
+                "%s (%d bytes) looks like the temporary file of an interrupted write of %s, but its name does not "
+                "prove it was this machine's sentcl: kept; delete it if no write of %s is running",
+                tmp,
+                size,
+                target,
+                target.name,
+            )
     return removed
 
 
