@@ -14,13 +14,14 @@ import ctypes
 import functools
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
 import socket
 import sys
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -118,9 +119,30 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write(path, lambda handle: handle.write(data))
 
 
+def json_safe(value: Any) -> Any:
+    """nan/inf -> None (strict JSON has no NaN); numpy scalars -> Python numbers; tuples -> lists; keys -> str."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    numpy = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported: no import here
+    if numpy is not None and isinstance(value, numpy.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps_strict(payload: Any, **dumps: Any) -> str:
+    """``payload`` as strict JSON, the one way sentcl writes JSON: a non-finite number is ``null``
+    (``json_safe``; a result that can be undefined says why in a field of its own), never ``NaN``."""
+    return json.dumps(json_safe(payload), **{"indent": 2, "ensure_ascii": False} | dumps, allow_nan=False)
+
+
 def atomic_write_json(path: Path, payload: Any, **dumps: Any) -> Path:
-    """``payload`` as indented JSON (non-ASCII kept) plus a newline; ``dumps`` go to ``json.dumps``."""
-    return atomic_write_text(path, json.dumps(payload, **{"indent": 2, "ensure_ascii": False} | dumps) + "\n")
+    """``payload`` as indented strict JSON (``dumps_strict``; non-ASCII kept) plus a newline; ``dumps`` go to
+    ``json.dumps``."""
+    return atomic_write_text(path, dumps_strict(payload, **dumps) + "\n")
 
 
 class _PlainWriter:

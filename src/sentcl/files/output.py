@@ -47,7 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentcl.files.atomic import atomic_dir_write, atomic_write_json
+from sentcl.files.atomic import atomic_dir_write, atomic_write_json, dumps_strict
 
 MARKER = ".sentcl"
 TEMP_MARKER = ".sentcl-temp"
@@ -288,7 +288,7 @@ def temp_name(target: Path) -> Path:
 def mark_temp(tmp: Path, target: Path) -> None:
     """Put the owner record into a temporary folder that sentcl just made."""
     record = {"pid": os.getpid(), "host": socket.gethostname(), "target": Path(target).name}
-    (Path(tmp) / TEMP_MARKER).write_text(json.dumps(record), encoding="utf-8")
+    (Path(tmp) / TEMP_MARKER).write_text(dumps_strict(record, indent=None), encoding="utf-8")
 
 
 def _alive(pid: int) -> bool:

@@ -10,7 +10,6 @@ backbone and its parts and builds this class last, from parts already checked.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from sentcl.defaults import ENCODE_BATCH_SIZE, INFERENCE_MAX_LENGTH_CAP, POOLER, TRAIN_MAX_LENGTH
+from sentcl.files.atomic import dumps_strict
 from sentcl.files.budget import bounded_texts
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.folder_layout import (  # noqa: F401 - re-exported for old imports
@@ -158,7 +158,7 @@ class SentenceEncoder(nn.Module):
             meta["max_length"] = self.seq_limit  # the inference truncation the folder sets
         if self.truncate_dim is not None:
             meta["truncate_dim"] = self.truncate_dim
-        (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (path / SENTCL_CONFIG).write_text(dumps_strict(meta) + "\n", encoding="utf-8")
         write_saved_card(
             path,
             source=self.source,
