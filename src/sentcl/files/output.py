@@ -196,6 +196,7 @@ def claim_folder(
             f"{flag} {folder} holds the working folder, which sentcl never replaces; choose another"
         )
     if not os.path.lexists(folder):
+        _probe_folder(folder, flag, replace)
         return False
     if not folder.is_dir():
         from sentcl.files.pathcheck import input_file_problem
@@ -204,6 +205,7 @@ def claim_folder(
         problem = found[0] if found else "is a file, not a folder"
         raise OutputRefused(f"{flag} {folder} {problem}; choose a new folder")
     if not any(p.name != MARKER for p in folder.iterdir()):
+        _probe_folder(folder, flag, replace)
         return True
     marker = read_marker(folder)
     own = (
@@ -234,7 +236,17 @@ def claim_folder(
             f"{flag} {folder} holds {len(added)} file(s) sentcl did not write there ({shown}); --overwrite "
             "replaces only sentcl's own output: move them out, or choose a new folder"
         )
+    _probe_folder(folder, flag, replace)
     return True
+
+
+def _probe_folder(folder: Path, flag: str, replace: bool) -> None:
+    """A file can be made where ``folder`` will be written (beside it when it is replaced whole, else in it or
+    the nearest folder above it that exists): a read-only folder fails at the claim, before any work."""
+    from sentcl.files.pathcheck import check_output_dir
+
+    real = Path(os.path.realpath(folder)) if Path(folder).is_symlink() else Path(folder)
+    check_output_dir(real, flag, whole=replace)
 
 
 def added_since(folder: Path, marker: dict[str, Any] | None) -> list[str]:

@@ -27,6 +27,7 @@ import numpy as np
 from sentcl.config.static_recipe import StaticRecipe, load_static_recipe
 from sentcl.config.teacher import TeacherConfig
 from sentcl.methods.static_distill import (
+    check_token_teacher,
     corpus_probabilities,
     distill_table,
     sif_weights,
@@ -89,6 +90,7 @@ def build_static_student(
     times: dict[str, float] = {}
     wall, cpu = time.perf_counter(), time.process_time()
     encoder = open_model(teacher)
+    check_token_teacher(encoder, teacher)
     needs_corpus = recipe.fitted or recipe.weighting == "corpus"
     sentences = corpus_sentences(resolve_data_dir(data_dir), recipe.max_sentences) if needs_corpus else []
     tokens = token_lists(encoder, sentences) if needs_corpus else None
