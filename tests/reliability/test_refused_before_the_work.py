@@ -45,7 +45,10 @@ def error_lines(err: str) -> list[str]:
     return [line for line in err.splitlines() if ": error: " in line]
 
 
-def test_every_writing_command_refuses_a_read_only_output_before_its_work(world: World, tmp_path: Path) -> None:
+def test_every_writing_command_refuses_a_read_only_output_before_its_work(
+    world: World,  # noqa: F811 - the output policy's fixture, imported
+    tmp_path: Path,
+) -> None:
     assert shutil.which("setpriv"), "setpriv (util-linux) is needed to drop root's permission bypass"
     ro = tmp_path / "ro"
     ro.mkdir()
@@ -88,7 +91,16 @@ def static_model(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> P
 def _static_teacher(static: Path) -> Case:
     return Case(
         "DS_teacher_static",
-        lambda d: ["distill-static", str(static), str(d / "st2"), "--no-fit", "--weighting", "zipf", "--dim", "4"],
+        lambda d: [
+            "distill-static",
+            str(static),
+            str(d / "st2"),
+            "--no-fit",
+            "--weighting",
+            "zipf",
+            "--dim",
+            "4",
+        ],
         r"TEACHER .*st is a static model .*distilled from a transformer teacher",
         check=lambda d, _: not (d / "st2").exists() or pytest.fail("an output was written"),
     )
