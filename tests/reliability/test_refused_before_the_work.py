@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 from harness import Case, parametrize, run_case
 from test_output_policy import COMMANDS, FILE_COMMANDS, FILE_NAME, World, world  # noqa: F401 - a fixture
@@ -110,6 +111,53 @@ def test_a_static_teacher_is_refused_in_one_line(
     static_model: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_case(_static_teacher(static_model), tmp_path, capsys)
+
+
+@pytest.fixture(scope="module")
+def exported(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("onnx") / "x"
+    assert main(["export", "--format", "onnx", str(tiny_bert), str(out)]) == 0
+    return out
+
+
+#: the tiny BERT's position table (max_position_embeddings in tests/helpers/tiny_bert.py): what BERT takes
+TINY_POSITIONS = 64
+
+
+@pytest.mark.parametrize(
+    "max_length", [3, TINY_POSITIONS - 1, TINY_POSITIONS, TINY_POSITIONS + 1, 10**12, 2**63]
+)
+def test_an_onnx_max_length_beyond_the_graph_is_refused_at_open_naming_the_limit(
+    max_length: int, exported: Path, tiny_bert: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    folder = tmp_path / "x"
+    shutil.copytree(exported, folder)
+    meta = json.loads((folder / "sentcl_onnx.json").read_text(encoding="utf-8"))
+    (folder / "sentcl_onnx.json").write_text(json.dumps(meta | {"max_length": max_length}), encoding="utf-8")
+    corpus = tmp_path / "long.txt"
+    corpus.write_text(" ".join(["word"] * 300) + "\nshort\n", encoding="utf-8")  # over every limit tried
+    fits = max_length <= TINY_POSITIONS
+    case = Case(
+        "XO_maxlen",
+        lambda d: ["encode", "--model", str(folder), "--input", str(corpus), "--output", str(d / "o.npy")],
+        None
+        if fits
+        else rf"sentcl_onnx.json: max_length {max_length} is over the model's position limit "
+        rf"{TINY_POSITIONS} .*set max_length to at most {TINY_POSITIONS}",
+    )
+    run_case(case, tmp_path, capsys)
+    if fits:  # the reference: the same model through PyTorch, at the same truncation
+        argv = [
+            "encode",
+            "--model",
+            str(tiny_bert),
+            "--input",
+            str(corpus),
+            "--output",
+            str(tmp_path / "t.npy"),
+        ]
+        assert main([*argv, "--max-length", str(max_length)]) == 0
+        np.testing.assert_allclose(np.load(tmp_path / "o.npy"), np.load(tmp_path / "t.npy"), atol=1e-4)
 
 
 CASES: list[Case] = []
