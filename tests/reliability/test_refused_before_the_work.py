@@ -19,7 +19,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from harness import Case, parametrize, run_case
+import yaml
+from harness import Case, run_case
+from helpers.data import tiny_recipe, write_corpus, write_small_sts
 from test_output_policy import COMMANDS, FILE_COMMANDS, FILE_NAME, World, world  # noqa: F401 - a fixture
 
 from sentcl.cli import main
@@ -160,9 +162,171 @@ def test_an_onnx_max_length_beyond_the_graph_is_refused_at_open_naming_the_limit
         np.testing.assert_allclose(np.load(tmp_path / "o.npy"), np.load(tmp_path / "t.npy"), atol=1e-4)
 
 
-CASES: list[Case] = []
+def _tiny_recipe(d: Path, tiny: Path, data: Path, **training: object) -> Path:
+    corpus = write_corpus(d / "c.txt", 40)
+    (d / "r.yaml").write_text(
+        yaml.safe_dump(tiny_recipe(tiny, data, corpus, d / "run", **training)), encoding="utf-8"
+    )
+    return d / "r.yaml"
 
 
-@parametrize(CASES)
-def test_one_line(case: Case, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    run_case(case, tmp_path, capsys)
+def one_line_cases(tiny: Path, static: Path, data: Path) -> list[Case]:
+    """Inputs that once gave a misleading line: each must now name the slot and what to do."""
+    encode = ["encode", "--model", str(static), "--input"]
+    return [
+        Case(
+            "DS_skip_all",
+            lambda d: ["distill-static", str(tiny), str(d / "st"), "--no-fit", "--set", "skip_pattern=.*"],
+            r"skip_pattern '\.\*' matches every one of the vocabulary's \d+ tokens: nothing is left to distil",
+        ),
+        Case(
+            "STF_backend_onnx",
+            lambda d: [
+                *encode,
+                str(write_corpus(d / "c.txt", 3)),
+                "--output",
+                str(d / "o.npy"),
+                "--backend",
+                "onnx",
+            ],
+            r"--backend onnx does not apply to .*st, a static model .*leave --backend out",
+        ),
+        Case(
+            "STF_export_static",
+            lambda d: ["export", "--format", "onnx", str(static), str(d / "x")],
+            r"st is a static model .*; an ONNX export needs a PyTorch model$",
+        ),
+        Case(
+            "STF_maxlen_2",
+            lambda d: [
+                *encode,
+                str(write_corpus(d / "c.txt", 3)),
+                "--output",
+                str(d / "o.npy"),
+                "--max-length",
+                "2",
+            ],
+            r"--max-length: 2 is below 3, the least truncation sentcl takes for any model: .*static model",
+        ),
+        Case(
+            "CL_max_examples_1",
+            lambda d: ["train", "--config", str(_tiny_recipe(d, tiny, data)), "--set", "data.max_examples=1"],
+            r"data\.max_examples=1 leaves fewer examples than one batch \(training\.batch_size=8\); use 8 or more",
+        ),
+    ]
+
+
+@pytest.fixture(scope="module")
+def cases(tiny_bert: Path, static_model: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Case]:
+    data = write_small_sts(tmp_path_factory.mktemp("data"))
+    return {c.id: c for c in one_line_cases(tiny_bert, static_model, data)}
+
+
+@pytest.mark.parametrize("case_id", [c.id for c in one_line_cases(Path("t"), Path("s"), Path("d"))])
+def test_one_line_naming_the_slot(
+    case_id: str, cases: dict[str, Case], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_case(cases[case_id], tmp_path, capsys)
+
+
+def test_a_tokenizer_panic_is_one_line_without_rusts_own_report(
+    static_model: Path, tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A pattern the open-time check passes (no nested repetition) that onig's retry limit still stops, in a
+    model's tokenizer.json (a static model's: the Rust tokenizer itself): the Rust panic's report (written on
+    descriptor 2, below Python) must not reach the terminal."""
+    folder = tmp_path / "m"
+    shutil.copytree(static_model, folder)
+    spec = json.loads((folder / "tokenizer.json").read_text(encoding="utf-8"))
+    split = {"type": "Split", "pattern": {"Regex": "(.*a){12}b"}, "behavior": "Isolated", "invert": False}
+    spec["pre_tokenizer"] = {"type": "Sequence", "pretokenizers": [split, spec["pre_tokenizer"]]}
+    (folder / "tokenizer.json").write_text(json.dumps(spec), encoding="utf-8")
+    (tmp_path / "in.txt").write_text("a" * 40 + "\n", encoding="utf-8")
+    argv = [
+        "encode",
+        "--model",
+        str(folder),
+        "--input",
+        str(tmp_path / "in.txt"),
+        "--output",
+        str(tmp_path / "o.npy"),
+    ]
+    assert main(argv) == 2
+    out, err = capfd.readouterr()
+    assert "panicked at" not in err and "RUST_BACKTRACE" not in err and "Traceback" not in err, err
+    (line,) = error_lines(err)
+    assert "a Rust panic: Onig: Regex search error: retry-limit-in-match over" in line, line
+
+
+def test_panic_reports_are_cut_and_everything_else_kept() -> None:
+    from sentcl.modeling.tokenizer_checks import without_panic_reports
+
+    report = (
+        b"\nthread '<unnamed>' (22868) panicked at /x/onig-6.5.3/src/lib.rs:647:23:\nOnig: retry-limit\n"
+        b"stack backtrace:\n   0: rust_begin_unwind\nnote: Some details are omitted, run with `RUST_BACKTRACE=full`.\n"
+    )
+    plain = b"thread 'main' panicked at src/main.rs:2:5:\nboom\nnote: run with `RUST_BACKTRACE=1` to see\n"
+    assert without_panic_reports(b"log line\n" + report + b"after\n") == b"log line\nafter\n"
+    assert without_panic_reports(plain + plain) == b""
+    assert (
+        without_panic_reports(b"a thread 'x' panicked at y\n") == b"a thread 'x' panicked at y\n"
+    )  # mid-line
+
+
+def test_a_folder_named_like_a_built_in_recipe_gives_way_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    from sentcl.config.builtin import builtin_path, resolve_recipe, static_recipe_path
+    from sentcl.config.static_recipe import load_static_recipe
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("demo", "distill_static"):
+        (tmp_path / name).mkdir()
+    with caplog.at_level("WARNING"):
+        assert resolve_recipe("demo") == builtin_path("demo")
+        assert load_static_recipe("distill_static") == load_static_recipe(
+            str(static_recipe_path("distill_static"))
+        )
+    assert "the folder demo is not a recipe, so the built-in recipe demo.yaml is used" in caplog.text
+    assert (
+        "the folder distill_static is not a recipe" in caplog.text
+        and "distill_static/FILE.yaml" in caplog.text
+    )
+    caplog.clear()
+    (tmp_path / "tsdae").write_text("training: {batch_size: 8}\n", encoding="utf-8")  # a file: it is used
+    with caplog.at_level("WARNING"):
+        assert resolve_recipe("tsdae") == Path("tsdae")
+    assert (
+        f"the file tsdae is used, not the built-in recipe of that name; to use the built-in one, give its path {builtin_path('tsdae')}"
+        in caplog.text
+    )
+    caplog.clear()
+    with caplog.at_level("WARNING"):
+        assert resolve_recipe(str(builtin_path("demo"))) == builtin_path("demo")  # the built-in's own path
+    assert caplog.text == ""
+
+
+@pytest.mark.parametrize(
+    ("change", "problem"),
+    [
+        (
+            lambda c: {("Training" if k == "training" else k): v for k, v in c.items()},
+            r"unknown section 'Training'",
+        ),
+        (lambda c: c | {"eval": [1]}, r"section 'eval' must be an object, got list"),
+        (lambda c: c | {"extra": {}}, r"unknown section 'extra'"),
+    ],
+)
+def test_a_changed_saved_config_is_named_on_resume_never_diffed(change, problem: str, tmp_path: Path) -> None:
+    from sentcl.config import ConfigError, TrainConfig, load_config
+    from sentcl.config.typed import to_dict
+    from sentcl.training.run_folder import resume_changes
+
+    cfg = load_config(TrainConfig, None, [f"training.output_dir={tmp_path}"])
+    (tmp_path / "config.json").write_text(json.dumps(change(to_dict(cfg))), encoding="utf-8")
+    with pytest.raises(
+        ConfigError, match=rf"^--resume: {tmp_path}/config.json: {problem}.*; .*restore it, or start a new"
+    ):
+        resume_changes(tmp_path, cfg, tmp_path / "train.txt")
+    (tmp_path / "config.json").write_text(json.dumps(to_dict(cfg)), encoding="utf-8")
+    assert resume_changes(tmp_path, cfg, tmp_path / "train.txt") == []  # the file as written: no change

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import hashlib
 import json
+import logging
 import math
 import os
 import re
@@ -21,6 +21,7 @@ import shutil
 import socket
 import sys
 import uuid
+import zlib
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
@@ -86,12 +87,61 @@ def fsync_tree(folder: Path) -> None:
 def host_tag() -> str:
     """Six hex digits of this machine's name: a file temporary's host, so a shared folder's other machine
     never takes this machine's live write for a dead one."""
-    return hashlib.sha256(socket.gethostname().encode("utf-8", "surrogateescape")).hexdigest()[:6]
+    return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'surrogateescape')) & 0xFFFFFF:06x}"
 
 
 def file_temp_name(path: Path) -> Path:
     """``.tmp-<name>-p<pid>h<host tag>-<8 hex>`` beside ``path`` (``FILE_TEMP_RE``)."""
     return path.with_name(f".tmp-{path.name}-p{os.getpid()}h{host_tag()}-{uuid.uuid4().hex[:8]}")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_file_temps(target: Path) -> list[Path]:
+    """Remove the file temporaries of ``target`` that a killed write left (``sentcl.files.output``'s rules), each named in a warning
+    with its size; warn about (and keep) the ones not provably left by a finished process. Returns the removed."""
+    log = logging.getLogger(__name__)
+    target = Path(target)
+    try:
+        siblings = sorted(p for p in target.parent.iterdir() if p.name.startswith(f".tmp-{target.name}-"))
+    except OSError:
+        return []  # an unreadable folder: the write itself will name it
+    removed = []
+    for tmp in siblings:
+        if tmp.is_symlink() or not tmp.is_file():
+            continue  # a folder is remove_stale_temps's; a link or special file is never a temporary of ours
+        size = tmp.stat().st_size
+        owner = FILE_TEMP_RE.match(tmp.name)
+        if owner and owner.group(1) == target.name and owner.group(3) == host_tag():
+            if process_alive(int(owner.group(2))):
+                log.warning(
+                    "%s (%d bytes) is being written by process %s, still running", tmp, size, owner[2]
+                )
+                continue
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+            log.warning(
+                "removed %s (%d bytes), the temporary file of an interrupted write of %s", tmp, size, target
+            )
+        elif owner or STALE_RE.match(tmp.name):
+            log.warning(
+                "%s (%d bytes) looks like the temporary file of an interrupted write of %s, but its name does not "
+                "prove it was this machine's sentcl: kept; delete it if no write of %s is running",
+                tmp,
+                size,
+                target,
+                target.name,
+            )
+    return removed
 
 
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:

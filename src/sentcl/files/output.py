@@ -47,7 +47,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentcl.files.atomic import atomic_dir_write, atomic_write_json, dumps_strict
+from sentcl.files.atomic import (
+    atomic_dir_write,
+    atomic_write_json,
+    dumps_strict,
+    process_alive,
+    remove_stale_file_temps,
+)
 
 MARKER = ".sentcl"
 TEMP_MARKER = ".sentcl-temp"
@@ -303,16 +309,6 @@ def mark_temp(tmp: Path, target: Path) -> None:
     (Path(tmp) / TEMP_MARKER).write_text(dumps_strict(record, indent=None), encoding="utf-8")
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def remove_stale_temps(target: Path, log: Callable[[str], None] | None = None) -> list[Path]:
     """Remove the temporaries of ``target`` that a killed sentcl left: only those holding ``.sentcl-temp``
     for this target, on this host, whose process is gone. Returns what was removed."""
@@ -328,54 +324,12 @@ def remove_stale_temps(target: Path, log: Callable[[str], None] | None = None) -
         if not isinstance(record, dict) or record.get("target") != target.name:
             continue
         pid = record.get("pid")
-        if record.get("host") != socket.gethostname() or not isinstance(pid, int) or _alive(pid):
+        if record.get("host") != socket.gethostname() or not isinstance(pid, int) or process_alive(pid):
             continue
         shutil.rmtree(tmp, ignore_errors=True)
         removed.append(tmp)
         if log is not None:
             log(f"removed {tmp}, the temporary folder of an interrupted write of {target}")
-    return removed
-
-
-def remove_stale_file_temps(target: Path) -> list[Path]:
-    """Remove the file temporaries of ``target`` that a killed write left (module doc), each named in a warning
-    with its size; warn about (and keep) the ones not provably left by a finished process. Returns the removed."""
-    import logging
-
-    from sentcl.files.atomic import FILE_TEMP_RE, STALE_RE, host_tag
-
-    log = logging.getLogger(__name__)
-    target = Path(target)
-    try:
-        siblings = sorted(p for p in target.parent.iterdir() if p.name.startswith(f".tmp-{target.name}-"))
-    except OSError:
-        return []  # an unreadable folder: the write itself will name it
-    removed = []
-    for tmp in siblings:
-        if tmp.is_symlink() or not tmp.is_file():
-            continue  # a folder is remove_stale_temps's; a link or special file is never a temporary of ours
-        size = tmp.stat().st_size
-        owner = FILE_TEMP_RE.match(tmp.name)
-        if owner and owner.group(1) == target.name and owner.group(3) == host_tag():
-            if _alive(int(owner.group(2))):
-                log.warning(
-                    "%s (%d bytes) is being written by process %s, still running", tmp, size, owner[2]
-                )
-                continue
-            tmp.unlink(missing_ok=True)
-            removed.append(tmp)
-            log.warning(
-                "removed %s (%d bytes), the temporary file of an interrupted write of %s", tmp, size, target
-            )
-        elif owner or STALE_RE.match(tmp.name):
-            log.warning(
-                "%s (%d bytes) looks like the temporary file of an interrupted write of %s, but its name does not "
-                "prove it was this machine's sentcl: kept; delete it if no write of %s is running",
-                tmp,
-                size,
-                target,
-                target.name,
-            )
     return removed
 
 

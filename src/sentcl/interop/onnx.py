@@ -364,7 +364,9 @@ def export_onnx(
         import openvino  # noqa: F401 - the extra's check (the openvino extra), before the export's work
     inputs = export_inputs(model)
     claim_folder(out, "export", "OUT", inputs, replace=True, overwrite=overwrite)
-    encoder = open_model(model, pooler=pooler, backend="torch") if isinstance(model, str) else model
+    encoder = (
+        open_model(model, pooler=pooler, needs_torch="an ONNX export") if isinstance(model, str) else model
+    )
     if isinstance(encoder, DualEncoder):
         raise ValueError("ONNX export of a two-encoder (Quick-Thoughts) model is not supported")
     if encoder.prompt is not None:

@@ -129,7 +129,8 @@ def sif_weights(probabilities: np.ndarray, a: float) -> np.ndarray:
 
 
 def kept_tokens(tokenizer: Any, pattern: str | None) -> np.ndarray:
-    """(V,) bool: the tokens to encode (every one but those ``pattern`` matches)."""
+    """(V,) bool: the tokens to encode (every one but those ``pattern`` matches); a pattern that leaves none
+    is refused, naming the recipe's key."""
     vocab_size = len(tokenizer)
     kept = np.ones(vocab_size, dtype=bool)
     if pattern:
@@ -137,6 +138,11 @@ def kept_tokens(tokenizer: Any, pattern: str | None) -> np.ndarray:
         for token, index in tokenizer.get_vocab().items():
             if index < vocab_size and regex.fullmatch(token):
                 kept[index] = False
+    if not kept.any():
+        raise ValueError(
+            f"skip_pattern {pattern!r} matches every one of the vocabulary's {vocab_size} tokens: nothing is left "
+            "to distil; give a pattern that matches only the tokens to leave out (the default: BERT's [unusedN])"
+        )
     return kept
 
 

@@ -35,6 +35,7 @@ from sentcl.modeling.loading import LoadOptions, load_single
 from sentcl.modeling.locate import locate
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
+from sentcl.modeling.tokenizer_checks import quiet_rust_panics
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows  # noqa: F401 - cosine_matrix re-exported
 
 
@@ -219,15 +220,16 @@ class SentenceEncoder(nn.Module):
         self.truncate_dim = dim
 
     def tokenize(self, sentences: Sequence[str], padding: bool | str = True) -> dict[str, Tensor]:
-        return dict(
-            self.tokenizer(
-                bounded_texts(sentences, self.train_max_length),  # the input budget (sentcl.files.budget)
-                padding=padding,
-                truncation=True,
-                max_length=self.train_max_length,
-                return_tensors="pt",
+        with quiet_rust_panics():
+            return dict(
+                self.tokenizer(
+                    bounded_texts(sentences, self.train_max_length),  # the input budget (sentcl.files.budget)
+                    padding=padding,
+                    truncation=True,
+                    max_length=self.train_max_length,
+                    return_tensors="pt",
+                )
             )
-        )
 
     def forward(
         self,

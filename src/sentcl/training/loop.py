@@ -168,12 +168,9 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
     tracker.close()
 
     # ---- final evaluation of the best model (rank 0)
-    stalled = opt.watch.verdict()  # a run shorter than the constant-loss stop that never learnt: said
-    if stalled and run.main:
-        logger.warning("%s: %s", run.out, stalled)
     result = TrainResult(run.out, state.global_step, state.best_step, state.best_score, {}, *starts)
-    if run.main:
-        result.results = evals.final(state, [stalled] if stalled else [])
+    if run.main:  # a run shorter than the constant-loss stop that never learnt says so (LossWatch.verdict)
+        result.results = evals.final(state, opt.watch.verdict())
     distributed.barrier()
     if run.is_dist:
         distributed.shutdown()

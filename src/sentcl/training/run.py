@@ -141,8 +141,10 @@ def read_corpus(run: RunSetup, reader: str) -> Corpus:
         corpus = read_training_data(reader, run.train_path, d.max_examples, d.use_neutral)
     if len(corpus) < run.global_batch:
         world = f" x {run.world} processes" if run.world > 1 else ""
+        cut = d.max_examples is not None and len(corpus) >= d.max_examples  # the cap, not the file, left them
+        where = f"data.max_examples={d.max_examples} leaves" if cut else "has"
         raise ValueError(
-            f"training file {run.train_path} has {len(corpus)} examples, fewer than one batch "
+            f"training file {run.train_path} {where} {len(corpus)} examples, fewer than one batch "
             f"(training.batch_size={run.cfg.training.batch_size}{world})"
         )
     return corpus
