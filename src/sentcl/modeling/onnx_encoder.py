@@ -55,8 +55,10 @@ def is_onnx_folder(path: str | Path) -> bool:
 
 def graph_positions(graph: Path) -> int | None:
     """The rows of the graph's position-embedding table (the most positions it has), None where it names none."""
-    import onnx
-
+    try:
+        import onnx
+    except ImportError:  # onnxruntime alone runs the graph; without onnx the length is tried instead
+        return None
     if not graph.is_file():
         return None
     try:
