@@ -43,13 +43,17 @@ def test_a_path_wins_over_a_name(tmp_path: Path, monkeypatch) -> None:
     assert resolve_recipe("demo") == RECIPES_DIR / "demo.yaml"  # no file called "demo": the name
 
 
-def test_a_folder_is_not_a_recipe(tmp_path: Path, monkeypatch, capsys) -> None:
+def test_a_folder_is_not_a_recipe(tmp_path: Path, monkeypatch, capsys, caplog) -> None:
     monkeypatch.chdir(tmp_path)
-    (tmp_path / "demo").mkdir()
-    assert main(["train", "--config", "demo"]) == 2
+    (tmp_path / "mine").mkdir()
+    assert main(["train", "--config", "mine"]) == 2
     assert (
-        capsys.readouterr().err.strip() == "sentcl train: error: config file demo is a directory, not a file"
+        capsys.readouterr().err.strip() == "sentcl train: error: config file mine is a directory, not a file"
     )
+    (tmp_path / "demo").mkdir()  # named like a built-in recipe: it gives way to the built-in, and says so
+    with caplog.at_level("WARNING"):
+        assert resolve_recipe("demo") == RECIPES_DIR / "demo.yaml"
+    assert "the folder demo is not a recipe, so the built-in recipe demo.yaml is used" in caplog.text
 
 
 def test_names_never_leave_the_recipes_folder() -> None:

@@ -10,7 +10,9 @@ torch, and real runs of ``sentcl train`` and ``sentcl encode``.
 
 from __future__ import annotations
 
+import json
 import math
+import re
 from pathlib import Path
 
 import numpy as np
@@ -266,3 +268,46 @@ def test_the_numpy_reference_agrees_with_torchs_cross_entropy(temperature: float
     )  # (1, 2)
     loss = torch.nn.functional.cross_entropy(logits, torch.tensor([0])).item()
     assert float32_loss_is_zero(temperature) == (loss == 0.0 or not math.isfinite(loss))
+
+
+@settings(max_examples=200, deadline=None)
+@given(losses=st.lists(st.sampled_from([0.0, 0.5, 1.3862944, 2.0794415]), min_size=1, max_size=19))
+def test_a_short_run_is_said_not_to_have_learnt_exactly_when_its_loss_repeats_at_half_its_steps(
+    losses: list[float],
+) -> None:
+    watch = LossWatch()  # 19 steps at most: never stopped, so the end of the run must say it
+    for step, value in enumerate(losses, start=1):
+        watch.observe(value, step)
+    repeats = sum(a == b for a, b in zip(losses, losses[1:], strict=False))  # by hand
+    said = watch.verdict()
+    assert (said is not None) == (len(losses) >= 2 and 2 * repeats >= len(losses) - 1)
+    if said is not None:
+        assert f"at {repeats} of {len(losses)} steps" in said
+
+
+def test_a_learning_loss_is_never_said_to_stall() -> None:
+    watch = LossWatch()
+    for step, value in enumerate(np.random.default_rng(0).uniform(0.1, 3.0, 500), start=1):
+        watch.observe(float(value), step)
+    assert watch.verdict() is None
+
+
+def test_a_short_run_whose_loss_never_moves_says_so_in_its_summary(
+    tiny_bert: Path, data_dir: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture, capsys
+) -> None:
+    """The case the stop cannot see: copies of one sentence, no dropout, batch 4 (each epoch ends with a
+    smaller batch, whose loss is another value), fewer steps than the window: exit 0, and the run's summary
+    and log say the loss did not move."""
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("the same sentence again\n" * 26, encoding="utf-8")
+    sections = tiny_recipe(
+        tiny_bert, data_dir, corpus, tmp_path / "run", max_steps=8, eval_steps=0, save_steps=0, batch_size=4
+    )
+    sections["model"]["dropout"] = 0.0
+    (tmp_path / "recipe.yaml").write_text(yaml.safe_dump(sections), encoding="utf-8")
+    with caplog.at_level("WARNING"):
+        assert main(["train", "--config", str(tmp_path / "recipe.yaml")]) == 0, capsys.readouterr().err
+    summary = json.loads((tmp_path / "run" / "results.json").read_text(encoding="utf-8"))
+    (warning,) = summary["warnings"]
+    assert re.search(r"the loss did not move: .* at \d+ of [78] steps", warning), warning
+    assert "the loss did not move" in caplog.text

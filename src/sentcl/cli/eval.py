@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 from pathlib import Path
 
 from sentcl.cli.option_rules import declare as declare_rules
@@ -12,7 +11,7 @@ from sentcl.cli.options import add_data_dir, add_model_options, add_overwrite, l
 from sentcl.cli.unlabelled import add_unlabelled_options, read_unlabelled_option, run_unlabelled
 from sentcl.config.names import EVAL_GROUPS, EVAL_TASKS, TRANSFER_TASKS, eval_tasks_help
 from sentcl.evaluation.user_data import add_user_data_options
-from sentcl.files.atomic import atomic_write_text
+from sentcl.files.atomic import atomic_write_json
 from sentcl.files.kinds import names_value, write_path
 from sentcl.files.output import Input, claim_file, model_input
 from sentcl.files.paths import resolve_data_dir
@@ -159,5 +158,5 @@ def handle(args: argparse.Namespace) -> int:
         results[f"unlabelled:{args.unlabelled}"] = run_unlabelled(args, model, unlabelled)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(args.output, json.dumps(results, indent=2) + "\n")  # whole or not at all
+        atomic_write_json(args.output, results)  # whole or not at all; strict JSON (undefined: null)
     return 0

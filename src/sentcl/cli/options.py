@@ -16,7 +16,7 @@ from sentcl.config.poolers import POOLERS
 from sentcl.config.typed import check_max_length
 from sentcl.data.download import DownloadError
 from sentcl.data.readers import DataFormatError
-from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.defaults import ENCODE_BATCH_SIZE, MIN_MAX_LENGTH
 from sentcl.files.kinds import model_name, name_value, read_folder_name, setting
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, DataNotFoundError, ModelNotFoundError
 from sentcl.files.slots import declare
@@ -56,12 +56,18 @@ def positive_int(text: str) -> int:
 
 @declare("max-length")
 def max_length_arg(text: str) -> int:
-    """argparse type of ``--max-length``: the rule of every truncation (``check_max_length``: 3 or more)."""
+    """argparse type of ``--max-length``: the rule of every truncation (``check_max_length``: 3 or more), read
+    before the model is known, so for every model alike (a static model, which adds no [CLS] and [SEP], too:
+    one value then works with any model; our choice, said in the message)."""
     value = positive_int(text)
     try:
         check_max_length("--max-length", value)
-    except ConfigError as err:
-        raise argparse.ArgumentTypeError(str(err).removeprefix(f"--max-length={value} ")) from None
+    except ConfigError:
+        raise argparse.ArgumentTypeError(
+            f"{value} is below {MIN_MAX_LENGTH}, the least truncation sentcl takes for any model: a transformer's "
+            "[CLS] and [SEP] would leave no room for a real token (a static model, which adds neither, is held to "
+            f"the same least); use {MIN_MAX_LENGTH} or more"
+        ) from None
     return value
 
 

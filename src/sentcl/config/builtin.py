@@ -9,8 +9,11 @@ no file: the bottom floor.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
+
+logger = logging.getLogger(__name__)
 
 RECIPES_DIR = Path(__file__).resolve().parents[1] / "recipes"
 GRIDS_SUBDIR = "experiments"
@@ -52,6 +55,32 @@ def builtin_path(name: str) -> Path | None:
     return path if path.is_file() else None
 
 
+def prefer(value: str | Path, path: Path, builtin: Path | None) -> Path:
+    """Which of ``path`` (it exists) and the built-in recipe of the same name ``value`` means: a folder is never
+    a recipe, so it gives way to the built-in; a file (or anything else there, which its reader names) is used.
+    Where both exist, a warning says which one is used and how to pick the other."""
+    if builtin is None or os.path.realpath(path) == os.path.realpath(builtin):  # a checkout's configs/ link
+        return path
+    if path.is_dir():
+        logger.warning(
+            "%s: the folder %s is not a recipe, so the built-in recipe %s is used; to use a file inside the "
+            "folder, give its path (%s/FILE.yaml)",
+            value,
+            path,
+            builtin.name,
+            path,
+        )
+        return builtin
+    logger.warning(
+        "%s: the file %s is used, not the built-in recipe of that name; to use the built-in one, give its path "
+        "%s",
+        value,
+        path,
+        builtin,
+    )
+    return path
+
+
 def resolve_recipe(value: str | Path, grids: bool = False) -> Path:
     """The file for ``--config VALUE``: an existing path as given, else the built-in recipe of that name.
 
@@ -59,13 +88,12 @@ def resolve_recipe(value: str | Path, grids: bool = False) -> Path:
     and the error for an unknown name lists the grids instead of the training recipes.
     """
     path = Path(value)
-    if os.path.lexists(path):  # anything there (a folder, a FIFO, a link loop): the reader says what it is
-        return path
     names_to_try = [str(value)] + ([f"{GRIDS_SUBDIR}/{value}"] if grids else [])
-    for name in names_to_try:
-        found = builtin_path(name)
-        if found is not None:
-            return found
+    builtin = next((found for name in names_to_try if (found := builtin_path(name)) is not None), None)
+    if os.path.lexists(path):  # anything there (a FIFO, a link loop): the reader says what it is
+        return prefer(value, path, builtin)
+    if builtin is not None:
+        return builtin
     if static_recipe_path(str(value)) is not None:
         raise FileNotFoundError(
             f"{value} is a static student's recipe: run it with sentcl distill-static --config {value}"

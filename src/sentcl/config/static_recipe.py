@@ -9,13 +9,14 @@ the overrides; an unknown key or a wrong type is a ``ConfigError`` naming the ke
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentcl.config.builtin import static_recipe_path
+from sentcl.config.builtin import prefer, static_recipe_path
 from sentcl.config.typed import ConfigError, from_dict, merge_override, parse_override
 from sentcl.files.read import read_yaml
 from sentcl.files.slots import FolderOwn, ModelRef
@@ -126,7 +127,8 @@ def load_static_recipe(path: str | Path | None = None, overrides: Sequence[str] 
     source = builtin
     if path is not None:
         given = Path(path)
-        source = given if given.exists() else (static_recipe_path(str(path)) or given)
+        named = static_recipe_path(str(path))
+        source = prefer(path, given, named) if os.path.lexists(given) else (named or given)
         if not source.exists():
             raise ConfigError(f"{path}: no such file, and no built-in static recipe of that name")
         data = _merged(data, _mapping(source))

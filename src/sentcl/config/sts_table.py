@@ -6,6 +6,7 @@ Pure and torch-free, so a model card (modeling/model_card.py) can print a result
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,7 +22,19 @@ def main_score(result: Mapping[str, Any], task: str) -> float:
         raise KeyError(
             f"task {task!r} is not in this result (it has: {', '.join(k for k in result if k != 'avg')})"
         )
-    return float(result[task]["all"] if task in YEARLY_STS_TASKS else result[task]["spearman"])
+    value = result[task]["all"] if task in YEARLY_STS_TASKS else result[task]["spearman"]
+    return math.nan if value is None else float(value)  # None: an undefined score read back from strict JSON
+
+
+def score_cell(result: Mapping[str, Any], task: str) -> str:
+    """The table's cell for ``task``: Spearman × 100 with two decimals, "-" where the result lacks the task,
+    "undefined (WHY)" where no correlation exists (every pair given one cosine: "constant predictions")."""
+    if task not in result:
+        return "-"
+    score = main_score(result, task)
+    if math.isfinite(score):
+        return f"{score:.2f}"
+    return f"undefined ({result[task].get('undefined', 'not a number')})"
 
 
 def row_label(task: str, results: Iterable[Mapping[str, Any]]) -> str:
@@ -45,8 +58,15 @@ def format_sts_table(
     for task in STS_TASKS:
         if not any(task in res for res in results.values()):
             continue
-        cells = [f"{main_score(res, task):.2f}" if task in res else "-" for res in results.values()]
+        cells = [score_cell(res, task) for res in results.values()]
         lines.append(f"| {row_label(task, results.values())} | " + " | ".join(cells) + " |")
-    avg = [f"{float(res['avg']):.2f}" if "avg" in res else "-" for res in results.values()]
+    avg = [_avg_cell(res) for res in results.values()]
     lines.append("| Avg. | " + " | ".join(avg) + " |")
     return "\n".join(lines)
+
+
+def _avg_cell(result: Mapping[str, Any]) -> str:
+    if "avg" not in result:
+        return "-"
+    avg = float(result["avg"]) if result["avg"] is not None else math.nan
+    return f"{avg:.2f}" if math.isfinite(avg) else "undefined (a task's correlation is undefined)"

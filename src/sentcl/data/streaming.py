@@ -29,6 +29,7 @@ from torch import Tensor
 from transformers import PreTrainedTokenizerBase
 
 from sentcl.data.readers import Corpus, decode_line, require_file
+from sentcl.files.atomic import dumps_strict
 from sentcl.files.budget import bounded_lines, bounded_texts
 from sentcl.files.fingerprint import json_digest, text_sha256
 from sentcl.files.paths import CACHE_ENV, cache_root  # noqa: F401 - the cache folder, one home
@@ -112,7 +113,7 @@ def _build_index(path: Path, key: dict[str, Any]) -> Callable[[Path], None]:
         lines = np.frombuffer(bounds, dtype=np.int64).reshape(-1, 2)  # (N, 2): start, stop byte
         np.save(tmp / "lines.npy", lines)
         meta = {"format": FORMAT_VERSION, **key, "lines": len(lines), "empty_lines": empty}
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (tmp / "meta.json").write_text(dumps_strict(meta) + "\n", encoding="utf-8")
 
     return build
 
@@ -181,7 +182,7 @@ def _build_tokens(
                 out.write(np.fromiter((t for row in ids for t in row), dtype=dtype).tobytes())
         np.save(tmp / "offsets.npy", np.frombuffer(offsets, dtype=np.int64))
         meta = {"format": FORMAT_VERSION, **key, "dtype": dtype.name, "tokens": offsets[-1]}
-        (tmp / "meta.json").write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (tmp / "meta.json").write_text(dumps_strict(meta) + "\n", encoding="utf-8")
 
     return build
 

@@ -9,6 +9,7 @@ and the model card read). Each evaluator returns a dict. A task implemented abov
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -58,9 +59,18 @@ Formatter = Callable[[Mapping[str, Mapping[str, Any]]], str]
 
 
 def format_json(column: Mapping[str, Mapping[str, Any]]) -> str:
-    """The scalar entries of each result as indented JSON (lists and nested dicts left out)."""
-    brief = {n: {k: v for k, v in r.items() if not isinstance(v, list | dict)} for n, r in column.items()}
-    return json.dumps(brief, indent=2)
+    """The scalar entries of each result as indented JSON (lists and nested dicts left out); a number that is
+    not finite reads "undefined (WHY)", the result's "undefined" reason (a model giving every pair one cosine)."""
+
+    def shown(result: Mapping[str, Any], value: Any) -> Any:
+        if isinstance(value, float) and not math.isfinite(value):
+            return f"undefined ({result.get('undefined', 'not a number')})"
+        return value
+
+    brief = {
+        n: {k: shown(r, v) for k, v in r.items() if not isinstance(v, list | dict)} for n, r in column.items()
+    }
+    return json.dumps(brief, indent=2, ensure_ascii=False)
 
 
 @dataclass(frozen=True)

@@ -50,8 +50,20 @@ def _cosine_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.divide(dots, denom, out=np.zeros_like(dots), where=denom > 0)
 
 
+def undefined_reason(sims: np.ndarray, gold: np.ndarray) -> str | None:
+    """Why no correlation of ``sims`` with ``gold`` exists (a model that gives every pair one cosine), or None."""
+    if not np.isfinite(sims).all():
+        return "non-finite predictions"
+    if (sims == sims[0]).all():
+        return "constant predictions"
+    if (gold == gold[0]).all():
+        return "constant gold scores"
+    return None
+
+
 def _correlations(sims: np.ndarray, gold: np.ndarray, name: str) -> dict[str, Any]:
-    """{"spearman": 100·ρ, "pearson": 100·r, "n"}; constant input gives nan (scipy warns), as in SentEval."""
+    """{"spearman": 100·ρ, "pearson": 100·r, "n"}. Where no correlation exists (``undefined_reason``) both are
+    nan, as in SentEval, and "undefined" says why (strict JSON writes the nan as null beside it)."""
     sims, gold = np.asarray(sims, dtype=np.float64), np.asarray(gold, dtype=np.float64)
     if sims.shape != gold.shape or sims.ndim != 1:
         raise ValueError(
@@ -59,6 +71,9 @@ def _correlations(sims: np.ndarray, gold: np.ndarray, name: str) -> dict[str, An
         )
     if len(sims) < 2:
         raise ValueError(f"{name}: a correlation needs at least 2 pairs, got {len(sims)}")
+    reason = undefined_reason(sims, gold)
+    if reason is not None:
+        return {"spearman": math.nan, "pearson": math.nan, "n": len(sims), "undefined": reason}
     rho = float(spearmanr(sims, gold).statistic)
     r = float(pearsonr(sims, gold).statistic)
     return {"spearman": 100.0 * rho, "pearson": 100.0 * r, "n": len(sims)}
@@ -90,7 +105,7 @@ def aggregate(subset_scores: Mapping[str, tuple[np.ndarray, np.ndarray]]) -> dic
         "n": pooled["n"],
         "pearson": {"all": pooled["pearson"], "mean": p_mean, "wmean": p_wmean},
         "subsets": subsets,
-    }
+    } | ({"undefined": pooled["undefined"]} if "undefined" in pooled else {})
 
 
 def _score_task(

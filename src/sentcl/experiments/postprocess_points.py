@@ -123,7 +123,7 @@ def run_postprocess_point(
     import torch
 
     from sentcl.evaluation.runner import evaluate
-    from sentcl.files.atomic import atomic_write_text
+    from sentcl.files.atomic import atomic_write_json
     from sentcl.files.paths import resolve_data_dir
     from sentcl.modeling.encode_adapter import encode_fn
     from sentcl.postprocess.fit import postprocess_model, raw_vectors, read_fit_sentences
@@ -155,13 +155,11 @@ def run_postprocess_point(
         encode_fn(encoder, cfg.eval.batch_size), data_dir, cfg.eval.final_tasks, cfg.eval.transfer_protocol
     )
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out / "config.json", json.dumps(to_dict(cfg), indent=2) + "\n")
+    atomic_write_json(out / "config.json", to_dict(cfg))
     record = point.record(variant, where, source)
-    atomic_write_text(out / "postprocess.json", json.dumps(record, indent=2) + "\n")
+    atomic_write_json(out / "postprocess.json", record)
     summary = {"best_step": None, "postprocess": encoder.postprocess, "model": source, "results": results}
-    atomic_write_text(
-        out / "results.json", json.dumps(summary, indent=2) + "\n"
-    )  # last: marks the point done
+    atomic_write_json(out / "results.json", summary)  # last: marks the point done
 
 
 def _source_model(cfg: TrainConfig, source_dir: Path | None) -> tuple[str, Any]:

@@ -10,7 +10,7 @@ experiment`` and its ``--from-summaries``), as ``sentcl.files.fields`` specs for
 
 from __future__ import annotations
 
-from sentcl.files.fields import Anything, Int, Maybe, Real, Record, Table, Text
+from sentcl.files.fields import Anything, Int, Maybe, Real, Record, Seq, Table, Text
 
 TASK_RESULTS = Table(Table(Anything()))  # task -> its result object (each task's own fields)
 
@@ -21,6 +21,7 @@ RUN_RESULTS = Record(
         "best_dev_score": Maybe(Real()),
         "dev_task": Maybe(Text()),
         "global_step": Int(0),
+        "warnings": Seq(Text()),
     },
 )
 

@@ -1,8 +1,9 @@
 """Atomic file writes, the one mechanism for every artefact sentcl writes: temporary file, fsync, rename.
 
 A reader sees either the old file or the complete new one, never a prefix; a kill mid-write leaves only a
-``.tmp-<name>-<8 hex>`` file beside the target (the name ``training.checkpoint.recover_run_folder`` and the
-next write of the same target clean up). Folders are written whole by ``atomic_dir_write``, which flushes
+``.tmp-<name>-p<pid>h<host tag>-<8 hex>`` file beside the target. A file has no room for an owner record, so
+its name carries the owner (``FILE_TEMP_RE``): ``training.checkpoint.recover_run_folder`` and the next claim of
+the same target (``sentcl.files.output.claim_file``) remove it once that process is gone. Folders are written whole by ``atomic_dir_write``, which flushes
 them with ``fsync_tree`` and raises ``AtomicWriteError`` (an ``OSError`` naming the folder and the OS's
 reason) when the write fails; a caller with its own wording (a checkpoint) wraps it.
 """
@@ -12,18 +13,24 @@ from __future__ import annotations
 import ctypes
 import functools
 import json
+import logging
+import math
 import os
 import re
 import shutil
+import socket
 import sys
 import uuid
-from collections.abc import Callable
+import zlib
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     import numpy as np
 
+#: A file temporary's name: the target's name, the writing process's id and host tag (``host_tag``).
+FILE_TEMP_RE = re.compile(r"^\.tmp-(.+)-p(\d+)h([0-9a-f]{6})-[0-9a-f]{8}$")
 #: The names ``atomic_write`` and ``atomic_dir_write`` give their temporaries (``.tmp-``) and, between two
 #: renames, the replaced folder (``.old-``): ``.<kind>-<target name>-<8 hex>``.
 STALE_RE = re.compile(r"^\.(tmp|old)-(.+)-[0-9a-f]{8}$")
@@ -76,10 +83,71 @@ def fsync_tree(folder: Path) -> None:
         fsync_dir(Path(root))
 
 
+@functools.cache
+def host_tag() -> str:
+    """Six hex digits of this machine's name: a file temporary's host, so a shared folder's other machine
+    never takes this machine's live write for a dead one."""
+    return f"{zlib.crc32(socket.gethostname().encode('utf-8', 'surrogateescape')) & 0xFFFFFF:06x}"
+
+
+def file_temp_name(path: Path) -> Path:
+    """``.tmp-<name>-p<pid>h<host tag>-<8 hex>`` beside ``path`` (``FILE_TEMP_RE``)."""
+    return path.with_name(f".tmp-{path.name}-p{os.getpid()}h{host_tag()}-{uuid.uuid4().hex[:8]}")
+
+
+def process_alive(pid: int) -> bool:
+    """Whether process ``pid`` runs on this machine (one of another user's counts as running)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def remove_stale_file_temps(target: Path) -> list[Path]:
+    """Remove the file temporaries of ``target`` that a killed write left (``sentcl.files.output``'s rules), each named in a warning
+    with its size; warn about (and keep) the ones not provably left by a finished process. Returns the removed."""
+    log = logging.getLogger(__name__)
+    target = Path(target)
+    try:
+        siblings = sorted(p for p in target.parent.iterdir() if p.name.startswith(f".tmp-{target.name}-"))
+    except OSError:
+        return []  # an unreadable folder: the write itself will name it
+    removed = []
+    for tmp in siblings:
+        if tmp.is_symlink() or not tmp.is_file():
+            continue  # a folder is remove_stale_temps's; a link or special file is never a temporary of ours
+        size = tmp.stat().st_size
+        owner = FILE_TEMP_RE.match(tmp.name)
+        if owner and owner.group(1) == target.name and owner.group(3) == host_tag():
+            if process_alive(int(owner.group(2))):
+                log.warning(
+                    "%s (%d bytes) is being written by process %s, still running", tmp, size, owner[2]
+                )
+                continue
+            tmp.unlink(missing_ok=True)
+            removed.append(tmp)
+            log.warning(
+                "removed %s (%d bytes), the temporary file of an interrupted write of %s", tmp, size, target
+            )
+        elif owner or STALE_RE.match(tmp.name):
+            log.warning(
+                "%s (%d bytes) looks like the temporary file of an interrupted write of %s, but its name does not "
+                "prove it was this machine's sentcl: kept; delete it if no write of %s is running",
+                tmp,
+                size,
+                target,
+                target.name,
+            )
+    return removed
+
+
 def atomic_write(path: Path, write: Callable[[IO[bytes]], None]) -> Path:
     """Call ``write(handle)`` on a temporary file beside ``path``, fsync, then rename it onto ``path``."""
     path = Path(path)
-    tmp = path.with_name(f".tmp-{path.name}-{uuid.uuid4().hex[:8]}")
+    tmp = file_temp_name(path)
     try:
         with open(tmp, "wb") as handle:
             write(handle)
@@ -101,9 +169,30 @@ def atomic_write_text(path: Path, text: str) -> Path:
     return atomic_write(path, lambda handle: handle.write(data))
 
 
+def json_safe(value: Any) -> Any:
+    """nan/inf -> None (strict JSON has no NaN); numpy scalars -> Python numbers; tuples -> lists; keys -> str."""
+    if isinstance(value, Mapping):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [json_safe(v) for v in value]
+    numpy = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported: no import here
+    if numpy is not None and isinstance(value, numpy.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def dumps_strict(payload: Any, **dumps: Any) -> str:
+    """``payload`` as strict JSON, the one way sentcl writes JSON: a non-finite number is ``null``
+    (``json_safe``; a result that can be undefined says why in a field of its own), never ``NaN``."""
+    return json.dumps(json_safe(payload), **{"indent": 2, "ensure_ascii": False} | dumps, allow_nan=False)
+
+
 def atomic_write_json(path: Path, payload: Any, **dumps: Any) -> Path:
-    """``payload`` as indented JSON (non-ASCII kept) plus a newline; ``dumps`` go to ``json.dumps``."""
-    return atomic_write_text(path, json.dumps(payload, **{"indent": 2, "ensure_ascii": False} | dumps) + "\n")
+    """``payload`` as indented strict JSON (``dumps_strict``; non-ASCII kept) plus a newline; ``dumps`` go to
+    ``json.dumps``."""
+    return atomic_write_text(path, dumps_strict(payload, **dumps) + "\n")
 
 
 class _PlainWriter:

@@ -30,7 +30,10 @@ The rules:
 * **Temporaries are provably sentcl's.** A temporary folder is ``.tmp-<name>-p<pid>-<8 hex>`` and holds
   ``.sentcl-temp`` (JSON: ``pid``, ``host``, ``target``). ``remove_stale_temps`` removes a sibling only when
   it holds that file, names the same target and its process is gone; anything else with a ``.tmp-`` name
-  is the user's and stays.
+  is the user's and stays. A file temporary has no room for the record, so its name carries it
+  (``sentcl.files.atomic.FILE_TEMP_RE``: pid and host tag); ``claim_file`` removes a regular file of that
+  name whose process is gone, naming it and its size, and names (keeps) a temporary of the target without
+  an owner in its name (an older sentcl's) or whose writer still runs.
 """
 
 from __future__ import annotations
@@ -44,7 +47,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sentcl.files.atomic import atomic_dir_write, atomic_write_json
+from sentcl.files.atomic import (
+    atomic_dir_write,
+    atomic_write_json,
+    dumps_strict,
+    process_alive,
+    remove_stale_file_temps,
+)
 
 MARKER = ".sentcl"
 TEMP_MARKER = ".sentcl-temp"
@@ -193,6 +202,7 @@ def claim_folder(
             f"{flag} {folder} holds the working folder, which sentcl never replaces; choose another"
         )
     if not os.path.lexists(folder):
+        _probe_folder(folder, flag, replace)
         return False
     if not folder.is_dir():
         from sentcl.files.pathcheck import input_file_problem
@@ -201,6 +211,7 @@ def claim_folder(
         problem = found[0] if found else "is a file, not a folder"
         raise OutputRefused(f"{flag} {folder} {problem}; choose a new folder")
     if not any(p.name != MARKER for p in folder.iterdir()):
+        _probe_folder(folder, flag, replace)
         return True
     marker = read_marker(folder)
     own = (
@@ -231,7 +242,17 @@ def claim_folder(
             f"{flag} {folder} holds {len(added)} file(s) sentcl did not write there ({shown}); --overwrite "
             "replaces only sentcl's own output: move them out, or choose a new folder"
         )
+    _probe_folder(folder, flag, replace)
     return True
+
+
+def _probe_folder(folder: Path, flag: str, replace: bool) -> None:
+    """A file can be made where ``folder`` will be written (beside it when it is replaced whole, else in it or
+    the nearest folder above it that exists): a read-only folder fails at the claim, before any work."""
+    from sentcl.files.pathcheck import check_output_dir
+
+    real = Path(os.path.realpath(folder)) if Path(folder).is_symlink() else Path(folder)
+    check_output_dir(real, flag, whole=replace)
 
 
 def added_since(folder: Path, marker: dict[str, Any] | None) -> list[str]:
@@ -265,6 +286,7 @@ def claim_file(path: Path, flag: str, inputs: Sequence[Input] = (), *, overwrite
     check_not_input(path, inputs, flag)
     if os.path.isdir(path):
         raise OutputRefused(f"{flag} {path} is a folder; give the name of a file to write")
+    remove_stale_file_temps(path)
     if os.path.lexists(path) and not os.path.isfile(path):
         return check_output_file(path, flag)  # a FIFO, a device, a link loop: named as what it is
     if os.path.lexists(path) and not overwrite:
@@ -284,17 +306,7 @@ def temp_name(target: Path) -> Path:
 def mark_temp(tmp: Path, target: Path) -> None:
     """Put the owner record into a temporary folder that sentcl just made."""
     record = {"pid": os.getpid(), "host": socket.gethostname(), "target": Path(target).name}
-    (Path(tmp) / TEMP_MARKER).write_text(json.dumps(record), encoding="utf-8")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    (Path(tmp) / TEMP_MARKER).write_text(dumps_strict(record, indent=None), encoding="utf-8")
 
 
 def remove_stale_temps(target: Path, log: Callable[[str], None] | None = None) -> list[Path]:
@@ -312,7 +324,7 @@ def remove_stale_temps(target: Path, log: Callable[[str], None] | None = None) -
         if not isinstance(record, dict) or record.get("target") != target.name:
             continue
         pid = record.get("pid")
-        if record.get("host") != socket.gethostname() or not isinstance(pid, int) or _alive(pid):
+        if record.get("host") != socket.gethostname() or not isinstance(pid, int) or process_alive(pid):
             continue
         shutil.rmtree(tmp, ignore_errors=True)
         removed.append(tmp)

@@ -29,7 +29,7 @@ _KINDS = (
     (stat.S_ISBLK, "is a block device, not a regular file"),
 )
 # the temporary names of sentcl.files.atomic (.tmp-NAME-1234abcd) and sentcl.files.output (.tmp-NAME-p42-1234abcd)
-_TEMP_NAME = re.compile(r"^\.(?:tmp|unpack|old)-(.+?)(?:-p\d+)?-[0-9a-f]{8}$")
+_TEMP_NAME = re.compile(r"^\.(?:tmp|unpack|old)-(.+?)(?:-p\d+(?:h[0-9a-f]{6})?)?-[0-9a-f]{8}$")
 
 
 class InputPathError(ValueError):

@@ -14,17 +14,15 @@ a recipe or grid file (a missing file or bad YAML names the file).
 from __future__ import annotations
 
 import json
-import math
 import reprlib
-import sys
 import typing
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from sentcl.files.atomic import atomic_write_json
+from sentcl.files.atomic import atomic_write_json, json_safe  # noqa: F401 - json_safe re-exported
 from sentcl.files.budget import bounded_lines
 from sentcl.files.fields import Kind, check
 from sentcl.files.pathcheck import check_input_file, input_file_problem
@@ -319,25 +317,11 @@ def read_yaml(path: str | Path, what: str, error: type[ValueError] = ValueError)
     return {} if value is None else value
 
 
-def json_safe(value: Any) -> Any:
-    """nan/inf -> None (strict JSON has no NaN); numpy scalars -> Python numbers; tuples -> lists; keys -> str."""
-    if isinstance(value, Mapping):
-        return {str(k): json_safe(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [json_safe(v) for v in value]
-    numpy = sys.modules.get("numpy")  # a numpy scalar exists only once numpy is imported: no import here
-    if numpy is not None and isinstance(value, numpy.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
-
-
 def write_json_strict(path: str | Path, payload: Any) -> Path:
     """``payload`` as strict, indented JSON (``json_safe``), written atomically; parent folders are created."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    return atomic_write_json(path, json_safe(payload), allow_nan=False)
+    return atomic_write_json(path, payload)
 
 
 def load_npy(path: Path, mmap: bool = True, what: str = "") -> np.ndarray:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from sentcl.data.shards import ShardSet
+from sentcl.files.atomic import dumps_strict
 from sentcl.files.fingerprint import file_records, shards_fingerprint
 from sentcl.files.output import Input, claim_folder, write_folder
 from sentcl.index import quantized
@@ -166,7 +167,6 @@ def _save_folder(
 
     A folder that cannot be written (read-only, full disk) raises the OS's error naming the file, or
     ``sentcl.files.atomic.AtomicWriteError`` naming the folder; nothing is left behind."""
-    import json
 
     def write(tmp: Path) -> None:
         try:  # through Python's writes: a refused one is an OSError with its errno, naming the file
@@ -178,6 +178,6 @@ def _save_folder(
         if row_map is not None:
             np.save(tmp / ROW_MAP_FILE, np.asarray(row_map, dtype=np.int64))
         meta["files"] = file_records(tmp, [INDEX_FILE] + ([ROW_MAP_FILE] if row_map is not None else []))
-        (tmp / META_FILE).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (tmp / META_FILE).write_text(dumps_strict(meta) + "\n", encoding="utf-8")
 
     write_folder(output, "index", write, "--output", inputs, overwrite=overwrite)  # atomic, marked

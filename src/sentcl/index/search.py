@@ -22,6 +22,7 @@ import numpy as np
 from sentcl.data.readers import read_sentences as read_text_sentences
 from sentcl.data.vector_identity import recorded_truncate_dim
 from sentcl.defaults import ENCODE_BATCH_SIZE
+from sentcl.files.atomic import dumps_strict
 from sentcl.files.fingerprint import search_fingerprint
 from sentcl.files.shown import shown
 from sentcl.index.exact import SearchIndex, build_index, load_index
@@ -106,7 +107,7 @@ def corpus_index(
     if index_dir is not None and fp_file is not None:
         fp_file.unlink(missing_ok=True)  # an interrupted save leaves no valid fingerprint behind
         index.save(index_dir)
-        fp_file.write_text(json.dumps(model_fp, indent=2) + "\n", encoding="utf-8")
+        fp_file.write_text(dumps_strict(model_fp) + "\n", encoding="utf-8")
     return index, True
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import logging
 import shutil
 import tempfile
@@ -37,7 +36,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
-from sentcl.files.atomic import atomic_write_text
+from sentcl.files.atomic import atomic_write_text, dumps_strict
 from sentcl.files.fingerprint import file_records
 from sentcl.files.output import Input, claim_folder, model_input, remove_stale_temps, write_folder
 from sentcl.modeling.onnx_encoder import (  # noqa: F401 - the reading side, re-exported for old imports
@@ -326,7 +325,7 @@ def _write_export(
             folder, [p.name for p in sorted(folder.iterdir()) if p.is_file() and p.name[0] != "."]
         ),
     }
-    atomic_write_text(folder / ONNX_CONFIG, json.dumps(meta, indent=2) + "\n")
+    atomic_write_text(folder / ONNX_CONFIG, dumps_strict(meta) + "\n")
 
 
 def _to_openvino(onnx_file: Path, xml: Path) -> None:
@@ -365,7 +364,9 @@ def export_onnx(
         import openvino  # noqa: F401 - the extra's check (the openvino extra), before the export's work
     inputs = export_inputs(model)
     claim_folder(out, "export", "OUT", inputs, replace=True, overwrite=overwrite)
-    encoder = open_model(model, pooler=pooler, backend="torch") if isinstance(model, str) else model
+    encoder = (
+        open_model(model, pooler=pooler, needs_torch="an ONNX export") if isinstance(model, str) else model
+    )
     if isinstance(encoder, DualEncoder):
         raise ValueError("ONNX export of a two-encoder (Quick-Thoughts) model is not supported")
     if encoder.prompt is not None:

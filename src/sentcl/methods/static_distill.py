@@ -62,6 +62,21 @@ def framed_ids(tokenizer: Any, token_ids: Sequence[int]) -> tuple[np.ndarray, np
     return ids, np.ones_like(ids)  # (V, L): every row has the same length, no padding
 
 
+def check_token_teacher(encoder: Any, teacher: str) -> None:
+    """Refuse a teacher that cannot run one token at a time (a static model: its vectors are a table already),
+    naming it, before any work."""
+    if getattr(encoder, "session", None) is None and not isinstance(encoder, torch.nn.Module):
+        what = (
+            "a static model (a table of token vectors)"
+            if hasattr(encoder, "table")
+            else type(encoder).__name__
+        )
+        raise ValueError(
+            f"TEACHER {teacher} is {what}; a static student is distilled from a transformer teacher (a PyTorch "
+            "or ONNX model folder, hub id or name) that runs each token through its layers"
+        )
+
+
 def _run_batch(encoder: Any, ids: np.ndarray, mask: np.ndarray) -> np.ndarray:
     """The teacher's pooled output of framed ids (B, L) -> (B, H), before its final normalisation."""
     session = getattr(encoder, "session", None)
@@ -114,7 +129,8 @@ def sif_weights(probabilities: np.ndarray, a: float) -> np.ndarray:
 
 
 def kept_tokens(tokenizer: Any, pattern: str | None) -> np.ndarray:
-    """(V,) bool: the tokens to encode (every one but those ``pattern`` matches)."""
+    """(V,) bool: the tokens to encode (every one but those ``pattern`` matches); a pattern that leaves none
+    is refused, naming the recipe's key."""
     vocab_size = len(tokenizer)
     kept = np.ones(vocab_size, dtype=bool)
     if pattern:
@@ -122,6 +138,11 @@ def kept_tokens(tokenizer: Any, pattern: str | None) -> np.ndarray:
         for token, index in tokenizer.get_vocab().items():
             if index < vocab_size and regex.fullmatch(token):
                 kept[index] = False
+    if not kept.any():
+        raise ValueError(
+            f"skip_pattern {pattern!r} matches every one of the vocabulary's {vocab_size} tokens: nothing is left "
+            "to distil; give a pattern that matches only the tokens to leave out (the default: BERT's [unusedN])"
+        )
     return kept
 
 

@@ -27,13 +27,16 @@ import numpy as np
 from sentcl.config.static_recipe import StaticRecipe, load_static_recipe
 from sentcl.config.teacher import TeacherConfig
 from sentcl.methods.static_distill import (
+    check_token_teacher,
     corpus_probabilities,
     distill_table,
+    kept_tokens,
     sif_weights,
     zipf_probabilities,
 )
 from sentcl.methods.static_fit import fit_static
 from sentcl.methods.teacher_cache import distinct_texts, teacher_cache_dir, teacher_vectors
+from sentcl.modeling.tokenizer_checks import quiet_rust_panics
 
 logger = logging.getLogger(__name__)
 SUMMARY_FILE = "sentcl_static.json"
@@ -52,7 +55,8 @@ def token_lists(encoder: Any, sentences: list[str]) -> list[list[int]]:  # noqa:
     rust = type(rust).from_str(rust.to_str())  # a copy: padding and truncation off, the teacher's untouched
     rust.no_padding()
     rust.no_truncation()
-    return [e.ids for e in rust.encode_batch(sentences, add_special_tokens=False)]
+    with quiet_rust_panics():
+        return [e.ids for e in rust.encode_batch(sentences, add_special_tokens=False)]
 
 
 def _weights(recipe: StaticRecipe, vocab_size: int, tokens: list[list[int]] | None) -> np.ndarray | None:
@@ -89,6 +93,10 @@ def build_static_student(
     times: dict[str, float] = {}
     wall, cpu = time.perf_counter(), time.process_time()
     encoder = open_model(teacher)
+    check_token_teacher(encoder, teacher)
+    kept_tokens(
+        encoder.tokenizer, recipe.skip_pattern
+    )  # a pattern that leaves no token: refused before the work
     needs_corpus = recipe.fitted or recipe.weighting == "corpus"
     sentences = corpus_sentences(resolve_data_dir(data_dir), recipe.max_sentences) if needs_corpus else []
     tokens = token_lists(encoder, sentences) if needs_corpus else None

@@ -19,6 +19,7 @@ from tqdm.auto import tqdm
 
 from sentcl.config.typed import check_max_length
 from sentcl.files.budget import bounded_texts
+from sentcl.modeling.tokenizer_checks import quiet_rust_panics
 
 MAX_PADDING = 0.25  # padded cells a pass may add, as a share of the real tokens it holds
 MAX_CELLS = 4096  # sentences × longest sentence's tokens in one pass
@@ -59,7 +60,8 @@ def token_ids(tokenizer: Any, texts: Sequence[str], max_length: int) -> list[lis
         return []
     bounded = bounded_texts(texts, max_length)  # the input budget: no tokenizer reads a whole 44 MB line
     fields = {"return_token_type_ids": False, "return_attention_mask": False}
-    return tokenizer(bounded, truncation=True, max_length=max_length, **fields)["input_ids"]
+    with quiet_rust_panics():  # a panic is one line of sentcl's, never Rust's report as well
+        return tokenizer(bounded, truncation=True, max_length=max_length, **fields)["input_ids"]
 
 
 def length_sorted_batches(

@@ -20,6 +20,7 @@ import numpy as np
 import torch
 from torch import Tensor, nn
 
+from sentcl.files.atomic import dumps_strict
 from sentcl.modeling.folder_layout import SENTCL_CONFIG
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows
 
@@ -100,4 +101,4 @@ class DualEncoder(nn.Module):
         self.g.save_pretrained(path / CONTEXT_DIR, sentence_transformers=False)
         meta = json.loads((path / SENTCL_CONFIG).read_text(encoding="utf-8"))
         meta["dual"] = {"combine": self.combine, "context_encoder": CONTEXT_DIR}
-        (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (path / SENTCL_CONFIG).write_text(dumps_strict(meta) + "\n", encoding="utf-8")

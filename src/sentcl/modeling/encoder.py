@@ -10,7 +10,6 @@ backbone and its parts and builds this class last, from parts already checked.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -22,6 +21,7 @@ from torch import Tensor, nn
 from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 from sentcl.defaults import ENCODE_BATCH_SIZE, INFERENCE_MAX_LENGTH_CAP, POOLER, TRAIN_MAX_LENGTH
+from sentcl.files.atomic import dumps_strict
 from sentcl.files.budget import bounded_texts
 from sentcl.modeling.batching import length_sorted_batches
 from sentcl.modeling.folder_layout import (  # noqa: F401 - re-exported for old imports
@@ -35,6 +35,7 @@ from sentcl.modeling.loading import LoadOptions, load_single
 from sentcl.modeling.locate import locate
 from sentcl.modeling.pooling import NEEDS_ALL_LAYERS, POOLER_SPECS, POOLERS, pool
 from sentcl.modeling.prompt import Prompt, prompt_embedding
+from sentcl.modeling.tokenizer_checks import quiet_rust_panics
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows  # noqa: F401 - cosine_matrix re-exported
 
 
@@ -158,7 +159,7 @@ class SentenceEncoder(nn.Module):
             meta["max_length"] = self.seq_limit  # the inference truncation the folder sets
         if self.truncate_dim is not None:
             meta["truncate_dim"] = self.truncate_dim
-        (path / SENTCL_CONFIG).write_text(json.dumps(meta, indent=2) + "\n", encoding="utf-8")
+        (path / SENTCL_CONFIG).write_text(dumps_strict(meta) + "\n", encoding="utf-8")
         write_saved_card(
             path,
             source=self.source,
@@ -219,15 +220,16 @@ class SentenceEncoder(nn.Module):
         self.truncate_dim = dim
 
     def tokenize(self, sentences: Sequence[str], padding: bool | str = True) -> dict[str, Tensor]:
-        return dict(
-            self.tokenizer(
-                bounded_texts(sentences, self.train_max_length),  # the input budget (sentcl.files.budget)
-                padding=padding,
-                truncation=True,
-                max_length=self.train_max_length,
-                return_tensors="pt",
+        with quiet_rust_panics():
+            return dict(
+                self.tokenizer(
+                    bounded_texts(sentences, self.train_max_length),  # the input budget (sentcl.files.budget)
+                    padding=padding,
+                    truncation=True,
+                    max_length=self.train_max_length,
+                    return_tensors="pt",
+                )
             )
-        )
 
     def forward(
         self,

@@ -44,10 +44,33 @@ SLOW_FUSIONS = ("SkipLayerNormFusion",)
 #: ``MAX_CELLS``: measured faster for the fp32 and the int8 graph at one thread (same bench); a pass's
 #: feed-forward activations take 3 MiB (512 cells × all-MiniLM-L6-v2's 1,536 values × 4 bytes) instead of 24 MiB.
 ORT_MAX_CELLS = 512
+#: the longest sentence opened ONNX graphs are tried with when they name no position table (a longer max_length
+#: is not checked at open: one pass of it would take long)
+PROBE_TOKENS = 1024
 
 
 def is_onnx_folder(path: str | Path) -> bool:
     return Path(path, ONNX_CONFIG).is_file()
+
+
+def graph_positions(graph: Path) -> int | None:
+    """The rows of the graph's position-embedding table (the most positions it has), None where it names none."""
+    try:
+        import onnx
+    except ImportError:  # onnxruntime alone runs the graph; without onnx the length is tried instead
+        return None
+    if not graph.is_file():
+        return None
+    try:
+        model = onnx.load(str(graph), load_external_data=False)
+    except Exception:  # noqa: BLE001 - a damaged graph: onnxruntime's session has named it already
+        return None
+    rows = [
+        int(t.dims[0])
+        for t in model.graph.initializer
+        if "position_embeddings" in t.name and len(t.dims) == 2
+    ]
+    return min(rows) if rows else None
 
 
 def _positive_int(value: Any) -> bool:
@@ -104,6 +127,7 @@ class OnnxEncoder:
         self.embedding_dim: int = int(self.meta["dim"])
         self.max_cells = MAX_CELLS if self.runtime == "openvino" else ORT_MAX_CELLS  # padded cells per pass
         self._check_dim()
+        self._check_max_length()
         if "files" in self.meta:  # after the readers' own checks; an export of an older sentcl records none
             verify_records(folder, self.meta["files"], str(folder / ONNX_CONFIG), "export the model again")
 
@@ -118,6 +142,41 @@ class OnnxEncoder:
                 f"{self.folder / ONNX_CONFIG}: dim {self.embedding_dim} does not match "
                 f"{self.folder / ONNX_MODEL}, whose output has {width} values per sentence"
             )
+
+    def _runs(self, length: int) -> bool:
+        """Whether the graph takes one sentence of ``length`` tokens."""
+        feed = {name: np.ones((1, length), dtype=np.int64) for name in INPUTS}
+        try:
+            self.session.run([OUTPUT], feed)
+        except Exception:  # noqa: BLE001 - onnxruntime's and OpenVINO's own error types: the graph refused it
+            return False
+        return True
+
+    def _check_max_length(self) -> None:
+        """sentcl_onnx.json's max_length within what the graph takes: at most the rows of its position table
+        (``graph_positions``), and, where it names none, a sentence of max_length tokens runs (one pass at open,
+        up to ``PROBE_TOKENS``). Over it: refused, naming the field and the longest input the graph takes."""
+        rows = graph_positions(self.folder / ONNX_MODEL)
+        if rows is not None and self.max_length > rows:
+            limit = rows if rows > PROBE_TOKENS else self._longest_run(rows + 1)
+        elif self.max_length <= PROBE_TOKENS and not self._runs(self.max_length):
+            limit = self._longest_run(self.max_length)
+        else:
+            return
+        if limit == 0:
+            return  # not even one token runs: not a length problem (encoding names the graph's own error)
+        raise ModelFolderError(
+            f"{self.folder / ONNX_CONFIG}: max_length {self.max_length} is over the model's position limit "
+            f"{limit} (the longest input {self.folder / ONNX_MODEL} takes); set max_length to at most {limit}"
+        )
+
+    def _longest_run(self, fails: int) -> int:
+        """The longest input below ``fails`` tokens (one that fails) that the graph takes: 0 for none."""
+        runs = 0
+        while fails - runs > 1:
+            mid = (runs + fails) // 2
+            runs, fails = (mid, fails) if self._runs(mid) else (runs, mid)
+        return runs
 
     def eval(self) -> OnnxEncoder:  # the PyTorch encoder's calls are no-ops here
         return self

@@ -13,7 +13,7 @@ import dataclasses
 from typing import Any
 
 from sentcl.modeling.encoder import SentenceEncoder
-from sentcl.modeling.loading import LoadOptions, load_single, load_torch
+from sentcl.modeling.loading import NOT_TORCH, LoadOptions, load_single, load_torch
 from sentcl.modeling.locate import FOLDER_KINDS, ModelSource, locate
 from sentcl.modeling.onnx_encoder import ONNX_CONFIG, open_onnx
 from sentcl.modeling.static import StaticEncoder
@@ -38,6 +38,7 @@ def open_model(
     truncate_dim: int | None = None,
     threads: int | None = None,
     options: LoadOptions | None = None,
+    needs_torch: str | None = None,
 ) -> Encoder:
     """The model at ``source`` (a folder of any kind, a hub id or an offline short name) as an ``Encoder``.
 
@@ -45,10 +46,21 @@ def open_model(
     ``pooler`` overrides the folder's (an ONNX export must agree); ``int8`` quantises a PyTorch model
     (an ONNX one must be an int8 export); ``truncate_dim`` keeps a Matryoshka prefix (one PyTorch encoder).
     ``options``: the rest of what a loader takes (training loads; ``SentenceEncoder.from_pretrained``).
+    ``needs_torch``: what the caller does that only a PyTorch model can ("an ONNX export"): an ONNX or static
+    folder is refused in those words, never as a ``--backend`` the user did not give.
     """
     if backend not in BACKENDS:
         raise ValueError(f"unknown backend {backend!r}; valid: {', '.join(BACKENDS)}")
     found = locate(source)
+    if needs_torch is not None:
+        if found.kind in NOT_TORCH:
+            raise ValueError(f"{source} is {NOT_TORCH[found.kind]}; {needs_torch} needs a PyTorch model")
+        backend = "torch"
+    if backend == "onnx" and found.kind == "static":
+        raise ValueError(
+            f"--backend onnx does not apply to {source}, a static model (a mean of token vectors): it runs "
+            "without PyTorch already; leave --backend out"
+        )
     if backend == "onnx" and found.kind != "onnx":
         raise ValueError(
             f"--backend onnx: {source} is not an exported ONNX folder (no {ONNX_CONFIG}); "

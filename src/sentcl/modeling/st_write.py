@@ -12,7 +12,6 @@ cannot express (``avg_top2``, ``avg_first_last``) get no ST files at all: sentcl
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -23,6 +22,7 @@ from safetensors.torch import save_file
 from torch import nn
 
 from sentcl.config.poolers import POOLER_TABLE
+from sentcl.files.atomic import dumps_strict
 from sentcl.modeling.heads import DENSE_ACTIVATIONS
 from sentcl.modeling.st_folder import (  # noqa: F401 - the reading side, re-exported for old imports
     LEGACY_MODES,
@@ -48,7 +48,7 @@ ST_POOLING_OF = {name: p.st_pooling for name, p in POOLER_TABLE.items() if p.st_
 
 
 def _write_json(path: Path, value: Any) -> None:
-    path.write_text(json.dumps(value, indent=2) + "\n", encoding="utf-8")
+    path.write_text(dumps_strict(value) + "\n", encoding="utf-8")
 
 
 def write_dense(layer: nn.Linear, activation: str, folder: Path) -> None:

@@ -15,7 +15,6 @@ Writing a folder: ``save_static`` (a new or empty folder only, written whole and
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from itertools import chain
 from pathlib import Path
@@ -26,6 +25,7 @@ import torch
 
 from sentcl.defaults import ENCODE_BATCH_SIZE
 from sentcl.files.arrays import first_bad_row
+from sentcl.files.atomic import dumps_strict
 from sentcl.files.budget import bounded_texts
 from sentcl.files.output import Input
 from sentcl.files.paths import ModelFolderError
@@ -221,16 +221,14 @@ def _write_static(
     if normalize:
         modules.append({"idx": 1, "name": "1", "path": "1_Normalize", "type": NORMALIZE_TYPE})
         (folder / "1_Normalize").mkdir()
-    (folder / "modules.json").write_text(json.dumps(modules, indent=2) + "\n", encoding="utf-8")
+    (folder / "modules.json").write_text(dumps_strict(modules) + "\n", encoding="utf-8")
     save_file({WEIGHT_KEY: np.ascontiguousarray(table, dtype=np.float32)}, str(folder / WEIGHTS_FILE))
     (folder / TOKENIZER_FILE).write_text(tokenizer_json, encoding="utf-8")
     config = {"__version__": {"sentence_transformers": "3.0.0"}, "similarity_fn_name": "cosine"}
-    (folder / "config_sentence_transformers.json").write_text(
-        json.dumps(config, indent=2) + "\n", encoding="utf-8"
-    )
+    (folder / "config_sentence_transformers.json").write_text(dumps_strict(config) + "\n", encoding="utf-8")
     (folder / "README.md").write_text(card, encoding="utf-8")
     for name, payload in extra.items():
-        (folder / name).write_text(json.dumps(payload, indent=2) + "\n", encoding="utf-8")
+        (folder / name).write_text(dumps_strict(payload) + "\n", encoding="utf-8")
 
 
 def save_static(

@@ -32,6 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from sentcl.modeling.tokenizer_checks import quiet_rust_panics
+
 _ASCII_PUNCT = r"!-/:-@\[-`{-~"  # the 32 ASCII punctuation characters, as a character-class body
 # controls that BertNormalizer removes rather than treats as a space (tab, newline and CR are spaces)
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
@@ -142,7 +144,8 @@ class StaticTokenizer:
         )
 
     def _rust_ids(self, texts: list[str]) -> list[tuple[int, ...]]:
-        return [tuple(e.ids) for e in self.rust.encode_batch_fast(texts, add_special_tokens=False)]
+        with quiet_rust_panics():
+            return [tuple(e.ids) for e in self.rust.encode_batch_fast(texts, add_special_tokens=False)]
 
     def ids(self, texts: Sequence[str]) -> TokenRows:
         """The token ids of ``texts`` (no special tokens, no truncation)."""

@@ -9,12 +9,20 @@
   exponentially, and the Rust tokenizer then panics after its retry limit (or holds the thread for seconds).
   ``pattern_sources`` lists the patterns; ``has_patterns`` tells the service to keep such a tokenizer off its
   event loop.
+- ``quiet_rust_panics``: a pattern the check cannot see can still make the tokenizer panic; every tokenizer call
+  runs inside it, so Rust's own report of the panic never reaches the terminal before sentcl's one line.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import sys
+import tempfile
+import threading
 from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from sentcl.files.paths import ModelFolderError
@@ -103,3 +111,63 @@ def check_vocab_fits(tokenizer: Any, rows: int, source: str) -> None:
             f"{source}: the tokenizer has {size} tokens (vocabulary and added tokens) but the word embeddings "
             f"hold {rows} rows: ids {rows}..{size - 1} have no vector; resize the embeddings or drop the tokens"
         )
+
+
+# ---------------------------------------------------------------- a Rust panic's own report, kept off the terminal
+
+#: the report Rust's panic hook writes on file descriptor 2: "thread 'NAME' (ID) panicked at FILE:LINE:COL:",
+#: the message, a backtrace where RUST_BACKTRACE asks for one, and a closing "note: ..." line
+_PANIC_START = re.compile(rb"^thread '[^']*'(?: \(\d+\))? panicked at ", re.M)
+_PANIC_END = re.compile(rb"^note: .*$\n?", re.M)
+_redirect = threading.Lock()
+_held: list[Any] = []  # [saved descriptor 2, capture file] while a tokenizer call runs; depth in _depth
+_depth = [0]
+
+
+def without_panic_reports(data: bytes) -> bytes:
+    """``data`` less every Rust panic report in it (the exception that follows says it in one line)."""
+    while (start := _PANIC_START.search(data)) is not None:
+        end = _PANIC_END.search(data, start.end())
+        head = data[: start.start()]
+        head = head[:-1] if head.endswith(b"\n\n") or head == b"\n" else head  # the report's own blank line
+        data = head + (data[end.end() :] if end else b"")
+    return data
+
+
+def _redirect_stderr() -> list[Any]:
+    """Descriptor 2 sent to a fresh temporary file: [the saved descriptor, the file]; [] where descriptor 2 is
+    closed or cannot be copied (nothing is redirected then)."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):
+        return []
+    capture = tempfile.TemporaryFile()  # noqa: SIM115 - closed when the outermost call restores descriptor 2
+    os.dup2(capture.fileno(), 2)
+    return [saved, capture]
+
+
+@contextmanager
+def quiet_rust_panics() -> Iterator[None]:
+    """Run a tokenizer call with file descriptor 2 sent to a file, then write back what it received less any
+    Rust panic report: the PanicException that follows is the user's one line (``sentcl.cli``), or one request's
+    error in the service. Nested and concurrent calls share one redirection (the outermost restores it)."""
+    with _redirect:
+        if _depth[0] == 0:
+            _held[:] = _redirect_stderr()
+        _depth[0] += 1
+    try:
+        yield
+    finally:
+        with _redirect:
+            _depth[0] -= 1
+            if _depth[0] == 0 and _held:
+                saved, capture = _held
+                os.dup2(saved, 2)
+                os.close(saved)
+                capture.seek(0)
+                data = without_panic_reports(capture.read())
+                capture.close()
+                _held.clear()
+                while data:
+                    data = data[os.write(2, data) :]

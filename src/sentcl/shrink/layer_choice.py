@@ -39,7 +39,7 @@ def choose_layers(
 
     rows = []
     for subset in layer_subsets(layers, keep):
-        encoder = open_model(teacher, backend="torch")
+        encoder = open_model(teacher, needs_torch="shrinking (a student of some of its layers)")
         keep_layers(encoder.backbone, subset, teacher)
         rows.append({"layers": subset, "score": float(score(encoder.eval()))})
     best = max(rows, key=lambda r: r["score"])  # the first of equal scores: fewer early layers

@@ -121,7 +121,9 @@ def shrink(opts: ShrinkOptions, log: Any = print) -> dict[str, Any]:
         from sentcl.files.output import claim_folder
 
         claim_folder(opts.output, KIND, "OUTPUT", model_input(opts.teacher, "TEACHER"))
-    teacher = open_model(opts.teacher, backend="torch", threads=opts.threads).eval()
+    teacher = open_model(
+        opts.teacher, threads=opts.threads, needs_torch="shrinking (a student of some of its layers)"
+    ).eval()
     folder = str(resolve_model_path(opts.teacher))
     sentences = timing_sentences(opts)
     encode = timed(lambda s: teacher.encode(s, normalize=True))

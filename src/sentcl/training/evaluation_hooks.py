@@ -156,8 +156,11 @@ class Evaluations:
             keep_best(self.model, self.run, state, self.train_examples)
         distributed.barrier()
 
-    def final(self, state: RunState) -> dict[str, Any]:
-        """Evaluate ``best/`` on the final tasks; write results.json and the card with them (rank 0)."""
+    def final(self, state: RunState, stalled: str | None = None) -> dict[str, Any]:
+        """Evaluate ``best/`` on the final tasks; write results.json and the card with them (rank 0).
+        ``stalled``: a loss that never moved, logged and said in the summary's ``warnings`` beside the results."""
+        if stalled:
+            logger.warning("%s: %s", self.run.out, stalled)
         cfg, out = self.cfg, self.run.out
         if state.best_step is None:
             raise TrainingDiverged(
@@ -189,7 +192,7 @@ class Evaluations:
             "dev_task": self.dev_name(),
             "global_step": state.global_step,
             "results": results,
-        }
+        } | ({"warnings": [stalled]} if stalled else {})
         write_json_strict(out / "results.json", summary)
         write_card(
             best_folder(out), self.run, state, self.train_examples, results

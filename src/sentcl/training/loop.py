@@ -169,8 +169,8 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
 
     # ---- final evaluation of the best model (rank 0)
     result = TrainResult(run.out, state.global_step, state.best_step, state.best_score, {}, *starts)
-    if run.main:
-        result.results = evals.final(state)
+    if run.main:  # a run shorter than the constant-loss stop that never learnt says so (LossWatch.verdict)
+        result.results = evals.final(state, opt.watch.verdict())
     distributed.barrier()
     if run.is_dist:
         distributed.shutdown()

@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from sentcl.files.atomic import atomic_write_text
+from sentcl.files.atomic import atomic_write_json
 
 PROVENANCE_FILE = "provenance.json"
 PACKAGES = ("sentcl", "torch", "transformers", "tokenizers", "numpy", "sentence-transformers")
@@ -117,4 +117,4 @@ def write_provenance(
             record["previous_starts"] = [*old.pop("previous_starts", []), old]
         except json.JSONDecodeError:
             pass  # a hand-damaged file is replaced
-    return atomic_write_text(target, json.dumps(record, indent=2, default=str) + "\n")
+    return atomic_write_json(target, record, default=str)

@@ -4,7 +4,6 @@ them."""
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -18,7 +17,7 @@ from sentcl.config import TrainConfig, to_dict
 from sentcl.data.readers import Corpus
 from sentcl.data.sources import read_training_data
 from sentcl.data.streaming import StreamingCorpus
-from sentcl.files.atomic import atomic_write_text
+from sentcl.files.atomic import atomic_write_json, dumps_strict
 from sentcl.files.fingerprint import file_sha256
 from sentcl.rng import rng_state, set_rng_state
 from sentcl.training.allocator import fix_mmap_threshold
@@ -76,7 +75,7 @@ class MetricsLog:
     def write(self, **record: Any) -> None:
         if self.enabled:
             with open(self.path, "a", encoding="utf-8") as handle:
-                handle.write(json.dumps(record) + "\n")
+                handle.write(dumps_strict(record, indent=None) + "\n")
 
 
 @dataclass
@@ -142,8 +141,10 @@ def read_corpus(run: RunSetup, reader: str) -> Corpus:
         corpus = read_training_data(reader, run.train_path, d.max_examples, d.use_neutral)
     if len(corpus) < run.global_batch:
         world = f" x {run.world} processes" if run.world > 1 else ""
+        cut = d.max_examples is not None and len(corpus) >= d.max_examples  # the cap, not the file, left them
+        where = f"data.max_examples={d.max_examples} leaves" if cut else "has"
         raise ValueError(
-            f"training file {run.train_path} has {len(corpus)} examples, fewer than one batch "
+            f"training file {run.train_path} {where} {len(corpus)} examples, fewer than one batch "
             f"(training.batch_size={run.cfg.training.batch_size}{world})"
         )
     return corpus
@@ -154,7 +155,7 @@ def open_run_folder(run: RunSetup, corpus: Corpus) -> Tracker:
     cfg = to_dict(run.cfg)
     if run.main:
         run.out.mkdir(parents=True, exist_ok=True)
-        atomic_write_text(run.out / "config.json", json.dumps(cfg, indent=2) + "\n")
+        atomic_write_json(run.out / "config.json", cfg)
         write_provenance(run.out, cfg, run.cfg.training.seed, run.device)
     run.tracker = Tracker(run.cfg.training.report_to, run.out, cfg, enabled=run.main)
     logger.info("read %d examples from %s (skipped: %s)", len(corpus), run.train_path, corpus.skipped)

@@ -9,11 +9,13 @@ these checks to its end, so a second ``sentcl train`` into the same folder is re
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import logging
 import os
 import tempfile
 from pathlib import Path
+from typing import Any
 
 from sentcl import distributed
 from sentcl.config import ConfigError, TrainConfig, changed_settings, resume_safe_keys
@@ -196,6 +198,25 @@ def _world_change(recorded: dict, batch_size: int) -> str | None:
     )
 
 
+def _check_sections(saved: dict[str, Any], saved_file: Path) -> None:
+    """The run's config.json holds the config's sections, each an object: a section of another name or kind is
+    a damaged file (never a diff of settings the user did not change)."""
+    sections = [f.name for f in dataclasses.fields(TrainConfig)]
+    for name, value in saved.items():
+        problem = (
+            f"unknown section {name!r} (the sections: {', '.join(sections)})"
+            if name not in sections
+            else None
+            if isinstance(value, dict)
+            else f"section {name!r} must be an object, got {type(value).__name__}"
+        )
+        if problem:
+            raise ConfigError(
+                f"--resume: {saved_file}: {problem}; the run's saved config was changed since it was written: "
+                "restore it, or start a new run"
+            )
+
+
 def resume_changes(out: Path, cfg: TrainConfig, train_path: Path) -> list[str]:
     """Compare ``cfg`` with the run's saved ``config.json``: refuse changes that break the resume (listed in a
     ConfigError), return the safe ones (for the log). A key the saved config lacks counts as its default. The
@@ -206,6 +227,7 @@ def resume_changes(out: Path, cfg: TrainConfig, train_path: Path) -> list[str]:
         logger.warning("%s is missing: the resumed config cannot be compared with the run's", saved_file)
         return []
     saved_data = read_json(saved_file, what="the run's config", error=ConfigError)
+    _check_sections(saved_data, saved_file)
     differences = changed_settings(saved_data, cfg)
     changed = list(differences)
     described = {k: f"{k}: {old!r} -> {new!r}" for k, (old, new) in differences.items()}

@@ -276,11 +276,15 @@ class LossWatch:
     window: int = CONSTANT_LOSS_WINDOW
     value: float | None = None
     since: int = 0  # the first step of the current run of equal values
+    steps: int = 0  # steps observed (this process's run: a resume starts again)
+    repeats: int = 0  # steps whose loss equalled the step before's, bit for bit
 
     def observe(self, value: float, step: int) -> None:
+        self.steps += 1
         if value != self.value:
             self.value, self.since = value, step
             return
+        self.repeats += 1
         if step - self.since + 1 >= self.window:
             raise TrainingStalled(
                 f"the loss has been exactly {value!r} for {self.window} steps (steps {self.since} to {step}): "
@@ -288,6 +292,19 @@ class LossWatch:
                 "saturates the logits, or a max_length that gives every sentence the same vector); training "
                 "stopped, the last checkpoint is kept"
             )
+
+    def verdict(self) -> str | None:
+        """At the end of a run too short for the stop: a warning when the loss did not move, else None. A loss
+        that learns changes at every step; one equal to the step before's at half the steps or more did not
+        move (the other steps: a smaller last batch of an epoch, whose chance-level loss is another value)."""
+        if self.steps < 2 or 2 * self.repeats < self.steps - 1:
+            return None
+        return (
+            f"the loss did not move: it equalled the step before's, bit for bit, at {self.repeats} of "
+            f"{self.steps} steps (last {self.value!r}), so the run did not learn (identical views, a dropout of "
+            "0 with unsupervised SimCSE, too few distinct sentences, or logits that saturate); its best/ is "
+            "the start model in effect"
+        )
 
 
 def check_finite_grad_norm(norm: Tensor, step: int, learning_rate: float) -> None:

@@ -93,6 +93,13 @@ def check_needs(cfg: TrainConfig, world_size: int = 1) -> None:
             f"training.batch_size={cfg.training.batch_size}{across} cannot train {o.name}: it needs {least} or "
             f"more sentences per batch ({why})"
         )
+    cap = cfg.data.max_examples
+    if cap is not None and cap < cfg.training.batch_size * world_size:
+        across = f" x {world_size} processes" if world_size > 1 else ""
+        raise ConfigError(
+            f"data.max_examples={cap} leaves fewer examples than one batch (training.batch_size="
+            f"{cfg.training.batch_size}{across}); use {cfg.training.batch_size * world_size} or more, or null for all"
+        )
     limit = (
         -math.log(FLOAT32_HALF_SPACING_AT_ONE) / SATURATION_GAP
     )  # the largest scale that does not saturate
