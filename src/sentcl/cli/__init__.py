@@ -31,6 +31,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from sentcl.cli import interrupt
 from sentcl.cli.option_rules import check as check_option_rules
 from sentcl.cli.options import USER_ERRORS, user_error_message
 from sentcl.extras import missing_extra_message
@@ -124,11 +125,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     stdout = sys.stdout
     sys.stdout = _GuardedStdout(stdout)
     command = "sentcl"
+    restore = interrupt.install()  # Ctrl-C stops the command even when it lands in a finaliser
     try:
         args = build_parser().parse_args(argv)  # --help's text goes to stdout too: guarded as well
         command = args.command
         return _run(args)
     except KeyboardInterrupt:
+        interrupt.disarm()
         print(f"sentcl {command}: interrupted", file=sys.stderr)
         return SIGINT_EXIT
     except StdoutError as err:
@@ -138,6 +141,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _error(command, f"cannot write to standard output: {err.strerror}", 1)
     finally:
         sys.stdout = stdout
+        restore()
 
 
 def _run(args: argparse.Namespace) -> int:
