@@ -21,7 +21,7 @@ def table(results: list[Path]) -> str:
     for path in results:
         res = json.loads(path.read_text(encoding="utf-8"))
         for r in res["rows"]:
-            setting = f"efSearch {r['setting']}" if r["engine"] == "faiss-hnsw" else f"nprobe {r['setting']}"
+            setting = f"efSearch {r['setting']}" if "hnsw" in r["engine"] else f"nprobe {r['setting']}"
             lines.append(
                 f"| {res['n']:,} ({path.name}) | {r['engine']} | {setting} | {r['recall_at_10']:.3f} "
                 f"| {r['qps_one_query']:.1f} | {r['qps_batch64']:.1f} | {r.get('x_faiss_one_query', '')} "
