@@ -3,9 +3,10 @@
 A store is a LanceDB database holding one table, ``vectors``: ``id`` (int64, the corpus row), ``line`` (the
 input's 1-based line), ``text`` and ``vector`` (float32 (D,), unit length), with a vector index on ``vector``
 (inner product): ``IVF_FLAT`` (``ivf``: searched with ``nprobe`` cells) or ``IVF_HNSW_SQ`` (``hnsw``: a graph of
-8-bit scalar-quantised vectors in each cell, searched with ``ef_search``). Every build is a new version of the table (Lance's versioned datasets); the schema's
-metadata of a version holds its ``index.json`` (``sentcl.index.format``'s header with type ``store``, the
-encoder's identity, the shards' fingerprint, the tuned search setting, a build id). A build is *published*
+8-bit scalar-quantised vectors in each cell, searched with ``ef_search``). Every build is a new version of the
+table (Lance's versioned datasets); the schema's metadata of a version holds its ``index.json``
+(``sentcl.index.format``'s header with type ``store``, the encoder's identity, the shards' fingerprint, the
+tuned search setting, a build id). A build is *published*
 by pointing the table's tag ``current`` at its last version (``sentcl.index.store_build``); readers open
 the version the tag names and stay on it (``checkout``) until ``reopen`` asks for the tag again. A version
 that is being written, was left by a killed build, or lost a race to another writer is never named by the
