@@ -155,7 +155,9 @@ class RayEngine:
             )
             try:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
-            except (ConnectionError, RuntimeError) as err:  # another service at the port, a version mismatch
+            # another service at the port, a version mismatch; Ray raises a bare Exception when its node does
+            # not come up in time (an overloaded machine)
+            except Exception as err:  # noqa: BLE001
                 where = f"--ray-address {address}" if address else "a local Ray"
                 raise ValueError(f"{where}: Ray did not start: {str(err).strip().splitlines()[0]}") from None
             self.started = True
