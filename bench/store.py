@@ -9,6 +9,9 @@ Engines, each built in this process and timed:
 * ``lancedb``: the table and IVF_FLAT index ``sentcl index build --store`` writes (round(√N) cells, inner
   product), searched through ``sentcl.index.store.StoreIndex`` (what ``search``/``serve``/``mine`` call);
   setting: nprobe;
+* ``lancedb-hnsw``: the ``hnsw`` store (``--store --type hnsw``): IVF_HNSW_SQ, one graph of 8-bit vectors a
+  cell of at most 1M rows, sentcl's faiss M and efConstruction, re-scored from the float vectors (refine 2);
+  setting: efSearch;
 * ``milvus-lite``: a Milvus Lite file (``MilvusClient(path)``: a local server process it starts), IVF_FLAT with
   round(√N) cells (Milvus Lite builds FLAT and IVF_FLAT only), inner product; setting: nprobe;
 * ``faiss-hnsw``: ``sentcl.index.faiss_build.new_index("hnsw")`` at sentcl's defaults (M 32, efConstruction 80),
@@ -74,16 +77,26 @@ class Lance:
     name = "lancedb"
 
     def build(self, base: np.ndarray, where: Path) -> None:
-        import lancedb
-        import pyarrow as pa
         from lancedb.index import IvfFlat
 
         from sentcl.index.store import StoreIndex
         from sentcl.index.store_build import default_partitions
 
-        db = lancedb.connect(str(where))
+        table = self._table(base, where)
         n, d = base.shape
-        table = db.create_table(
+        self.nlist = default_partitions(n)
+        table.create_index("vector", config=IvfFlat(distance_type="dot", num_partitions=self.nlist))
+        meta = {"dim": d, "count": n, "params": {}, "build_id": "bench"}
+        self.index = StoreIndex(str(where), table, meta)
+        self.path = where
+
+    @staticmethod
+    def _table(base: np.ndarray, where: Path) -> Any:
+        import lancedb
+        import pyarrow as pa
+
+        n, d = base.shape
+        return lancedb.connect(str(where)).create_table(
             "vectors",
             pa.table(
                 {
@@ -92,11 +105,6 @@ class Lance:
                 }
             ),
         )
-        self.nlist = default_partitions(n)
-        table.create_index("vector", config=IvfFlat(distance_type="dot", num_partitions=self.nlist))
-        meta = {"dim": d, "count": n, "params": {}, "build_id": "bench"}
-        self.index = StoreIndex(str(where), table, meta)
-        self.path = where
 
     def ladder(self) -> list[int]:
         return [p for p in NPROBE_LADDER if p <= self.nlist]
@@ -106,6 +114,50 @@ class Lance:
 
     def search(self, q: np.ndarray) -> np.ndarray:
         return self.index.search(q, K)[1]
+
+
+class LanceHnsw(Lance):
+    """The ``hnsw`` store (``sentcl index build --store --type hnsw``): IVF_HNSW_SQ, one graph a cell of at most
+    1M rows (every cell searched), sentcl's faiss HNSW M and efConstruction, candidates re-scored from the float
+    vectors (refine 2); setting: efSearch."""
+
+    name = "lancedb-hnsw"
+
+    def build(self, base: np.ndarray, where: Path) -> None:
+        from lancedb.index import HnswSq
+
+        from sentcl.index.faiss_params import IndexParams
+        from sentcl.index.store import STORE_INDEXES, StoreIndex
+        from sentcl.index.store_build import HNSW_REFINE, default_partitions
+
+        table = self._table(base, where)
+        n, d = base.shape
+        self.nlist, graph = default_partitions(n, "hnsw"), IndexParams()
+        table.create_index(
+            "vector",
+            config=HnswSq(
+                distance_type="dot",
+                num_partitions=self.nlist,
+                m=graph.hnsw_m,
+                ef_construction=graph.ef_construction,
+            ),  # fmt: skip
+        )
+        params = {"nprobe": self.nlist, "refine": HNSW_REFINE, "ef_search": EF_LADDER[0]}
+        meta = {
+            "dim": d,
+            "count": n,
+            "params": params,
+            "build_id": "bench",
+            "index_type": STORE_INDEXES["hnsw"],
+        }
+        self.index = StoreIndex(str(where), table, meta)
+        self.path = where
+
+    def ladder(self) -> list[int]:
+        return list(EF_LADDER)
+
+    def set(self, value: int) -> None:
+        self.index.configure(ef_search=value)
 
 
 class MilvusLite:
@@ -177,7 +229,7 @@ class FaissHnsw:
         return self.index.search(q, K)[1]
 
 
-ENGINES = {"lancedb": Lance, "milvus-lite": MilvusLite, "faiss-hnsw": FaissHnsw}
+ENGINES = {"lancedb": Lance, "lancedb-hnsw": LanceHnsw, "milvus-lite": MilvusLite, "faiss-hnsw": FaissHnsw}
 
 
 def data(args: argparse.Namespace) -> tuple[np.ndarray, np.ndarray, str]:

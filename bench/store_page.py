@@ -17,11 +17,12 @@ def table(results: list[Path]) -> str:
         "| data | engine | setting | recall@10 | QPS 1 query | QPS batch 64 | × faiss, 1 | × faiss, 64 | build s "
         "| RSS growth MB | disk MB |\n|---|---|---|---|---|---|---|---|---|---|---|"
     )
-    lines = [head]
+    lines = []
     for path in results:
         res = json.loads(path.read_text(encoding="utf-8"))
+        lines.append(head)
         for r in res["rows"]:
-            setting = f"efSearch {r['setting']}" if r["engine"] == "faiss-hnsw" else f"nprobe {r['setting']}"
+            setting = f"efSearch {r['setting']}" if "hnsw" in r["engine"] else f"nprobe {r['setting']}"
             lines.append(
                 f"| {res['n']:,} ({path.name}) | {r['engine']} | {setting} | {r['recall_at_10']:.3f} "
                 f"| {r['qps_one_query']:.1f} | {r['qps_batch64']:.1f} | {r.get('x_faiss_one_query', '')} "

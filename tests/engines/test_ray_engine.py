@@ -7,6 +7,7 @@ refused, and an address where no Ray answers is one line, quickly. Object storag
 from __future__ import annotations
 
 import json
+import logging
 import os
 import socket
 import subprocess
@@ -20,8 +21,12 @@ from helpers.data import write_corpus
 from helpers.shards import encode_argv
 
 from sentcl.cli import main
+from sentcl.config import ConfigError, TrainConfig, load_config
+from sentcl.config.teacher import TeacherConfig
 from sentcl.data.shards import ShardSet
 from sentcl.engines import ModelSpec
+from sentcl.methods.teacher_cache import teacher_vectors
+from sentcl.methods.teacher_engine import TeacherEngine
 
 ray = pytest.importorskip("ray")
 SHARD = 16
@@ -274,3 +279,51 @@ def test_mine_on_ray_writes_the_in_process_triples(
     local = (tmp_path / "local.csv").read_text(encoding="utf-8")
     assert (tmp_path / "ray.csv").read_text(encoding="utf-8") == local
     assert len(local.splitlines()) == 1 + 2 * len(lines[1::2])
+
+
+@pytest.mark.slow
+def test_the_teacher_cache_on_ray_equals_the_in_process_cache_and_is_reused_by_it(
+    local_ray: None, tiny_bert: Path, corpus: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    teacher = TeacherConfig(str(tiny_bert), pooler="avg", max_length=12)
+    texts = list(dict.fromkeys(t for t in corpus.read_text(encoding="utf-8").splitlines() if t))
+    engine = TeacherEngine("ray")
+    try:
+        on_ray = teacher_vectors(teacher, texts, tmp_path / "ray", shard_size=SHARD, engine=engine)
+    finally:
+        engine.close()
+    in_process = teacher_vectors(teacher, texts, tmp_path / "local", shard_size=SHARD)
+    rows = np.arange(len(texts))
+    assert (
+        on_ray.rows == in_process.rows == len(texts)
+        and len(on_ray.manifest["shards"]) == -(-len(texts) // SHARD) > 1
+    )
+    assert json.loads((on_ray.folder / "shard-00000.json").read_text())["engine"] == "ray"
+    np.testing.assert_allclose(on_ray.gather(rows), in_process.gather(rows), rtol=0, atol=1e-6)
+    # the independent reference: the teacher's own encode of the texts, as the recipe sets it
+    reference = ModelSpec(str(tiny_bert), pooler="avg").open().encode(texts, batch_size=8, max_length=12)
+    np.testing.assert_allclose(on_ray.gather(rows), reference, rtol=0, atol=1e-6)
+    # an entry the Ray engine wrote is the in-process cache's entry: reused, nothing encoded again
+    with caplog.at_level(logging.INFO, logger="sentcl.methods.teacher_cache"):
+        again = teacher_vectors(teacher, texts, tmp_path / "ray", shard_size=SHARD)
+    assert "teacher vectors: reused" in caplog.text and "encoding" not in caplog.text
+    np.testing.assert_array_equal(again.gather(rows), on_ray.gather(rows))
+
+
+def test_a_teacher_cache_on_an_unreachable_ray_is_one_line_naming_the_key(
+    tiny_bert: Path, tmp_path: Path
+) -> None:
+    with socket.socket() as free:  # a port nothing listens on
+        free.bind(("127.0.0.1", 0))
+        port = free.getsockname()[1]
+    engine = TeacherEngine("ray", f"127.0.0.1:{port}")
+    start = time.perf_counter()
+    with pytest.raises(
+        ConfigError, match=rf"^model.teacher_ray_address 127.0.0.1:{port}: no Ray cluster answers"
+    ):
+        teacher_vectors(TeacherConfig(str(tiny_bert)), ["a dog", "a cat"], tmp_path, engine=engine)
+    assert time.perf_counter() - start < 30
+    with pytest.raises(ConfigError, match="model.teacher_ray_address .* needs model.teacher_engine=ray"):
+        load_config(TrainConfig, None, ["model.teacher_ray_address=127.0.0.1:6379"])
+    with pytest.raises(ConfigError, match="model.teacher_engine"):
+        load_config(TrainConfig, None, ["model.teacher_engine=spark"])

@@ -209,3 +209,28 @@ def test_mine_from_the_store_equals_mining_the_same_corpus(
     assert main(common + ["--corpus", str(rest), "--output", str(tmp_path / "exact.csv")]) == 0
     read = lambda p: (tmp_path / p).read_text(encoding="utf-8")  # noqa: E731
     assert read("store.csv") == read("exact.csv") and read("store.csv").count("\n") == 21
+
+
+def test_an_hnsw_store_finds_the_exact_neighbours_with_exact_scores(
+    built: dict[str, Any], tiny_encoder: Any, capsys
+) -> None:
+    store_dir = built["root"] / "store-hnsw"
+    argv = ["index", "build", "--embeddings", str(built["emb"]), "--store", str(store_dir)]
+    assert main([*argv, "--type", "hnsw"]) == 0
+    assert "search setting ef_search" in capsys.readouterr().out
+    store = open_store(store_dir)
+    assert store.meta["index_type"] == "IVF_HNSW_SQ" and store.meta["params"]["nlist"] == 1
+    assert "ef_search" in store.setting() and store.meta["tuning"]["reached"]
+    texts = built["corpus"].read_text(encoding="utf-8").splitlines()
+    corpus = np.asarray(tiny_encoder.encode(texts, normalize=True))  # (60, D)
+    queries = corpus[:8] + 0.05  # (8, D) near corpus rows, not on them
+    scores, ids = store.search(queries, 5)
+    unit = queries / np.linalg.norm(queries, axis=1, keepdims=True)  # (8, D)
+    exact = np.argsort(-(unit @ corpus.T), axis=1, kind="stable")[:, :5]  # (8, 5)
+    hits = np.mean([len(set(a) & set(b)) / 5 for a, b in zip(ids, exact, strict=True)])
+    assert hits >= 0.95, (ids, exact)
+    # the scores are the exact cosines of the rows found (re-scored from the stored float vectors)
+    np.testing.assert_allclose(scores, np.take_along_axis(unit @ corpus.T, ids, axis=1), atol=1e-5)
+    with pytest.raises(ValueError, match="--type ivfpq: a store holds an index of type ivf or hnsw"):
+        build_store(built["emb"], built["root"] / "store-pq", kind="ivfpq")
+    assert not (built["root"] / "store-pq").exists()

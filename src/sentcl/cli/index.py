@@ -139,9 +139,11 @@ def add_store_option(b: argparse.ArgumentParser) -> None:
         "--store",
         type=own_index_location,
         metavar="URI",
-        help="Write a new version of a vector store (LanceDB, IVF over the vectors, with the texts) instead of a "
-        "faiss folder: a local folder, or s3://bucket/prefix (endpoint and keys from the AWS_* variables). "
-        "Readers keep the version they opened until they reload; --type, --output and the faiss options do not apply.",
+        help="Write a new version of a vector store (LanceDB: the vectors with their texts) instead of a faiss "
+        "folder: a local folder, or s3://bucket/prefix (endpoint and keys from the AWS_* variables). Readers keep "
+        "the version they opened until they reload. --type ivf (IVF_FLAT; --nlist, --nprobe) or hnsw "
+        "(IVF_HNSW_SQ: a graph of 8-bit vectors; --hnsw-m, --ef-construction, --ef-search); --output and the "
+        "other faiss options do not apply.",
     )
 
 
@@ -162,8 +164,18 @@ def handle_store_build(args: argparse.Namespace) -> int:
     from sentcl.index.store_build import build_store
 
     check_input_dir(args.embeddings, "--embeddings")
+    from sentcl.index.faiss_params import IndexParams
+
+    graph = IndexParams(hnsw_m=args.hnsw_m, ef_construction=args.ef_construction, ef_search=args.ef_search)
     store = build_store(
-        args.embeddings, args.store, args.target_recall, args.nlist, args.nprobe, seed=args.seed
+        args.embeddings,
+        args.store,
+        args.target_recall,
+        args.nlist,
+        args.nprobe,
+        seed=args.seed,
+        kind=args.type,
+        graph=graph,
     )
     meta = store.meta
     print(

@@ -21,6 +21,7 @@ from sentcl.config.method_catalogue import (
     objective_options,
     unknown_objective_key,
 )
+from sentcl.config.names import ENGINE_NAMES
 from sentcl.config.objective import ObjectiveConfig
 from sentcl.config.poolers import POOLERS  # the one pooler table
 from sentcl.config.prompt_templates import DENOISE_MODES, check_template
@@ -121,6 +122,19 @@ class ModelConfig:
         f"~/.cache/sentcl/{TEACHER_CACHE_SUBDIR}); read by the methods that distil a teacher.",
         resume_safe=True,
     )
+    teacher_engine: str = opt(
+        "local",
+        "Where a teacher encodes the corpus into its cache: local (in this process, or in every process of a "
+        "torchrun, on the run's device) or ray (a Ray Data actor pool, the teacher once per actor, GPUs where "
+        "the cluster has them; sentcl.engines). The vectors are the same either way.",
+        resume_safe=True,
+    )
+    teacher_ray_address: str | None = opt(
+        None,
+        "With model.teacher_engine=ray: the Ray cluster (host:port, ray://host:port or auto); null: a local "
+        "Ray, started for the encode and stopped after it.",
+        resume_safe=True,
+    )
     generator: ModelRef | None = opt(
         None,
         "DiffCSE's frozen masked-LM generator G: a Hugging Face folder or hub id with an MLM head and the "
@@ -132,6 +146,12 @@ class ModelConfig:
         self.teacher = parse_teachers(self.teacher)
         check_choice("model.teacher_mapping", self.teacher_mapping, TEACHER_MAPPINGS)
         check_choice("model.output_dim_init", self.output_dim_init, OUTPUT_DIM_INITS)
+        check_choice("model.teacher_engine", self.teacher_engine, ENGINE_NAMES)
+        if self.teacher_ray_address is not None and self.teacher_engine != "ray":
+            raise ConfigError(
+                f"model.teacher_ray_address {self.teacher_ray_address!r} needs model.teacher_engine=ray "
+                f"(it is {self.teacher_engine})"
+            )
         check_positive("model.output_dim", self.output_dim, allow_none=True)
         if self.student_layers is not None:
             ok = isinstance(self.student_layers, list) and all(

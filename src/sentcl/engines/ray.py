@@ -114,9 +114,12 @@ def embed_dataset(
     )
 
 
-def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
-    """Raise one clear line unless something accepts a connection at the Ray address (``host:port`` or
-    ``ray://host[:port]``), within ``timeout_s``: ``ray.init`` itself retries for a minute or more."""
+def check_reachable(
+    address: str, timeout_s: float = CONNECT_TIMEOUT_S, option: str = "--ray-address"
+) -> None:
+    """Raise one clear line (naming ``option``, where the address came from) unless something accepts a
+    connection at the Ray address (``host:port`` or ``ray://host[:port]``), within ``timeout_s``: ``ray.init``
+    itself retries for a minute or more."""
     if address in ("auto", "local"):
         return
     client = address.startswith("ray://")
@@ -129,8 +132,8 @@ def check_reachable(address: str, timeout_s: float = CONNECT_TIMEOUT_S) -> None:
     except OSError as err:
         reason = "no answer" if isinstance(err, TimeoutError) else (err.strerror or str(err))
         raise ValueError(
-            f"--ray-address {address}: no Ray cluster answers at {host}:{port} ({reason} within "
-            f"{timeout_s:g}s); start one with `ray start --head`, or leave out --ray-address for a local Ray"
+            f"{option} {address}: no Ray cluster answers at {host}:{port} ({reason} within "
+            f"{timeout_s:g}s); start one with `ray start --head`, or leave out {option} for a local Ray"
         ) from None
 
 
@@ -152,7 +155,9 @@ class RayEngine:
             )
             try:
                 ray.init(address=address, include_dashboard=False, log_to_driver=False, **local)
-            except (ConnectionError, RuntimeError) as err:  # another service at the port, a version mismatch
+            # another service at the port, a version mismatch; Ray raises a bare Exception when its node does
+            # not come up in time (an overloaded machine)
+            except Exception as err:  # noqa: BLE001
                 where = f"--ray-address {address}" if address else "a local Ray"
                 raise ValueError(f"{where}: Ray did not start: {str(err).strip().splitlines()[0]}") from None
             self.started = True

@@ -69,7 +69,9 @@ def open_index(folder: str | Path, **settings: Any) -> Any:  # noqa: ANN401 - An
     """Open any index folder sentcl wrote (module doc). ``settings``: an ANN index's search setting
     (``nprobe``, ``ef_search``, ``refine``, ``mmap``), or an exact one's ``backend``."""
     if is_store(folder):  # a LanceDB store: a local folder or s3://
-        return open_store(folder, **{k: v for k, v in settings.items() if k in ("nprobe", "refine")})
+        return open_store(
+            folder, **{k: v for k, v in settings.items() if k in ("nprobe", "ef_search", "refine")}
+        )
     folder = Path(folder)
     _, meta = read_meta(folder)
     if meta["type"] == EXACT:

@@ -1,10 +1,12 @@
 """A vector store (LanceDB) behind the index protocol: a local folder or ``s3://bucket/prefix``.
 
 A store is a LanceDB database holding one table, ``vectors``: ``id`` (int64, the corpus row), ``line`` (the
-input's 1-based line), ``text`` and ``vector`` (float32 (D,), unit length), with an IVF index on ``vector``
-(inner product). Every build is a new version of the table (Lance's versioned datasets); the schema's
-metadata of a version holds its ``index.json`` (``sentcl.index.format``'s header with type ``store``, the
-encoder's identity, the shards' fingerprint, the tuned search setting, a build id). A build is *published*
+input's 1-based line), ``text`` and ``vector`` (float32 (D,), unit length), with a vector index on ``vector``
+(inner product): ``IVF_FLAT`` (``ivf``: searched with ``nprobe`` cells) or ``IVF_HNSW_SQ`` (``hnsw``: a graph of
+8-bit scalar-quantised vectors in each cell, searched with ``ef_search``). Every build is a new version of the
+table (Lance's versioned datasets); the schema's metadata of a version holds its ``index.json``
+(``sentcl.index.format``'s header with type ``store``, the encoder's identity, the shards' fingerprint, the
+tuned search setting, a build id). A build is *published*
 by pointing the table's tag ``current`` at its last version (``sentcl.index.store_build``); readers open
 the version the tag names and stay on it (``checkout``) until ``reopen`` asks for the tag again. A version
 that is being written, was left by a killed build, or lost a race to another writer is never named by the
@@ -46,9 +48,11 @@ META_SPEC = Record(
         "dim": Int(1),
         "count": Int(0),
         "build_id": Text(),
-        "params": Record(optional={"nprobe": Int(1), "refine": Int(1)}),
+        "params": Record(optional={"nprobe": Int(1), "refine": Int(1), "ef_search": Int(1)}),
     }
 )
+#: sentcl's index kind -> the LanceDB index a store of that kind holds
+STORE_INDEXES = {"ivf": "IVF_FLAT", "hnsw": "IVF_HNSW_SQ"}
 LANCE_HELP = f"lancedb is not installed: pip install lancedb, or {extra_hint('store')}"
 
 
@@ -146,9 +150,11 @@ class StoreIndex:
         self.version = int(table.version)
         self.nprobe = DEFAULT_NPROBE
         self.refine = 1
+        self.ef_search: int | None = None
+        self.graph = meta.get("index_type") == STORE_INDEXES["hnsw"]  # ef_search applies
         self.settings = settings
-        self.configure(meta["params"].get("nprobe"), refine=meta["params"].get("refine"))
-        self.configure(settings.get("nprobe"), refine=settings.get("refine"))
+        for given in (meta["params"], settings):
+            self.configure(given.get("nprobe"), given.get("ef_search"), given.get("refine"))
 
     @property
     def dim(self) -> int:
@@ -175,10 +181,12 @@ class StoreIndex:
     def configure(
         self, nprobe: int | None = None, ef_search: int | None = None, refine: int | None = None
     ) -> None:
-        """Set the search setting (None keeps the current one): IVF cells searched, and the re-scoring factor;
-        ``ef_search`` does not apply to a store."""
+        """Set the search setting (None keeps the current one): IVF cells searched, the graph's beam width
+        (a ``hnsw`` store only) and the re-scoring factor."""
         if nprobe is not None:
             self.nprobe = int(nprobe)
+        if ef_search is not None and self.graph:
+            self.ef_search = int(ef_search)
         if refine is not None:
             if refine < 1:
                 raise ValueError(f"refine must be >= 1, got {refine}")
@@ -210,7 +218,9 @@ class StoreIndex:
         try:
             query = self.table.search(list(q) if len(q) > 1 else q[0], vector_column_name="vector")
             query = query.distance_type("dot").limit(k).nprobes(self.nprobe)
-            if self.refine > 1:
+            if self.ef_search is not None:
+                query = query.ef(max(self.ef_search, k * self.refine))  # Lance: ef >= the candidates asked
+            if self.refine > 1 or self.graph:  # a graph's 8-bit distances re-scored: exact cosines returned
                 query = query.refine_factor(self.refine)
             found = query.select(["id", "_distance"]).to_arrow()
         except (OSError, RuntimeError, ValueError) as err:
@@ -259,7 +269,8 @@ class StoreIndex:
         return 0
 
     def setting(self) -> dict[str, int]:
-        return {"nprobe": self.nprobe, "refine": self.refine}
+        graph = {} if self.ef_search is None else {"ef_search": self.ef_search}
+        return {"nprobe": self.nprobe, **graph, "refine": self.refine}
 
     def summary(self) -> dict[str, Any]:
         tuned = self.meta.get("tuning") or {}

@@ -3,9 +3,11 @@
 1. The rows (id, line, text, unit vector) are streamed shard by shard into a new version of the table
    (``mode="overwrite"``: one Lance commit, visible only once every data file is written); its metadata is
    the ``index.json`` of the build (``sentcl.index.store``), with a fresh ``build_id``.
-2. An IVF index (``IVF_FLAT``, inner product, round(√N) cells: LanceDB's default count) is trained and
-   committed as the next version.
-3. The search setting is tuned to the recall target (``sentcl.index.tuning``, as an ``ivf`` faiss index:
+2. The vector index is trained and committed as the next version: ``ivf`` (the default), ``IVF_FLAT`` with
+   round(√N) cells (LanceDB's default count), inner product; or ``hnsw``, ``IVF_HNSW_SQ``: one HNSW graph of
+   8-bit scalar-quantised vectors a cell of at most ``HNSW_CELL_ROWS`` rows (every cell searched), with
+   sentcl's faiss HNSW defaults (M, efConstruction), its candidates re-scored from the float vectors.
+3. The search setting is tuned to the recall target (``sentcl.index.tuning``, as a faiss index of that kind:
    1,000 sampled rows searched in place, each left out of its own result; the reference is the exact top-10
    of the other rows over the shards) and written into the metadata: the build's last version.
 4. The build is published: the tag ``current`` moves to its last version, if no other build published
@@ -29,10 +31,12 @@ import numpy as np
 from sentcl.data.shards import ShardSet
 from sentcl.files.fingerprint import shards_fingerprint
 from sentcl.index.faiss_build import IDENTITY_KEYS
+from sentcl.index.faiss_params import DEFAULT_EF_SEARCH, IndexParams
 from sentcl.index.format import header
 from sentcl.index.store import (
     META_KEY,
     STORE,
+    STORE_INDEXES,
     TABLE,
     TAG,
     StoreError,
@@ -47,11 +51,28 @@ from sentcl.similarity import unit_rows
 
 logger = logging.getLogger(__name__)
 BATCH_ROWS = 8192  # rows a record batch holds while streaming the shards in
+HNSW_CELL_ROWS = 1_000_000  # an hnsw store's graphs: one a cell of at most this many rows
+# an hnsw store's candidates re-scored from the float vectors: the best k of k·2 by exact cosine (the 8-bit
+# distances alone leave near ties misordered: recall@10 0.967 at any efSearch on the tests' corpus)
+HNSW_REFINE = 2
+KNOB = {"ivf": "nprobe", "hnsw": "ef_search"}  # the search setting tuned for each kind
 
 
-def default_partitions(count: int) -> int:
-    """IVF cells for N rows: round(√N) (LanceDB's default), at least 1 and at most N // 39."""
+def default_partitions(count: int, kind: str = "ivf") -> int:
+    """IVF cells for N rows: round(√N) (LanceDB's default), at least 1 and at most N // 39; ``hnsw``: one
+    cell a ``HNSW_CELL_ROWS`` rows (a graph each)."""
+    if kind == "hnsw":
+        return max(1, -(-count // HNSW_CELL_ROWS))
     return max(1, min(round(count**0.5), count // 39 or 1))
+
+
+def _params(kind: str, partitions: int, nprobe: int | None, graph: IndexParams) -> dict[str, int]:
+    """The build's index parameters and first search setting (tuned after, unless fixed)."""
+    if kind == "hnsw":
+        return {"nlist": partitions, "nprobe": partitions, "hnsw_m": graph.hnsw_m,
+                "ef_construction": graph.ef_construction,
+                "ef_search": graph.ef_search or DEFAULT_EF_SEARCH, "refine": graph.refine or HNSW_REFINE}  # fmt: skip
+    return {"nlist": partitions, "nprobe": min(nprobe or 20, partitions)}
 
 
 def schema(dim: int, meta: dict[str, Any]) -> Any:  # noqa: ANN401 - a pyarrow schema
@@ -115,12 +136,19 @@ def build_store(
     nprobe: int | None = None,
     seed: int = 0,
     tune_queries: int = 1000,
+    kind: str = "ivf",
+    graph: IndexParams | None = None,
 ) -> StoreIndex:
     """Write the shards into the store at ``location`` as a new published version (module doc); the store
-    opened at it. ``nprobe``: a fixed search setting (measured, not tuned)."""
+    opened at it. ``kind``: ``ivf`` or ``hnsw`` (``graph``: its M, efConstruction and efSearch; sentcl's
+    faiss defaults). ``nprobe`` (ivf), ``graph.ef_search`` (hnsw): a fixed search setting (measured, not
+    tuned)."""
     from sentcl.index import tuning
     from sentcl.index.store import open_table
 
+    if kind not in STORE_INDEXES:
+        raise ValueError(f"--type {kind}: a store holds an index of type {' or '.join(STORE_INDEXES)}")
+    graph = graph or IndexParams()
     shards = embeddings if isinstance(embeddings, ShardSet) else ShardSet.open(embeddings)
     location = str(location)
     if not is_uri(location):
@@ -129,7 +157,7 @@ def build_store(
     before = published_version(open_table(location)) if TABLE in _tables(db, location) else None
     shards.check_input()  # the texts are read from the encoded input
     m = shards.manifest
-    partitions = nlist or default_partitions(shards.rows)
+    partitions = nlist or default_partitions(shards.rows, kind)
     meta: dict[str, Any] = {
         **header(STORE, shards.dim, shards.rows),
         "metric": "inner_product",
@@ -137,22 +165,23 @@ def build_store(
         **{k: m.get(k) for k in IDENTITY_KEYS if k in m or k in ("model", "pooler", "max_length")},
         "embeddings": str(Path(shards.folder).resolve()),
         "shards_sha256": shards_fingerprint(m),
-        "index_type": "IVF_FLAT",
-        "params": {"nlist": partitions, "nprobe": min(nprobe or 20, partitions)},
+        "index_type": STORE_INDEXES[kind],
+        "params": _params(kind, partitions, nprobe, graph),
         "seed": seed,
         "build_id": uuid.uuid4().hex,
     }
     start = time.perf_counter()
     table = _write(db, location, schema(shards.dim, meta), row_batches(shards, schema(shards.dim, meta)))
     ours = [int(table.version)]
-    _index(table, location, partitions)
+    _index(table, location, kind, meta["params"])
     ours.append(int(table.version))
     meta["build_seconds"] = round(time.perf_counter() - start, 3)
     store = StoreIndex(location, table, meta)
     if target_recall is not None:
-        explicit = {"nprobe": nprobe} if nprobe else {}
+        fixed = {"nprobe": nprobe, "ef_search": graph.ef_search}[KNOB[kind]]
+        explicit = {KNOB[kind]: fixed} if fixed else {}
         probe = _probe(shards, seed, tune_queries)
-        meta["tuning"] = tuning.tune(store, "ivf", meta["params"], probe, target_recall, explicit)
+        meta["tuning"] = tuning.tune(store, kind, meta["params"], probe, target_recall, explicit)
         meta["params"] = {**meta["params"], **meta["tuning"]["setting"]}
     try:
         table.to_lance().update_schema_metadata({META_KEY.decode(): json.dumps(meta)}, replace=True)
@@ -175,11 +204,16 @@ def _tables(db: Any, location: str) -> list[str]:
     return list(getattr(listed, "tables", listed))
 
 
-def _index(table: Any, location: str, partitions: int) -> None:
-    from lancedb.index import IvfFlat
+def _index(table: Any, location: str, kind: str, params: dict[str, int]) -> None:
+    from lancedb.index import HnswSq, IvfFlat
 
+    if kind == "hnsw":
+        config: Any = HnswSq(distance_type="dot", num_partitions=params["nlist"], m=params["hnsw_m"],
+                             ef_construction=params["ef_construction"])  # fmt: skip
+    else:
+        config = IvfFlat(distance_type="dot", num_partitions=params["nlist"])
     try:
-        table.create_index("vector", config=IvfFlat(distance_type="dot", num_partitions=partitions))
+        table.create_index("vector", config=config)
     except (OSError, RuntimeError, ValueError) as err:
         raise StoreError(
             f"{location}: the vector index could not be committed ({first_line(err)}); another build may have "

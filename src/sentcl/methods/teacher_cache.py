@@ -52,6 +52,7 @@ from sentcl.files.output import model_input, prepare_folder
 from sentcl.files.pathcheck import check_output_dir
 from sentcl.files.paths import CACHE_ENV, cache_root, resolve_model_path
 from sentcl.files.read import load_npy, read_json
+from sentcl.methods.teacher_engine import TeacherEngine
 
 logger = logging.getLogger(__name__)
 #: the cache entry's layout version (a new layout gets new entries, never misreads old ones); 2: the teacher's
@@ -253,8 +254,10 @@ def teacher_vectors(
     device: str | None = None,
     shard_size: int = TEACHER_SHARD_SIZE,
     batch_size: int = ENCODE_BATCH_SIZE,
+    engine: TeacherEngine | None = None,
 ) -> ShardSet:
-    """The teacher's vectors of ``texts`` (distinct, in row order): reused from the cache, or encoded into it."""
+    """The teacher's vectors of ``texts`` (distinct, in row order): reused from the cache, or encoded into it,
+    in process or on ``engine`` (``model.teacher_engine``: ``sentcl.methods.teacher_engine``)."""
     key = CacheKey.of(teacher, lines_sha256(map(line_safe, texts)))
     entry = cache_dir / key.entry_name()
     vectors = entry / VECTORS_DIR
@@ -272,6 +275,13 @@ def teacher_vectors(
         atomic_write_json(entry / "teacher.json", asdict(key))
         _write_texts(entry / TEXTS_FILE, texts, key.texts_sha256)
     distributed.barrier()  # texts.txt is on disk for every rank
+    if engine is not None and not engine.in_process:
+        logger.info("encoding %d sentences with teacher %s into %s on the %s engine", len(texts), teacher.path,
+                    entry, engine.name)  # fmt: skip
+        if distributed.rank() == 0:  # the engine's workers share the encode; the other ranks wait
+            engine.encode_shards(teacher, entry / TEXTS_FILE, vectors, shard_size, batch_size)
+        distributed.barrier()  # the shards and the manifest are on disk
+        return ShardSet.open(vectors)
     logger.info("encoding %d sentences with teacher %s into %s", len(texts), teacher.path, entry)
     try:
         encoder = open_teacher(teacher, device)

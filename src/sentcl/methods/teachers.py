@@ -27,7 +27,13 @@ from torch import Tensor
 from sentcl.config import ConfigError, TrainConfig
 from sentcl.config.teacher import TeacherConfig
 from sentcl.data.shards import ShardSet
-from sentcl.methods.teacher_cache import distinct_texts, teacher_cache_dir, teacher_vectors
+from sentcl.methods.teacher_cache import (
+    TEACHER_SHARD_SIZE,
+    distinct_texts,
+    teacher_cache_dir,
+    teacher_vectors,
+)
+from sentcl.methods.teacher_engine import TeacherEngine
 from sentcl.objectives.teacher_targets import teacher_key
 
 #: rows per chunk when a pass over every teacher vector fits the PCA
@@ -69,9 +75,16 @@ class Teachers:
             raise ConfigError(f"{cfg.objective.name} distils a teacher: set model.teacher")
         texts, rows = distinct_texts([teacher_text(e) for e in examples])
         folder = teacher_cache_dir(cfg.model.teacher_cache)
-        extra = {} if shard_size is None else {"shard_size": shard_size}
+        size = TEACHER_SHARD_SIZE if shard_size is None else shard_size
         device = teacher_device(cfg)
-        sets = [teacher_vectors(t, texts, folder, device=device, **extra) for t in teachers]
+        engine = TeacherEngine(cfg.model.teacher_engine, cfg.model.teacher_ray_address)
+        try:
+            sets = [
+                teacher_vectors(t, texts, folder, device=device, shard_size=size, engine=engine)
+                for t in teachers
+            ]
+        finally:
+            engine.close()  # a Ray started for the encode stops before training
         return cls(list(teachers), sets, rows)
 
     @property

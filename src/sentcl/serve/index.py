@@ -30,6 +30,10 @@ class _LineTexts(Sequence[str]):
     def __getitem__(self, i: int) -> str:  # type: ignore[override]
         return self.ann.texts([int(i)])[0]
 
+    def many(self, ids: Sequence[int]) -> list[str]:
+        """The texts of several rows in one read (a store: one take for a request's hits, not one each)."""
+        return self.ann.texts([int(i) for i in ids]) if len(ids) else []
+
 
 class AnnSearchIndex:
     """An opened index folder behind the service's index interface."""

@@ -107,9 +107,12 @@ def _hits(index: Any, emb: np.ndarray, k: int) -> list[list[dict[str, Any]]]:
     store's version removed under the service) is a 503 naming it."""
     try:
         scores, ids = index.search(emb, k)  # (Q, k), (Q, k)
+        found = [int(i) for i in ids[ids >= 0]]  # every hit's row, read back in one call where it can be
+        many = getattr(index.texts, "many", None)
+        texts = dict(zip(found, many(found) if many else [index.texts[i] for i in found], strict=True))
         return [
             [
-                {"id": int(i), "text": index.texts[int(i)], "score": float(s)}
+                {"id": int(i), "text": texts[int(i)], "score": float(s)}
                 for s, i in zip(srow, irow, strict=True)
                 if i >= 0
             ]
