@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.frontier_static import peers_note, static_section
 from bench.harness import ROOT
 from sentcl.report.pareto import pareto
 
@@ -262,7 +263,7 @@ second of its timing: about the share of one core it got (never above one: one t
 
 {table(run)}
 
-sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{built}
+sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{built}{peers_note(run)}
 
 ![STS average against speed]({PLOT_NAME})
 
@@ -270,7 +271,7 @@ sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdic
 {run["command"]}
 ```
 
-(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.){side_sections(run, short, root)}
+(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.){static_section(root, run["config"]["batch_size"])}{side_sections(run, short, root)}
 """
 
 

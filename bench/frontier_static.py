@@ -1,0 +1,108 @@
+"""The frontier page's static section: the static points timed on a realistic load, and the peers that made them.
+
+``bench.frontier`` times every point on 500 STS-B sentences re-encoded in calls of 128, which measures a static
+model's call overhead more than its encode. The section shows the committed ``bench.static_speed`` run
+(thousands of distinct sentences, each library's defaults and its best batch, both references) and the committed
+``bench/static_peers.py`` builds (Model2Vec's ``distill`` and tokenlearn on the same corpus and teacher, with
+every package's version). Nothing here measures: it is a function of the committed summaries.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SPEED = Path("bench/results/static_speed.json")
+PEERS = Path("bench/results/static_peers.json")
+
+
+def _read(root: Path, path: Path) -> dict[str, Any] | None:
+    file = root / path
+    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
+
+
+def versions_line(versions: dict[str, str]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in sorted(versions.items()))
+
+
+def peers_note(run: dict[str, Any]) -> str:
+    """The peers' versions as the run recorded them (a run before they were recorded says so)."""
+    peers = {n: r for n, r in run["points"].items() if r["family"] == "peer"}
+    if not peers:
+        return ""
+    known = {n: versions_line(r["versions"]) for n, r in peers.items() if r.get("versions")}
+    if not known:
+        return (
+            "\n\nThis run did not record its peers' versions (`bench.frontier` records them since); the "
+            "static section below records Model2Vec's, tokenlearn's and sentence-transformers'."
+        )
+    return "\n\nThe peers' versions: " + "; ".join(f"`{n}`: {v}" for n, v in known.items()) + "."
+
+
+def speed_table(run: dict[str, Any]) -> str:
+    teacher = run["points"]["teacher"]["sts"]["avg"]
+    lines = [
+        "| point | called as | STS avg. (7 tasks) | of the teacher | sentences/s | x teacher (sentcl) | x st | "
+        "folder MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in run["points"].items():
+        avg = (row.get("sts") or {}).get("avg")
+        kept = "-" if avg is None or teacher is None else f"{avg / teacher:.1%}"
+        lines.append(
+            f"| {name} | `{row['called']}` | {'-' if avg is None else f'{avg:.2f}'} | {kept} | "
+            f"{row['sentences_per_s']:,.0f} | {row['speed_vs_teacher']:.1f}x | {row['speed_vs_st']:.1f}x | "
+            f"{row['size']['bytes'] / 2**20:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def peer_versions(run: dict[str, Any]) -> str:
+    seen: dict[str, str] = {}
+    for name, row in run["points"].items():
+        if row.get("versions") and "@" not in name:
+            seen.setdefault(versions_line(row["versions"]), name)
+    return "\n".join(f"- `{name}`'s worker: {line}" for line, name in seen.items())
+
+
+def peers_builds(peers: list[dict[str, Any]]) -> str:
+    lines = []
+    for build in peers:
+        steps = "; ".join(
+            f"{step} {v['wall_s']:.0f} s ({v['cpu_s']:.0f} CPU-s)"
+            for step, v in build["steps"].items()
+            if isinstance(v, dict)
+        )
+        corpus = build["corpus"]
+        on = f"on {corpus['sentences']:,} corpus sentences" if corpus else "distill only"
+        lines.append(f"- `{build['command']}` ({on}; {versions_line(build['versions'])}): {steps}")
+    return "\n".join(lines)
+
+
+def static_section(root: Path, batch: int) -> str:
+    """The section's text, or nothing when no ``bench.static_speed`` run is committed."""
+    run = _read(root, SPEED)
+    if run is None:
+        return ""
+    peers = _read(root, PEERS)
+    load = run["load"]
+    text = (
+        "\n\n## Static points on a realistic load\n\n"
+        f"The table above re-encodes its sentences in calls of {batch}; a static model's pass takes milliseconds, so "
+        "that load times its call overhead. Here every point encodes the same "
+        f"{load['sentences']:,} distinct sentences of the offline English corpus (mean {load['mean_words']:.1f} "
+        f"words) in one call per pass, one thread, {run['config']['rounds']} alternating rounds; `x teacher` is "
+        "the median per-round ratio to sentcl's PyTorch encode of the teacher (the table above's 1x), `x st` to "
+        "sentence-transformers' encode of it. `NAME@all` is the same model called with one batch of every "
+        "sentence (each library's documented batch-size setting). Each point is called exactly as its column "
+        f"says; STS is measured by `sentcl eval`'s path.\n\n{speed_table(run)}\n\n```bash\n{run['command']}\n```"
+        f"\n\n(From `{SPEED.as_posix()}`.) The peers' versions, as each worker reported them:\n\n"
+        f"{peer_versions(run)}"
+    )
+    if peers:
+        text += (
+            f"\n\nThe peers' folders were built by `bench/static_peers.py` (from `{PEERS.as_posix()}`), one "
+            f"thread:\n\n{peers_builds(peers['builds'])}"
+        )
+    return text
