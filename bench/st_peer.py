@@ -45,6 +45,8 @@ PACKAGES = (
     "optimum-intel",
     "openvino",
     "model2vec",
+    "tokenlearn",
+    "tokenizers",
 )
 BACKENDS = ("onnx", "torch", "openvino", "model2vec")
 

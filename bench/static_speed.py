@@ -148,7 +148,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     sentences = corpus_sentences(data_dir, args.sentences)
     with build_points(args, len(sentences)) as (points, about, scorers):
         rates, cpu, _ = alternate_rounds(points, sentences, args.rounds, args.min_seconds)
-        teacher_sts = reference_sts().get("teacher", {"avg": None, "source": "no committed figure"})
+        committed = reference_sts() if args.teacher == harness.DEFAULT_MODEL else {}
+        teacher_sts = committed.get("teacher", {"avg": None, "source": "no committed figure"})
         sts = {name: teacher_sts for name in ("teacher", "st")}
         for name, encode in scorers.items():
             scores = evaluate(encode, data_dir, ["sts"], progress=False)["sts"]
