@@ -19,7 +19,8 @@ its documentation offers for one process (the batch size). The points and exactl
 - ``NAME`` for each ``--model2vec NAME=FOLDER`` (a Model2Vec folder: its ``distill``, or tokenlearn's model):
   Model2Vec's ``StaticModel.from_pretrained(FOLDER).encode(sentences, use_multiprocessing=False)`` (defaults:
   batch 1024, max length 512; its thread pool only starts above 10,000 sentences, and this is a one-thread
-  comparison), and ``NAME@all`` with ``batch_size=len(sentences)``.
+  comparison), and ``NAME@all`` with ``batch_size=len(sentences)``; ``--encoded-by NAME=PYTHON`` runs that
+  point's worker under another interpreter (another Model2Vec version's ``encode`` of the same folder).
 
 The ratios are given against both references: sentcl's PyTorch encode of the teacher (the frontier page's 1x)
 and sentence-transformers' (``st``). Every peer's package versions are recorded as its worker reports them, and
@@ -60,6 +61,13 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         "--model2vec", action="append", default=[], metavar="NAME=FOLDER", help="a Model2Vec folder"
     )
     p.add_argument("--peer-python", required=True, help="interpreter of the peers (make bench-peer-venv)")
+    p.add_argument(
+        "--encoded-by",
+        action="append",
+        default=[],
+        metavar="NAME=PYTHON",
+        help="a --model2vec point's worker runs under this interpreter (another Model2Vec version's encode)",
+    )
     p.add_argument("--sentences", type=int, default=10_000, help="the first N distinct corpus sentences")
     p.add_argument("--rounds", type=int, default=3)
     p.add_argument("--min-seconds", type=float, default=2.0, help="each timing repeats until this long")
@@ -106,9 +114,10 @@ def build_points(
     }
     scorers: dict[str, Any] = {}
     with ExitStack() as stack:
+        pythons = dict(spec.partition("=")[::2] for spec in args.encoded_by)
 
-        def peer(folder: Path, backend: str, batch: int) -> PeerEncoder:
-            worker = PeerEncoder(args.peer_python, str(folder), backend, batch, 0, args.threads)
+        def peer(folder: Path, backend: str, batch: int, python: str | None = None) -> PeerEncoder:
+            worker = PeerEncoder(python or args.peer_python, str(folder), backend, batch, 0, args.threads)
             stack.callback(worker.close)
             return worker
 
@@ -126,7 +135,8 @@ def build_points(
                 about[key]["folder"] = folder
             scorers[name] = model.encode
         for name, folder in named(args.model2vec, "--model2vec").items():
-            default, whole = peer(folder, "model2vec", 0), peer(folder, "model2vec", n)
+            python = pythons.get(name)
+            default, whole = peer(folder, "model2vec", 0, python), peer(folder, "model2vec", n, python)
             points[name], points[f"{name}@all"] = peer_timed(default), peer_timed(whole)
             call = "StaticModel.from_pretrained(FOLDER).encode(sentences, use_multiprocessing=False"
             about[name] = {"family": "peer", "called": call + ")"}
