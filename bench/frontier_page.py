@@ -240,6 +240,10 @@ def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
     )
 
 
+def _avg(run: dict[str, Any], name: str) -> float | None:
+    return run["points"][name]["sts"]["avg"] if name in run["points"] else None
+
+
 def page(path: Path, run: dict[str, Any], built: str = "", root: Path = ROOT) -> str:
     machine = run["machine"]
     load = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_start", []))
@@ -271,7 +275,7 @@ sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdic
 {run["command"]}
 ```
 
-(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.){static_section(root, run["config"]["batch_size"])}{side_sections(run, short, root)}
+(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.){static_section(root, run["config"]["batch_size"], _avg(run, "model2vec"))}{side_sections(run, short, root)}
 """
 
 

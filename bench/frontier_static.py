@@ -44,8 +44,8 @@ def speed_table(run: dict[str, Any]) -> str:
     teacher = run["points"]["teacher"]["sts"]["avg"]
     lines = [
         "| point | called as | STS avg. (7 tasks) | of the teacher | sentences/s | x teacher (sentcl) | x st | "
-        "folder MiB |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
+        "CPU s per s | folder MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for name, row in run["points"].items():
         avg = (row.get("sts") or {}).get("avg")
@@ -53,6 +53,7 @@ def speed_table(run: dict[str, Any]) -> str:
         lines.append(
             f"| {name} | `{row['called']}` | {'-' if avg is None else f'{avg:.2f}'} | {kept} | "
             f"{row['sentences_per_s']:,.0f} | {row['speed_vs_teacher']:.1f}x | {row['speed_vs_st']:.1f}x | "
+            f"{row['cpu_per_wall']:.2f} | "
             f"{row['size']['bytes'] / 2**20:.1f} |"
         )
     return "\n".join(lines)
@@ -80,7 +81,28 @@ def peers_builds(peers: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
-def static_section(root: Path, batch: int) -> str:
+def model2vec_note(run: dict[str, Any], frontier_avg: float | None) -> str:
+    """Why Model2Vec's figure moved: one folder scored under two Model2Vec versions' encode (the run's rows)."""
+    rows = run["points"]
+    older = [n for n, r in rows.items() if n.startswith("model2vec-") and "@" not in n and r.get("versions")]
+    if "model2vec" not in rows or not older:
+        return ""
+    new, old = rows["model2vec"], rows[older[0]]
+    was = "" if frontier_avg is None else f" The table above's {frontier_avg:.2f} is this older figure."
+    return (
+        f"\n\n**Model2Vec's quality.** `{older[0]}` is Model2Vec {old['versions']['model2vec']}'s distill of the "
+        f"teacher encoded by Model2Vec {old['versions']['model2vec']}: {old['sts']['avg']:.2f}. `model2vec` is "
+        f"Model2Vec {new['versions']['model2vec']}'s, distilled and encoded: {new['sts']['avg']:.2f}. The "
+        "teacher's `tokenizer.json` pads to a fixed 128 tokens, the distilled folder keeps that setting, and "
+        "Model2Vec 0.9's `encode` tokenises with it, so every sentence's mean takes in the `[PAD]` row up to "
+        "128 tokens; 0.10 tokenises without padding. The right figure is Model2Vec 0.10's with its defaults, "
+        f"{new['sts']['avg']:.2f}.{was} `.venv-peer` holds Model2Vec at 0.9 (its `transformers<4.58` keeps "
+        "huggingface-hub under 1.0, which Model2Vec 0.10 requires: our reading of the pins, the version was not "
+        "recorded then); the static peers have their own venv (`make bench-static-peer-venv`)."
+    )
+
+
+def static_section(root: Path, batch: int, frontier_avg: float | None = None) -> str:
     """The section's text, or nothing when no ``bench.static_speed`` run is committed."""
     run = _read(root, SPEED)
     if run is None:
@@ -97,8 +119,11 @@ def static_section(root: Path, batch: int) -> str:
         "sentence-transformers' encode of it. `NAME@all` is the same model called with one batch of every "
         "sentence (each library's documented batch-size setting). Each point is called exactly as its column "
         f"says; STS is measured by `sentcl eval`'s path.\n\n{speed_table(run)}\n\n```bash\n{run['command']}\n```"
-        f"\n\n(From `{SPEED.as_posix()}`.) The peers' versions, as each worker reported them:\n\n"
-        f"{peer_versions(run)}"
+        f"\n\n(From `{SPEED.as_posix()}`; load average {run['machine']['loadavg_start'][0]:.1f} at the start, "
+        "so each point got a share of a core: the CPU column.) The folders: "
+        + ", ".join(f"`{n}` {r['folder']}" for n, r in run["points"].items() if "@" not in n)
+        + ". The peers' versions, as each worker reported them:\n\n"
+        f"{peer_versions(run)}{model2vec_note(run, frontier_avg)}"
     )
     if peers:
         text += (
