@@ -95,8 +95,11 @@ def model2vec_note(run: dict[str, Any], frontier_avg: float | None) -> str:
         f"Model2Vec {new['versions']['model2vec']}'s, distilled and encoded: {new['sts']['avg']:.2f}. The "
         "teacher's `tokenizer.json` pads to a fixed 128 tokens, the distilled folder keeps that setting, and "
         "Model2Vec 0.9's `encode` tokenises with it, so every sentence's mean takes in the `[PAD]` row up to "
-        "128 tokens; 0.10 tokenises without padding. The right figure is Model2Vec 0.10's with its defaults, "
-        f"{new['sts']['avg']:.2f}.{was} `.venv-peer` holds Model2Vec at 0.9 (its `transformers<4.58` keeps "
+        "128 tokens; 0.10 tokenises without padding. The padding also costs the older encode its speed: "
+        f"{old['speed_vs_teacher']:.1f}x the teacher here against {new['speed_vs_teacher']:.1f}x, which is most "
+        "of why the table above (Model2Vec 0.9, short calls) puts Model2Vec so low. The right figures are "
+        f"Model2Vec 0.10's with its defaults, {new['sts']['avg']:.2f} at {new['speed_vs_teacher']:.1f}x.{was}"
+        " `.venv-peer` holds Model2Vec at 0.9 (its `transformers<4.58` keeps "
         "huggingface-hub under 1.0, which Model2Vec 0.10 requires: our reading of the pins, the version was not "
         "recorded then); the static peers have their own venv (`make bench-static-peer-venv`)."
     )
