@@ -60,11 +60,18 @@ def speed_table(run: dict[str, Any]) -> str:
 
 
 def peer_versions(run: dict[str, Any]) -> str:
-    seen: dict[str, str] = {}
+    """One line per set of versions, naming the peers whose workers reported it."""
+    seen: dict[str, list[str]] = {}
     for name, row in run["points"].items():
         if row.get("versions") and "@" not in name:
-            seen.setdefault(versions_line(row["versions"]), name)
-    return "\n".join(f"- `{name}`'s worker: {line}" for line, name in seen.items())
+            seen.setdefault(versions_line(row["versions"]), []).append(f"`{name}`")
+    return "\n".join(f"- {', '.join(names)}: {line}" for line, names in seen.items())
+
+
+def shown(folder: str) -> str:
+    """A folder as the page names it: relative as recorded, else its last two parts (an installed model)."""
+    path = Path(folder)
+    return f".../{path.parent.name}/{path.name}" if path.is_absolute() else folder
 
 
 def peers_builds(peers: list[dict[str, Any]]) -> str:
@@ -124,7 +131,7 @@ def static_section(root: Path, batch: int, frontier_avg: float | None = None) ->
         f"says; STS is measured by `sentcl eval`'s path.\n\n{speed_table(run)}\n\n```bash\n{run['command']}\n```"
         f"\n\n(From `{SPEED.as_posix()}`; load average {run['machine']['loadavg_start'][0]:.1f} at the start, "
         "so each point got a share of a core: the CPU column.) The folders: "
-        + ", ".join(f"`{n}` {r['folder']}" for n, r in run["points"].items() if "@" not in n)
+        + ", ".join(f"`{n}` {shown(r['folder'])}" for n, r in run["points"].items() if "@" not in n)
         + ". The peers' versions, as each worker reported them:\n\n"
         f"{peer_versions(run)}{model2vec_note(run, frontier_avg)}"
     )
