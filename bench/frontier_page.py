@@ -16,6 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from bench.frontier_static import peers_note, static_section
 from bench.harness import ROOT
 from sentcl.report.pareto import pareto
 
@@ -239,6 +240,10 @@ def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
     )
 
 
+def _avg(run: dict[str, Any], name: str) -> float | None:
+    return run["points"][name]["sts"]["avg"] if name in run["points"] else None
+
+
 def page(path: Path, run: dict[str, Any], built: str = "", root: Path = ROOT) -> str:
     machine = run["machine"]
     load = ", ".join(f"{x:.1f}" for x in machine.get("loadavg_start", []))
@@ -262,7 +267,7 @@ second of its timing: about the share of one core it got (never above one: one t
 
 {table(run)}
 
-sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{built}
+sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{built}{peers_note(run)}
 
 ![STS average against speed]({PLOT_NAME})
 
@@ -270,7 +275,7 @@ sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdic
 {run["command"]}
 ```
 
-(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.){side_sections(run, short, root)}
+(From `{path.as_posix()}`; `python -m bench.frontier_page` rebuilds this page and the plot.){static_section(root, run["config"]["batch_size"], _avg(run, "model2vec"))}{side_sections(run, short, root)}
 """
 
 

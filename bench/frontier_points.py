@@ -79,9 +79,11 @@ class Point:
     measure_sts: bool = True
     no_sts_reason: str | None = None
     trained: bool = False  # a layer student from its trained folder (not a cut of the teacher)
+    versions: dict[str, str] | None = None  # a peer's packages, as its worker reports them
 
     def describe(self) -> dict[str, Any]:
-        row = {"family": self.family, "runtime": self.runtime, "folder": self.folder.name}
+        row: dict[str, Any] = {"family": self.family, "runtime": self.runtime, "folder": self.folder.name}
+        row |= {"versions": self.versions} if self.versions else {}
         return (
             {**row, "trained_from": str(self.folder)} if self.trained and self.runtime == "pytorch" else row
         )
@@ -149,6 +151,7 @@ def peer_point(name: str, peer: PeerEncoder, folder: Path, max_length: int) -> P
         lambda: peer,
         max_length,
         measure_sts=not same,
+        versions=peer.versions,
     )
 
 

@@ -45,6 +45,8 @@ PACKAGES = (
     "optimum-intel",
     "openvino",
     "model2vec",
+    "tokenlearn",
+    "tokenizers",
 )
 BACKENDS = ("onnx", "torch", "openvino", "model2vec")
 
@@ -57,8 +59,9 @@ class Model2VecModel:
 
         self.model = StaticModel.from_pretrained(folder)
 
-    def encode(self, sentences: list[str], batch_size: int, **_: Any) -> np.ndarray:
-        emb = self.model.encode(sentences, batch_size=batch_size, use_multiprocessing=False)  # (N, D)
+    def encode(self, sentences: list[str], batch_size: int | None = None, **_: Any) -> np.ndarray:
+        size = {"batch_size": batch_size} if batch_size else {}  # none: Model2Vec's default (1024)
+        emb = self.model.encode(sentences, use_multiprocessing=False, **size)  # (N, D)
         return emb / np.maximum(np.linalg.norm(emb, axis=1, keepdims=True), 1e-12)  # (N, D) unit rows
 
     def save_pretrained(self, folder: str) -> None:
@@ -93,7 +96,8 @@ def load(model: str, backend: str, max_length: int, threads: int) -> Any:
         options.intra_op_num_threads = threads  # as sentcl's OnnxEncoder: --threads, not every core
         kwargs["model_kwargs"] = {"provider": "CPUExecutionProvider", "session_options": options}
     st = SentenceTransformer(model, device="cpu", backend=backend, **kwargs)
-    st.max_seq_length = max_length
+    if max_length > 0:  # 0: the model's own
+        st.max_seq_length = max_length
     return st
 
 
@@ -102,8 +106,9 @@ def serve(st: Any, batch_size: int, requests: BinaryIO, replies: BinaryIO) -> No
         if not line.strip():
             break
         sentences = json.loads(line)["sentences"]
+        size = {"batch_size": batch_size} if batch_size > 0 else {}  # 0: the library's default
         start, cpu = time.perf_counter(), time.process_time()
-        emb = st.encode(sentences, batch_size=batch_size, convert_to_numpy=True, normalize_embeddings=True)
+        emb = st.encode(sentences, convert_to_numpy=True, normalize_embeddings=True, **size)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
         emb = np.ascontiguousarray(emb, dtype="<f4")  # (N, D)
         header = {"seconds": seconds, "cpu_seconds": cpu, "rows": emb.shape[0], "dim": emb.shape[1]}
@@ -169,8 +174,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", required=True, help="a sentence-transformers folder")
     parser.add_argument("--backend", default="onnx", choices=BACKENDS)
-    parser.add_argument("--batch-size", type=int, default=64)
-    parser.add_argument("--max-length", type=int, default=128)
+    parser.add_argument("--batch-size", type=int, default=64, help="0: the library's default")
+    parser.add_argument("--max-length", type=int, default=128, help="0: the model's own")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--save", default=None, help="save the loaded model here (its size on disk)")
     args = parser.parse_args()

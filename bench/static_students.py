@@ -9,6 +9,8 @@ then builds its table and, with ``steps`` > 0, fits it to the teacher's vectors 
   law over the vocabulary order, or the corpus' token counts), SIF's ``a``, and ``context`` N: token vectors
   from the teacher's last hidden states in context, averaged over each token's occurrences in the first N
   corpus sentences (a token never seen keeps its vector alone: Model2Vec's tokenlearn idea, done our way);
+- the vocabulary: ``words`` W, up to W corpus words outside the vocabulary (seen at least twice in the variant's
+  sentences, or ``word_min_count`` times) added as whole-word rows (``bench.static_words``: Model2Vec's custom vocabulary, done our way);
 - the corpus: ``sentences``, the first N of the offline English corpus (default ``--sentences``);
 - the fit: any ``FitSettings`` field (``steps``, ``learning_rate``, ``batch_size``, ``loss``,
   ``contrastive_weight``, ...).
@@ -36,6 +38,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from bench import static_words
 from sentcl.config.static_recipe import StaticRecipe, load_static_recipe
 from sentcl.evaluation.sts import evaluate_sts
 from sentcl.files.paths import resolve_data_dir
@@ -64,6 +67,8 @@ TABLE_KEYS = (
     "weighting",
     "a",
     "context",
+    "words",
+    "word_min_count",
 )  # the rest of a variant: FitSettings' fields
 
 
@@ -149,10 +154,6 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
         else teacher_matrix(args.teacher, sentences, None)
     )  # (N, D)
     model = StaticTokenizer(encoder.tokenizer.backend_tokenizer)
-
-    def encode(texts: list[str], table: np.ndarray) -> np.ndarray:
-        return unit_rows(bag_mean(table, model.ids(texts)))
-
     result: dict[str, Any] = {
         "command": " ".join(["python -m bench.static_students", *map(shlex.quote, sys.argv[1:])]),
         "teacher": args.teacher,
@@ -177,16 +178,27 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
                 result.setdefault("context_cpu_seconds", {})[m] = time.process_time() - start
                 result.setdefault("context_tokens_seen", {})[m] = seen
             base = contexts[m]
-        table, pca = _table(base, ids, len(kept), spec, tokens[:n], recipe)
+        rows, vocab, own, tok, added = base, len(kept), tokens[:n], model, []
+        if spec.get("words"):  # whole-word rows after the vocabulary's
+            rust = encoder.tokenizer.backend_tokenizer
+            least = int(spec.get("word_min_count", 2))
+            added = static_words.split_words(rust, sentences[:n], int(spec["words"]), least)
+            tok = StaticTokenizer(static_words.with_words(rust, added))
+            rows = np.concatenate([base, static_words.word_vectors(encoder, added)])  # (V' + W, H)
+            ids_all = np.concatenate([ids, vocab + np.arange(len(added))])  # (V' + W,)
+            vocab += len(added)
+            own = tok.ids(sentences[:n]).lists()
+        table, pca = _table(rows, ids_all if added else ids, vocab, spec, own, recipe)
         fit = {k: v for k, v in spec.items() if k not in TABLE_KEYS}
         fit.setdefault("steps", 0)  # a variant without steps is the distillation alone
         settings = dataclasses.replace(recipe.fit, **fit, dim=spec.get("dim", recipe.dim))
         cpu = 0.0
         if settings.steps > 0:
-            res = fit_static(table, pca, tokens[:n], targets[:n], settings)
+            res = fit_static(table, pca, own, targets[:n], settings)
             table, cpu = res.table, res.cpu_seconds
-        scores = evaluate_sts(lambda texts, t=table: encode(texts, t), data)
+        scores = evaluate_sts(lambda texts, t=table, k=tok: unit_rows(bag_mean(t, k.ids(texts))), data)
         row = {"variant": {"sentences": n, **spec}, "sts_avg": scores["avg"], "fit_cpu_seconds": cpu}
+        row |= {"added_words": len(added)} if spec.get("words") else {}
         result["rows"].append({**row, "fit": dataclasses.asdict(settings) if settings.steps else None})
         print(json.dumps(result["rows"][-1]), flush=True)
         if args.output:  # every finished row is kept, even if the run is stopped

@@ -1,0 +1,143 @@
+"""The frontier page's static section: the static points timed on a realistic load, and the peers that made them.
+
+``bench.frontier`` times every point on 500 STS-B sentences re-encoded in calls of 128, which measures a static
+model's call overhead more than its encode. The section shows the committed ``bench.static_speed`` run
+(thousands of distinct sentences, each library's defaults and its best batch, both references) and the committed
+``bench/static_peers.py`` builds (Model2Vec's ``distill`` and tokenlearn on the same corpus and teacher, with
+every package's version). Nothing here measures: it is a function of the committed summaries.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+SPEED = Path("bench/results/static_speed.json")
+PEERS = Path("bench/results/static_peers.json")
+
+
+def _read(root: Path, path: Path) -> dict[str, Any] | None:
+    file = root / path
+    return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
+
+
+def versions_line(versions: dict[str, str]) -> str:
+    return ", ".join(f"{name} {version}" for name, version in sorted(versions.items()))
+
+
+def peers_note(run: dict[str, Any]) -> str:
+    """The peers' versions as the run recorded them (a run before they were recorded says so)."""
+    peers = {n: r for n, r in run["points"].items() if r["family"] == "peer"}
+    if not peers:
+        return ""
+    known = {n: versions_line(r["versions"]) for n, r in peers.items() if r.get("versions")}
+    if not known:
+        return (
+            "\n\nThis run did not record its peers' versions (`bench.frontier` records them since); the "
+            "static section below records Model2Vec's, tokenlearn's and sentence-transformers'."
+        )
+    return "\n\nThe peers' versions: " + "; ".join(f"`{n}`: {v}" for n, v in known.items()) + "."
+
+
+def speed_table(run: dict[str, Any]) -> str:
+    teacher = run["points"]["teacher"]["sts"]["avg"]
+    lines = [
+        "| point | called as | STS avg. (7 tasks) | of the teacher | sentences/s | x teacher (sentcl) | x st | "
+        "CPU s per s | folder MiB |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    for name, row in run["points"].items():
+        avg = (row.get("sts") or {}).get("avg")
+        kept = "-" if avg is None or teacher is None else f"{avg / teacher:.1%}"
+        lines.append(
+            f"| {name} | `{row['called']}` | {'-' if avg is None else f'{avg:.2f}'} | {kept} | "
+            f"{row['sentences_per_s']:,.0f} | {row['speed_vs_teacher']:.1f}x | {row['speed_vs_st']:.1f}x | "
+            f"{row['cpu_per_wall']:.2f} | "
+            f"{row['size']['bytes'] / 2**20:.1f} |"
+        )
+    return "\n".join(lines)
+
+
+def peer_versions(run: dict[str, Any]) -> str:
+    """One line per set of versions, naming the peers whose workers reported it."""
+    seen: dict[str, list[str]] = {}
+    for name, row in run["points"].items():
+        if row.get("versions") and "@" not in name:
+            seen.setdefault(versions_line(row["versions"]), []).append(f"`{name}`")
+    return "\n".join(f"- {', '.join(names)}: {line}" for line, names in seen.items())
+
+
+def shown(folder: str) -> str:
+    """A folder as the page names it: relative as recorded, else its last two parts (an installed model)."""
+    path = Path(folder)
+    return f".../{path.parent.name}/{path.name}" if path.is_absolute() else folder
+
+
+def peers_builds(peers: list[dict[str, Any]]) -> str:
+    lines = []
+    for build in peers:
+        steps = "; ".join(
+            f"{step} {v['wall_s']:.0f} s ({v['cpu_s']:.0f} CPU-s)"
+            for step, v in build["steps"].items()
+            if isinstance(v, dict)
+        )
+        corpus = build["corpus"]
+        on = f"on {corpus['sentences']:,} corpus sentences" if corpus else "distill only"
+        lines.append(f"- `{build['command']}` ({on}; {versions_line(build['versions'])}): {steps}")
+    return "\n".join(lines)
+
+
+def model2vec_note(run: dict[str, Any], frontier_avg: float | None) -> str:
+    """Why Model2Vec's figure moved: one folder scored under two Model2Vec versions' encode (the run's rows)."""
+    rows = run["points"]
+    older = [n for n, r in rows.items() if n.startswith("model2vec-") and "@" not in n and r.get("versions")]
+    if "model2vec" not in rows or not older:
+        return ""
+    new, old = rows["model2vec"], rows[older[0]]
+    was = "" if frontier_avg is None else f" The table above's {frontier_avg:.2f} is this older figure."
+    return (
+        f"\n\n**Model2Vec's quality.** `{older[0]}` is Model2Vec {old['versions']['model2vec']}'s distill of the "
+        f"teacher encoded by Model2Vec {old['versions']['model2vec']}: {old['sts']['avg']:.2f}. `model2vec` is "
+        f"Model2Vec {new['versions']['model2vec']}'s, distilled and encoded: {new['sts']['avg']:.2f}. The "
+        "teacher's `tokenizer.json` pads to a fixed 128 tokens, the distilled folder keeps that setting, and "
+        "Model2Vec 0.9's `encode` tokenises with it, so every sentence's mean takes in the `[PAD]` row up to "
+        "128 tokens; 0.10 tokenises without padding. The padding also costs the older encode its speed: "
+        f"{old['speed_vs_teacher']:.1f}x the teacher here against {new['speed_vs_teacher']:.1f}x, which is most "
+        "of why the table above (Model2Vec 0.9, short calls) puts Model2Vec so low. The right figures are "
+        f"Model2Vec 0.10's with its defaults, {new['sts']['avg']:.2f} at {new['speed_vs_teacher']:.1f}x.{was}"
+        " `.venv-peer` holds Model2Vec at 0.9 (its `transformers<4.58` keeps "
+        "huggingface-hub under 1.0, which Model2Vec 0.10 requires: our reading of the pins, the version was not "
+        "recorded then); the static peers have their own venv (`make bench-static-peer-venv`)."
+    )
+
+
+def static_section(root: Path, batch: int, frontier_avg: float | None = None) -> str:
+    """The section's text, or nothing when no ``bench.static_speed`` run is committed."""
+    run = _read(root, SPEED)
+    if run is None:
+        return ""
+    peers = _read(root, PEERS)
+    load = run["load"]
+    text = (
+        "\n\n## Static points on a realistic load\n\n"
+        f"The table above re-encodes its sentences in calls of {batch}; a static model's pass takes milliseconds, so "
+        "that load times its call overhead. Here every point encodes the same "
+        f"{load['sentences']:,} distinct sentences of the offline English corpus (mean {load['mean_words']:.1f} "
+        f"words) in one call per pass, one thread, {run['config']['rounds']} alternating rounds; `x teacher` is "
+        "the median per-round ratio to sentcl's PyTorch encode of the teacher (the table above's 1x), `x st` to "
+        "sentence-transformers' encode of it. `NAME@all` is the same model called with one batch of every "
+        "sentence (each library's documented batch-size setting). Each point is called exactly as its column "
+        f"says; STS is measured by `sentcl eval`'s path.\n\n{speed_table(run)}\n\n```bash\n{run['command']}\n```"
+        f"\n\n(From `{SPEED.as_posix()}`; load average {run['machine']['loadavg_start'][0]:.1f} at the start, "
+        "so each point got a share of a core: the CPU column.) The folders: "
+        + ", ".join(f"`{n}` {shown(r['folder'])}" for n, r in run["points"].items() if "@" not in n)
+        + ". The peers' versions, as each worker reported them:\n\n"
+        f"{peer_versions(run)}{model2vec_note(run, frontier_avg)}"
+    )
+    if peers:
+        text += (
+            f"\n\nThe peers' folders were built by `bench/static_peers.py` (from `{PEERS.as_posix()}`), one "
+            f"thread:\n\n{peers_builds(peers['builds'])}"
+        )
+    return text
