@@ -45,7 +45,7 @@ NEEDS_MORE = {
     ("docs/methods/cosent.md", "sentcl train --config cosent_bert_base"): "a GPU, bert-base",
     (
         "docs/guides/adapt-to-your-domain.md",
-        "--unlabelled held_out.txt",
+        "runs/my-tsdae/best --unlabelled held_out.txt",
     ): "the label-free evaluation, a user's file",
     ("docs/guides/training-runs.md", "# on every machine (HOST_A"): "several machines",
     ("docs/guides/beyond-one-machine.md", "export AWS_ENDPOINT_URL=https://s3.example.com"): "object storage",
