@@ -118,14 +118,22 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 def declare_build_rules(b: argparse.ArgumentParser) -> None:
     """``index build``'s handler, and its options that contradict each other (``sentcl.cli.option_rules``)."""
     b.set_defaults(func=handle_build)
-    faiss_only = ("--output", "--type", "--queries", "--refine", "--pq-m", "--ef-search", "--binary-index")
-    faiss_only += ("--hnsw-m", "--ef-construction", "--hnsw-storage", "--train-size")
+    faiss_only = (
+        "--output",
+        "--queries",
+        "--refine",
+        "--pq-m",
+        "--binary-index",
+        "--hnsw-storage",
+        "--train-size",
+    )
+    store_builds = (
+        "a store is built with --type ivf or hnsw, --nlist, --nprobe, --target-recall and the graph's --hnsw-m, "
+        "--ef-construction and --ef-search"
+    )
     declare_rules(
         b,
-        *(
-            excludes(option, "--store", "a store is built with --nlist, --nprobe and --target-recall alone")
-            for option in faiss_only
-        ),
+        *(excludes(option, "--store", store_builds) for option in faiss_only),
         needs("--pq-m", "--type", "ivfpq", why="sub-vectors are product quantisation's"),
         needs("--refine", "--type", "ivfpq", "binary", "int8", why="only these re-score candidates"),
         needs("--ef-search", "--type", "hnsw", "binary", why="the beam of an HNSW graph"),
