@@ -94,8 +94,8 @@ def test_every_declared_rule_refuses_its_contradiction(
             "--nprobe applies only with --index",
         ),
         (
-            ["index", "build", "--embeddings", "{tmp}", "--store", "{tmp}/s", "--type", "hnsw"],
-            "--type and --store contradict each other",
+            ["index", "build", "--embeddings", "{tmp}", "--store", "{tmp}/s", "--queries", "{tmp}/q.npy"],
+            "--queries and --store contradict each other",
         ),
         (
             ["index", "build", "--embeddings", "{tmp}", "--type", "ivf", "--pq-m", "4"],
