@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+import numpy as np
 import orjson
 
 
@@ -95,3 +96,9 @@ def check_embeddings(body: bytes, sentences: int) -> None:
     rows = orjson.loads(body)
     if not isinstance(rows, list) or len(rows) != sentences or not all(isinstance(r, list) for r in rows):
         raise HttpError(f"an /embed answer that is not a list of {sentences} vectors")
+
+
+def latency_percentiles(latencies: list[float]) -> dict[str, float]:
+    """The median and 99th percentile of answered requests' latencies, in ms (NaN when none was answered)."""
+    lat = np.array(latencies or [np.nan])
+    return {"p50_ms": float(np.percentile(lat, 50) * 1000), "p99_ms": float(np.percentile(lat, 99) * 1000)}

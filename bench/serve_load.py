@@ -28,7 +28,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 
 from bench import harness, http_load
 from bench.common import format_table, median, read_sentences, rss_mb, set_threads, write_json
@@ -201,15 +200,13 @@ async def drive(
         start = time.perf_counter()
         await asyncio.gather(*(worker() for _ in range(clients)))
         wall = time.perf_counter() - start
-    lat = np.array(latencies) if latencies else np.array([np.nan])
     return {
         "requests_ok": len(latencies),
         "errors": errors,
         "sentences": sentences,
         "wall_s": wall,
         "sentences_per_s": sentences / wall,
-        "p50_ms": float(np.percentile(lat, 50) * 1000),
-        "p99_ms": float(np.percentile(lat, 99) * 1000),
+        **http_load.latency_percentiles(latencies),
         "capped": time.monotonic() >= deadline,
     }
 

@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import numpy as np
 import orjson
 
 from bench import http_load
@@ -140,13 +139,11 @@ async def drive(url: str, queries: list[str], clients: int, time_cap: float) -> 
     start = time.perf_counter()
     await asyncio.gather(*(worker() for _ in range(clients)))
     wall = time.perf_counter() - start
-    lat = np.array(latencies or [np.nan])
     return {
         "requests_ok": len(latencies),
         "errors": errors,
         "qps": len(latencies) / wall,
-        "p50_ms": float(np.percentile(lat, 50) * 1000),
-        "p99_ms": float(np.percentile(lat, 99) * 1000),
+        **http_load.latency_percentiles(latencies),
     }
 
 
