@@ -60,8 +60,10 @@ def test_read_yaml_names_the_file(tmp_path: Path) -> None:
     path = tmp_path / "r.yaml"
     path.write_text("training:\n  batch_size: 8\n  learning_rate: 1.0e-5\n", encoding="utf-8")
     assert read_yaml(path, "config file") == {"training": {"batch_size": 8, "learning_rate": 1e-5}}
-    path.write_text("", encoding="utf-8")
-    assert read_yaml(path, "config file") == {}
+    for nothing in ("", "# all defaults\n"):  # no document: refused, never read as every default
+        path.write_text(nothing, encoding="utf-8")
+        with pytest.raises(ValueError, match=r"config file .*r\.yaml holds no settings"):
+            read_yaml(path, "config file")
     path.write_text("training: [unclosed\n", encoding="utf-8")
     with pytest.raises(DataFormatError, match=r"grid file .*r\.yaml is not valid YAML"):
         read_yaml(path, "grid file", DataFormatError)

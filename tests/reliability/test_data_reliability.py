@@ -200,7 +200,7 @@ CASES = [
         check=nothing_downloaded,
     ),
     Case(
-        "download_data_dir_is_a_file", download("nli", write("afile", "x")), r"data folder .*afile is a file"
+        "download_data_dir_is_a_file", download("nli", write("afile", "x")), r"--data-dir: .*afile is a file"
     ),
     # sentcl eval --pairs
     Case(

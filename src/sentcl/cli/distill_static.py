@@ -12,7 +12,7 @@ from __future__ import annotations
 import argparse
 
 from sentcl.cli.options import add_data_dir, add_overwrite, positive_int
-from sentcl.files.kinds import finite_float, model_name, own_folder_name, recipe, setting
+from sentcl.files.kinds import finite_float, model_name, own_folder_name, read_folder_name, recipe, setting
 
 # flag -> the recipe key it sets (each flag's default is None: the recipe's value stands)
 SHORTHANDS = {
@@ -64,7 +64,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sif-a", type=finite_float, help="SIF's a (sif_a).")
     p.add_argument("--max-sentences", type=positive_int, help="Corpus sentences to fit on (max_sentences).")
     p.add_argument(
-        "--teacher-cache", type=own_folder_name, help="Folder of cached teacher vectors (teacher_cache)."
+        "--teacher-cache", type=read_folder_name, help="Folder of cached teacher vectors (teacher_cache)."
     )
     p.add_argument("--no-fit", action="store_true", help="Distil only (fit.steps=0).")
     p.add_argument("--steps", type=positive_int, help="Fit steps (fit.steps).")

@@ -6,7 +6,7 @@ import argparse
 import os
 from pathlib import Path
 
-from sentcl.files.kinds import own_folder, url
+from sentcl.files.kinds import read_folder, url
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, default_data_dir
 
 
@@ -21,7 +21,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.add_argument("names", nargs="+", choices=list(SOURCES), metavar="NAME", help=", ".join(SOURCES))
     p.add_argument(
         "--data-dir",
-        type=own_folder,
+        type=read_folder,  # a data folder (every command's --data-dir): each source's place in it is claimed
         help=f"Folder to fill (created if missing; default {DATA_DIR_DEFAULT_TEXT}).",
     )
     p.add_argument(

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from sentcl.cli.options import add_overrides
 from sentcl.config.builtin import resolve_recipe
-from sentcl.files.kinds import name_value, own_folder, read_folder_name, recipe
+from sentcl.files.kinds import name_value, own_folder, read_folder, read_folder_name, recipe
 
 CHECKOUT_RESULTS = Path("docs/results")  # the results pages of the project's documentation site
 PLAIN_RESULTS = Path("results")  # anywhere else: a folder of the working folder's own, never ./docs
@@ -39,7 +39,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         f"publishes them; elsewhere {PLAIN_RESULTS}).",
     )
     p.add_argument(
-        "--runs-dir", type=own_folder, default=Path("runs/experiments"), help="Run folders go below this."
+        "--runs-dir", type=read_folder, default=Path("runs/experiments"), help="Run folders go below this."
     )
     add_overrides(p, "Override a config key for every point (repeatable).")
     p.add_argument(

@@ -19,9 +19,9 @@ from sentcl.files.kinds import (
     name_value,
     names_value,
     own_folder,
-    own_folder_name,
     read_file,
     read_folder,
+    read_folder_name,
     whole_number,
 )
 from sentcl.files.slots import declare
@@ -115,7 +115,7 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--teacher-cache",
-        type=own_folder_name,
+        type=read_folder_name,
         help="Folder of cached teacher vectors (default: sentcl's cache).",
     )
     p.add_argument("--corpus-sentences", type=positive_int, default=DEFAULTS["corpus_sentences"])

@@ -116,7 +116,7 @@ class ModelConfig:
         "teacher's vectors reduced by PCA, fitted on the corpus' teacher vectors, to the student's width).",
         method_scoped=True,
     )
-    teacher_cache: FolderOwn | None = opt(
+    teacher_cache: FolderRead | None = opt(
         None,
         f"Folder of cached teacher vectors (null: $SENTCL_CACHE/{TEACHER_CACHE_SUBDIR}, else "
         f"~/.cache/sentcl/{TEACHER_CACHE_SUBDIR}); read by the methods that distil a teacher.",
@@ -206,7 +206,7 @@ class DataConfig:
         "Read the training file line by line from disk (line index + token ids cached on disk) instead of "
         "loading it: for corpora larger than memory; reader 'lines' only.",
     )
-    cache_dir: FolderOwn | None = opt(
+    cache_dir: FolderRead | None = opt(
         None,
         "Cache folder of streaming corpora (default $SENTCL_CACHE or ~/.cache/sentcl).",
         resume_safe=True,

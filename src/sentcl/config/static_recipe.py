@@ -19,7 +19,7 @@ from typing import Any
 from sentcl.config.builtin import prefer, static_recipe_path
 from sentcl.config.typed import ConfigError, from_dict, merge_override, parse_override
 from sentcl.files.read import read_yaml
-from sentcl.files.slots import FolderOwn, ModelRef
+from sentcl.files.slots import FolderOwn, FolderRead, ModelRef
 
 LOSSES = ("cosine", "mse")
 WEIGHTINGS = ("zipf", "corpus", "none")
@@ -73,7 +73,7 @@ class StaticRecipe:
     pca_dim: int | None = None
     skip_pattern: str | None = None
     max_sentences: int | None = None
-    teacher_cache: FolderOwn | None = None
+    teacher_cache: FolderRead | None = None
 
     def __post_init__(self) -> None:
         if self.weighting not in WEIGHTINGS:

@@ -293,8 +293,9 @@ def require_regular_file(path: Path, what: str) -> None:
 
 
 def read_yaml(path: str | Path, what: str, error: type[ValueError] = ValueError) -> Any:
-    """The YAML value of ``path`` (an empty file: {}), read by ``load_yaml_text``; a path that is no regular
-    file, bytes that are not UTF-8 or a refused document is ``error`` naming it as ``what`` (e.g. "config
+    """The YAML value of ``path``, read by ``load_yaml_text``; a path that is no regular file, bytes that are
+    not UTF-8, a refused document or no document at all (an empty file, or only comments: a recipe cut short
+    or the wrong file, never taken as "every default") is ``error`` naming it as ``what`` (e.g. "config
     file"). The caller checks the top level's shape (its message knows the keys)."""
     path = Path(path)
     problem = describe_not_a_file(path)
@@ -314,7 +315,9 @@ def read_yaml(path: str | Path, what: str, error: type[ValueError] = ValueError)
     except OSError as err:
         raise error(f"{what} {path} cannot be read: {err.strerror or err}") from None
     value = load_yaml_text(text, f"{what} {path}", error)
-    return {} if value is None else value
+    if value is None:
+        raise error(f"{what} {path} holds no settings (it is empty or only comments); give a file with them")
+    return value
 
 
 def write_json_strict(path: str | Path, payload: Any) -> Path:
