@@ -8,9 +8,13 @@ Four parts:
 
 - **parse**: every option of every command with every syntactic generator of its kind, through the real
   parser (``build_parser``): refused by the option's ``type=`` reader, naming the option;
-- **run**: the options of the commands cheap enough to run here (encode, search, index, mine, eval, export,
-  verify, serve, recipes) with every generator of their kind, file-system ones included (a FIFO, a device,
-  a link loop, a user's file), through ``sentcl.cli.main`` in-process with a time budget;
+- **run**: the options of the commands cheap enough to run here (encode, search, index build and info, mine,
+  eval, export, verify, serve, recipes show, train, distill-static, experiment, download, postprocess,
+  build-corpus, build-nli, report, shrink: every command of the CLI) with every generator of their kind,
+  file-system ones included (a FIFO, a device, a link loop, a user's file), through ``sentcl.cli.main``
+  in-process with a time budget. Each command starts from valid base arguments that run in seconds (the tiny
+  BERT, a few steps, a small data folder, a loopback download mirror: hostile_worlds.py), checked on their own
+  to succeed;
 - **config**: every configuration key (recipes and every method's options) with the generators of its kind,
   through the typed reader (``--set KEY=VALUE``);
 - **http**: every field of every request schema with hostile JSON values, through the real app (TestClient).
@@ -29,12 +33,13 @@ import os
 import random
 import signal
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from hostile import GENERATORS, HTTP_VALUES, SURROGATE, Gen
+from hostile_worlds import LazyWorld
 from test_slot_catalogue import all_cli_slots, all_config_slots, all_http_slots
 
 from sentcl.files.slots import Slot
@@ -131,12 +136,16 @@ def _walk_actions(parser: Any, command: tuple[str, ...] = ()) -> Iterator[tuple[
 # ---- run ---------------------------------------------------------------------------------------------------
 
 CHEAP = {("encode",), ("search",), ("index", "build"), ("index", "info"), ("mine",), ("eval",), ("export",),
-         ("verify",), ("serve",), ("recipes", "show")}  # fmt: skip
+         ("verify",), ("serve",), ("recipes", "show"), ("train",), ("distill-static",), ("experiment",),
+         ("download",), ("postprocess",), ("build-corpus",), ("build-nli",), ("report",),
+         ("shrink",)}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
-def world(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
-    """What the base commands read: the tiny model, a corpus, its shards and index, pairs files."""
+def world(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[LazyWorld]:
+    """What the base commands read: the tiny model, a corpus, its shards and index, pairs files; the rest (a
+    small data folder, a 2-step recipe, a grid, a finished run, a download mirror) on first use
+    (hostile_worlds.py)."""
     from helpers.shards import encode_argv
 
     from sentcl.cli import main
@@ -168,23 +177,63 @@ def world(tiny_bert: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[str
     (root / "pairs.csv").write_text(
         "anchor,positive\n" + "".join(f"a man {i},a dog {i}\n" for i in range(12))
     )
-    return {"M": str(tiny_bert), "C": str(corpus), "SH": str(root / "sh"), "IDX": str(root / "idx"),
-            "TSV": str(root / "pairs.tsv"), "CSV": str(root / "pairs.csv")}  # fmt: skip
+    made = LazyWorld(root, {"M": str(tiny_bert), "C": str(corpus), "SH": str(root / "sh"),
+                            "IDX": str(root / "idx"), "TSV": str(root / "pairs.tsv"),
+                            "CSV": str(root / "pairs.csv")})  # fmt: skip
+    yield made
+    made.close()
 
 
 def _base(command: tuple[str, ...], w: dict[str, str], out: Path) -> list[tuple[str, str | None]]:
-    return {
-        ("encode",): [("--model", w["M"]), ("--input", w["C"]), ("--output", str(out / "o.npy"))],
-        ("search",): [("--model", w["M"]), ("--corpus", w["C"]), ("--query", "a man")],
-        ("index", "build"): [("--embeddings", w["SH"]), ("--type", "flat"), ("--output", str(out / "idx"))],
-        ("index", "info"): [("folder", w["IDX"])],
-        ("mine",): [("--model", w["M"]), ("--pairs", w["CSV"]), ("--output", str(out / "m.csv"))],
-        ("eval",): [("--model", w["M"]), ("--pairs", w["TSV"])],
-        ("export",): [("model", w["M"]), ("out", str(out / "x"))],
-        ("verify",): [("paths", w["IDX"])],
-        ("serve",): [("model_path", w["M"]), ("--port", "0"), ("--keep-malloc-threshold", None)],
-        ("recipes", "show"): [("name", "demo")],
-    }[command]
+    """The command's valid arguments (option, value; a flag's value None; a positional by its dest); what
+    ``w`` builds on first use (hostile_worlds.LazyWorld) is built only for the command asked."""
+    d = lambda: ("--data-dir", w["DATA"])  # noqa: E731 - the small data folder, built when first asked for
+    bases: dict[tuple[str, ...], Callable[[], list[tuple[str, str | None]]]] = {
+        ("encode",): lambda: [("--model", w["M"]), ("--input", w["C"]), ("--output", str(out / "o.npy"))],
+        ("search",): lambda: [("--model", w["M"]), ("--corpus", w["C"]), ("--query", "a man")],
+        ("index", "build"): lambda: [("--embeddings", w["SH"]), ("--type", "flat"),
+                                     ("--output", str(out / "idx"))],
+        ("index", "info"): lambda: [("folder", w["IDX"])],
+        ("mine",): lambda: [("--model", w["M"]), ("--pairs", w["CSV"]), ("--output", str(out / "m.csv"))],
+        ("eval",): lambda: [("--model", w["M"]), ("--pairs", w["TSV"])],
+        ("export",): lambda: [("model", w["M"]), ("out", str(out / "x"))],
+        ("verify",): lambda: [("paths", w["IDX"])],
+        ("serve",): lambda: [("model_path", w["M"]), ("--port", "0"), ("--keep-malloc-threshold", None)],
+        ("recipes", "show"): lambda: [("name", "demo")],
+        # the commands that train, distil, fetch or build data: a few steps on the tiny model, the small data
+        # folder, a loopback mirror (hostile_worlds.py); each valid case runs in seconds
+        ("train",): lambda: [("--config", w["RECIPE"]), d(), ("--output-dir", str(out / "run"))],
+        ("distill-static",): lambda: [("teacher", w["M"]), ("output", str(out / "static")),
+                                      ("--max-sentences", "60"), ("--steps", "2"), ("--batch-size", "16"),
+                                      ("--dim", "8"), ("--teacher-cache", str(out / "cache")), d()],
+        ("experiment",): lambda: [("grid", w["GRID"]), ("--variant", "cpu"), ("--output", str(out / "pages")),
+                                  ("--runs-dir", str(out / "runs")), d()],
+        ("download",): lambda: [("names", "wiki1m"), ("--data-dir", str(out / "data")),
+                                ("--mirror", w["MIRROR"])],
+        ("postprocess",): lambda: [("method", "whitening"), ("--model", w["M"]), ("--pooler", "avg"),
+                                   ("--fit-file", w["C"]), ("--output", str(out / "pp")), ("--dim", "8")],
+        ("build-corpus",): lambda: [("kind", "english"), ("--output", str(out / "c.txt")), d()],
+        ("build-nli",): lambda: [d(), ("--output", str(out / "nli.csv"))],
+        ("report",): lambda: [("runs", w["RUN"]), ("--output", str(out / "report")),
+                              ("--eval-tasks", "stsb_dev"), d()],
+        ("shrink",): lambda: [("teacher", w["M"]), ("output", str(out / "shrunk")), ("--budget", "3x"),
+                              ("--pairs", w["SHRINK_PAIRS"]), ("--families", "static"),
+                              ("--corpus-sentences", "60"), ("--static-steps", "2"), ("--batch-size", "16"),
+                              ("--choice-texts", "16"), ("--time-texts", "16"), ("--rounds", "1"),
+                              ("--min-seconds", "0.01"), ("--teacher-cache", str(out / "cache")), d()],
+    }  # fmt: skip
+    return bases[command]()
+
+
+def _argv(command: tuple[str, ...], pairs: list[tuple[str, str | None]]) -> list[str]:
+    argv = list(command)
+    for k, v in pairs:
+        argv += [v] if not k.startswith("-") else [k] if v is None else [k, v]  # type: ignore[list-item]
+    return argv
+
+
+# an option of a mutually exclusive group: its case gives it instead of the base's other one
+INSTEAD = {("shrink", "--keep"): "--budget"}
 
 
 def run_cases() -> list[tuple[Slot, Gen]]:
@@ -247,15 +296,15 @@ def test_run_matrix(
     monkeypatch.delenv("SENTCL_API_KEY", raising=False)
     made = gen(tmp_path)
     before = _snapshot(made.keep)
-    pairs = _base(slot.command, world, tmp_path)
     key = slot.flag or slot.where.split()[-1]
+    pairs = [
+        (k, v) for k, v in _base(slot.command, world, tmp_path) if k != INSTEAD.get((*slot.command, key))
+    ]
     if any(k == key for k, _ in pairs):
         pairs = [(k, made.value if k == key else v) for k, v in pairs]
     else:
         pairs.append((key, made.value))
-    argv = list(slot.command)
-    for k, v in pairs:
-        argv += [v] if not k.startswith("-") else [k] if v is None else [k, v]  # type: ignore[list-item]
+    argv = _argv(slot.command, pairs)
     start = time.monotonic()
     try:
         with budget(BUDGET_S):
@@ -285,6 +334,25 @@ def test_run_matrix(
     assert key in line or shown in line or str(Path(shown).name) in line or "argument" in line, _seeded(
         f"{case}: the error does not name the slot: {line}"
     )
+
+
+# the commands whose base arguments are checked: every one in the full run, the sample's own in a sampled one
+BASES = sorted(CHEAP if FULL else {s.command for s, _ in RUN})
+
+
+@pytest.mark.parametrize("command", BASES, ids="_".join)
+def test_run_bases_are_valid(
+    command: tuple[str, ...], world: dict[str, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each command's base arguments alone succeed (exit 0), so that a refusal in the matrix is the slot's."""
+    import sentcl.cli.serve as serve_cli
+    from sentcl.cli import main
+
+    monkeypatch.setattr(serve_cli, "serve_on", lambda app, sock, config: None)
+    monkeypatch.delenv("SENTCL_API_KEY", raising=False)
+    argv = _argv(command, _base(command, world, tmp_path))
+    with budget(BUDGET_S):
+        assert main(argv) == 0, argv
 
 
 # ---- config ------------------------------------------------------------------------------------------------
