@@ -336,6 +336,12 @@ def test_run_matrix(
     )
 
 
+def test_every_command_has_a_run_base() -> None:
+    """A new command is in the run part from its first option: it needs a base in ``_base`` (and ``CHEAP``)."""
+    commands = {s.command for s in all_cli_slots() if s.kind != "flag"}
+    assert not commands - CHEAP, f"commands with no run base: {sorted(commands - CHEAP)}"
+
+
 # the commands whose base arguments are checked: every one in the full run, the sample's own in a sampled one
 BASES = sorted(CHEAP if FULL else {s.command for s, _ in RUN})
 
