@@ -16,7 +16,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from bench.frontier_static import peers_note, static_section
+from bench.frontier_static import peers_note, settled_note, static_section
 from bench.harness import ROOT
 from sentcl.report.pareto import pareto
 
@@ -267,7 +267,7 @@ second of its timing: about the share of one core it got (never above one: one t
 
 {table(run)}
 
-sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{built}{peers_note(run)}
+sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{settled_note(run, root)}{built}{peers_note(run)}
 
 ![STS average against speed]({PLOT_NAME})
 

@@ -4,7 +4,9 @@
 model's call overhead more than its encode. The section shows the committed ``bench.static_speed`` run
 (thousands of distinct sentences, each library's defaults and its best batch, both references) and the committed
 ``bench/static_peers.py`` builds (Model2Vec's ``distill`` and tokenlearn on the same corpus and teacher, with
-every package's version). Nothing here measures: it is a function of the committed summaries.
+every package's version): the newest run (``SPEED``: the static student against tokenlearn on one corpus) and
+the run that settled Model2Vec's figure (``VERSIONS``: one folder under two Model2Vec versions). Nothing here
+measures: it is a function of the committed summaries.
 """
 
 from __future__ import annotations
@@ -13,11 +15,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-SPEED = Path("bench/results/static_speed.json")
+SPEED = Path("bench/results/static_speed_tokenlearn.json")  # the static peers on the student's own corpus
+VERSIONS = Path("bench/results/static_speed.json")  # one Model2Vec folder under two versions' encode
 PEERS = Path("bench/results/static_peers.json")
 
 
-def _read(root: Path, path: Path) -> dict[str, Any] | None:
+def committed(root: Path, path: Path) -> dict[str, Any] | None:
     file = root / path
     return json.loads(file.read_text(encoding="utf-8")) if file.is_file() else None
 
@@ -95,7 +98,7 @@ def model2vec_note(run: dict[str, Any], frontier_avg: float | None) -> str:
     if "model2vec" not in rows or not older:
         return ""
     new, old = rows["model2vec"], rows[older[0]]
-    was = "" if frontier_avg is None else f" The table above's {frontier_avg:.2f} is this older figure."
+    was = "" if frontier_avg is None else f" The first table's {frontier_avg:.2f} is this older figure."
     return (
         f"\n\n**Model2Vec's quality.** `{older[0]}` is Model2Vec {old['versions']['model2vec']}'s distill of the "
         f"teacher encoded by Model2Vec {old['versions']['model2vec']}: {old['sts']['avg']:.2f}. `model2vec` is "
@@ -104,37 +107,116 @@ def model2vec_note(run: dict[str, Any], frontier_avg: float | None) -> str:
         "Model2Vec 0.9's `encode` tokenises with it, so every sentence's mean takes in the `[PAD]` row up to "
         "128 tokens; 0.10 tokenises without padding. The padding also costs the older encode its speed: "
         f"{old['speed_vs_teacher']:.1f}x the teacher here against {new['speed_vs_teacher']:.1f}x, which is most "
-        "of why the table above (Model2Vec 0.9, short calls) puts Model2Vec so low. The right figures are "
-        f"Model2Vec 0.10's with its defaults, {new['sts']['avg']:.2f} at {new['speed_vs_teacher']:.1f}x.{was}"
+        "of why the first table (Model2Vec 0.9, short calls) puts Model2Vec so low. The right figures are "
+        f"Model2Vec 0.10's with its defaults.{was}"
         " `.venv-peer` holds Model2Vec at 0.9 (its `transformers<4.58` keeps "
         "huggingface-hub under 1.0, which Model2Vec 0.10 requires: our reading of the pins, the version was not "
         "recorded then); the static peers have their own venv (`make bench-static-peer-venv`)."
     )
 
 
-def static_section(root: Path, batch: int, frontier_avg: float | None = None) -> str:
-    """The section's text, or nothing when no ``bench.static_speed`` run is committed."""
-    run = _read(root, SPEED)
-    if run is None:
+def same_corpus(run: dict[str, Any]) -> dict[str, Any] | None:
+    """The static student and tokenlearn's model fitted on the same corpus, from a run that has both:
+    {"student": name, "peer": name, "gap": points, "corpus": sentences} (None without both)."""
+    rows = {n: r for n, r in run["points"].items() if "@" not in n and (r.get("sts") or {}).get("avg")}
+    students = [n for n, r in rows.items() if r.get("corpus_sentences") and r.get("family") == "sentcl"]
+    peers = [n for n, r in rows.items() if n.startswith("tokenlearn") and r.get("corpus_sentences")]
+    pairs = [
+        (s, p) for s in students for p in peers if rows[s]["corpus_sentences"] == rows[p]["corpus_sentences"]
+    ]
+    if not pairs:
+        return None
+    student, peer = max(pairs, key=lambda pair: rows[pair[1]]["sts"]["avg"])  # the stronger tokenlearn
+    gap = rows[student]["sts"]["avg"] - rows[peer]["sts"]["avg"]
+    return {"student": student, "peer": peer, "gap": gap, "corpus": rows[student]["corpus_sentences"]}
+
+
+def tokenlearn_note(run: dict[str, Any]) -> str:
+    """The static student against tokenlearn on the same corpus (the fair peer of a trained static model)."""
+    pair = same_corpus(run)
+    if pair is None:
         return ""
-    peers = _read(root, PEERS)
-    load = run["load"]
-    text = (
-        "\n\n## Static points on a realistic load\n\n"
-        f"The table above re-encodes its sentences in calls of {batch}; a static model's pass takes milliseconds, so "
-        "that load times its call overhead. Here every point encodes the same "
-        f"{load['sentences']:,} distinct sentences of the offline English corpus (mean {load['mean_words']:.1f} "
-        f"words) in one call per pass, one thread, {run['config']['rounds']} alternating rounds; `x teacher` is "
-        "the median per-round ratio to sentcl's PyTorch encode of the teacher (the table above's 1x), `x st` to "
-        "sentence-transformers' encode of it. `NAME@all` is the same model called with one batch of every "
-        "sentence (each library's documented batch-size setting). Each point is called exactly as its column "
-        f"says; STS is measured by `sentcl eval`'s path.\n\n{speed_table(run)}\n\n```bash\n{run['command']}\n```"
-        f"\n\n(From `{SPEED.as_posix()}`; load average {run['machine']['loadavg_start'][0]:.1f} at the start, "
-        "so each point got a share of a core: the CPU column.) The folders: "
+    rows = run["points"]
+    others = [
+        f"`{n}` {r['sts']['avg']:.2f}"
+        for n, r in rows.items()
+        if n.startswith("tokenlearn")
+        and "@" not in n
+        and n != pair["peer"]
+        and (r.get("sts") or {}).get("avg")
+    ]
+    also = f" (and {', '.join(others)})" if others else ""
+    return (
+        f"\n\n**The same corpus.** `{pair['student']}` and `{pair['peer']}`{also} were fitted to the same "
+        f"teacher's vectors of the same {pair['corpus']:,} corpus sentences: tokenlearn is Model2Vec's own "
+        "training step, the fair peer of a trained static student, where `model2vec` (its `distill`) uses no "
+        f"corpus. `{pair['student']}` scores {rows[pair['student']]['sts']['avg']:.2f} against "
+        f"{rows[pair['peer']]['sts']['avg']:.2f}: {pair['gap']:+.2f} points. (The first table's static points "
+        "are fitted on the whole corpus; this one on its first sentences only, as tokenlearn here.)"
+    )
+
+
+def run_text(run: dict[str, Any], path: Path) -> str:
+    """One static run's table, command, source and folders."""
+    return (
+        f"{speed_table(run)}\n\n```bash\n{run['command']}\n```\n\n(From `{path.as_posix()}`; "
+        f"{run['load']['sentences']:,} distinct sentences, {run['config']['rounds']} alternating rounds, load "
+        f"average {run['machine']['loadavg_start'][0]:.1f} at the start, so each point got a share of a core: the "
+        "CPU column.) The folders: "
         + ", ".join(f"`{n}` {shown(r['folder'])}" for n, r in run["points"].items() if "@" not in n)
         + ". The peers' versions, as each worker reported them:\n\n"
-        f"{peer_versions(run)}{model2vec_note(run, frontier_avg)}"
+        + peer_versions(run)
     )
+
+
+def settled_model2vec(root: Path) -> dict[str, Any] | None:
+    """Model2Vec's settled point (its newest version's distill with its defaults, on the realistic load)."""
+    for path in (SPEED, VERSIONS):
+        run = committed(root, path)
+        if run is not None and "model2vec" in run["points"]:
+            return {**run["points"]["model2vec"], "source": path.as_posix()}
+    return None
+
+
+def settled_note(run: dict[str, Any], root: Path) -> str:
+    """Under the first table: its Model2Vec row against the settled one, when they differ."""
+    old, settled = run["points"].get("model2vec"), settled_model2vec(root)
+    if old is None or settled is None or old["sts"]["avg"] == settled["sts"]["avg"]:
+        return ""
+    version = (settled.get("versions") or {}).get("model2vec", "?")
+    return (
+        f"\n\nThe `model2vec` row above ({old['sts']['avg']:.2f} at {old['speed_vs_teacher']:.2f}x) is an older "
+        "Model2Vec's `encode`, which averages the tokenizer's padding rows into every sentence, timed in short "
+        f"calls; it understates the peer. Model2Vec {version}'s settled point, on the realistic load below "
+        f"(`{settled['source']}`): {settled['sts']['avg']:.2f} at {settled['speed_vs_teacher']:.1f}x the teacher."
+    )
+
+
+def static_section(root: Path, batch: int, frontier_avg: float | None = None) -> str:
+    """The section's text, or nothing when no ``bench.static_speed`` run is committed."""
+    run, versions = committed(root, SPEED), committed(root, VERSIONS)
+    first = run or versions
+    if first is None:
+        return ""
+    peers = committed(root, PEERS)
+    text = (
+        "\n\n## Static points on a realistic load\n\n"
+        f"The first table re-encodes its sentences in calls of {batch}; a static model's pass takes milliseconds, "
+        "so that load times its call overhead. Here every point encodes the same thousands of distinct sentences "
+        f"of the offline English corpus (mean {first['load']['mean_words']:.1f} words) in one call per pass, one "
+        "thread, in alternating rounds; `x teacher` is the median per-round ratio to sentcl's PyTorch encode of "
+        "the teacher (the first table's 1x), `x st` to sentence-transformers' encode of it. `NAME@all` is the "
+        "same model called with one batch of every sentence (each library's documented batch-size setting). "
+        "Each point is called exactly as its column says; STS is measured by `sentcl eval`'s path.\n\n"
+    )
+    if run is not None:
+        text += run_text(run, SPEED) + tokenlearn_note(run)
+    if versions is not None:
+        text += (
+            "\n\n### Model2Vec 0.9 against 0.10\n\n"
+            + run_text(versions, VERSIONS)
+            + model2vec_note(versions, frontier_avg)
+        )
     if peers:
         text += (
             f"\n\nThe peers' folders were built by `bench/static_peers.py` (from `{PEERS.as_posix()}`), one "

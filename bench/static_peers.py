@@ -2,7 +2,7 @@
 
 Tokenlearn (Model2Vec's own training step) is the fair peer of a trained static student: it fits a Model2Vec
 table to a teacher's vectors of a corpus, where ``distill`` alone only passes each token through the teacher. This
-file runs under the peers' interpreter (``make bench-peer-venv``: model2vec, tokenlearn; standard library, numpy
+file runs under the peers' interpreter (``make bench-static-peer-venv``: model2vec, tokenlearn; standard library, numpy
 and those packages only, no sentcl) and builds, one after the other in one process at one thread:
 
 1. ``model2vec``: ``model2vec.distill.distill(TEACHER)`` with every default (256-d PCA, SIF 1e-4, float16);
@@ -17,7 +17,8 @@ Without ``--corpus`` only step 1 runs (an older Model2Vec's distill, in an inter
 Each folder goes under ``--output-dir``, and ``peers.json`` there records each step's wall and CPU seconds and
 every package's version (``--append-to FILE``: also added to FILE's list of builds, bench/results/static_peers.json). ``bench.static_speed --model2vec NAME=FOLDER`` times and scores the folders.
 
-    .venv-peer/bin/python bench/static_peers.py --teacher TEACHER_DIR --corpus CORPUS.txt --output-dir DIR
+    python -m bench.static_corpus --sentences 10000 --output CORPUS.txt
+    .venv-static-peer/bin/python bench/static_peers.py --teacher TEACHER_DIR --corpus CORPUS.txt --output-dir DIR
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
+FITTED_ON = "fitted_on.json"
 PACKAGES = (
     "model2vec",
     "tokenlearn",
@@ -50,6 +52,13 @@ def timed(step: str, log: dict[str, Any], fn: Any, *args: Any, **kwargs: Any) ->
     return out
 
 
+def fitted_on(folder: Path, sentences: int | None) -> None:
+    """``FITTED_ON`` in a built folder: how many corpus sentences its model was fitted to (None: no corpus), which
+    ``bench.static_speed`` records beside the point (Model2Vec's loader ignores the file)."""
+    record = {"corpus_sentences": sentences}
+    (folder / FITTED_ON).write_text(json.dumps(record) + "\n", encoding="utf-8")
+
+
 def build(teacher: str, corpus: Path | None, out: Path) -> dict[str, Any]:
     import torch
     from model2vec.distill import distill
@@ -57,6 +66,7 @@ def build(teacher: str, corpus: Path | None, out: Path) -> dict[str, Any]:
     torch.set_num_threads(1)
     log: dict[str, Any] = {}
     timed("model2vec_distill", log, distill, teacher).save_pretrained(str(out / "model2vec"))
+    fitted_on(out / "model2vec", None)
     if corpus is None:
         return log
     from sentence_transformers import SentenceTransformer
@@ -74,6 +84,7 @@ def build(teacher: str, corpus: Path | None, out: Path) -> dict[str, Any]:
         base = timed(f"{name}_distill", log, distill, teacher, vocabulary=vocab, quantize_to="float32")
         model = timed(f"{name}_train", log, train_model, base, texts, vectors, "cpu", 256)
         model.save_pretrained(str(out / name))
+        fitted_on(out / name, len(lines))
         log[f"{name}_added_words"] = len(vocab) if vocab else 0
     return log
 

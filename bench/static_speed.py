@@ -87,6 +87,22 @@ def named(specs: list[str], option: str) -> dict[str, Path]:
     return found
 
 
+def corpus_sentences_of(folder: Path) -> int | None:
+    """How many corpus sentences a static folder's model was fitted to: a sentcl static folder's summary
+    (``SUMMARY_FILE``), or the record ``bench/static_peers.py`` leaves in a peer's folder (None: no corpus, or
+    not recorded)."""
+    import json
+
+    from bench.static_peers import FITTED_ON
+    from sentcl.methods.static_student import SUMMARY_FILE
+
+    for name in (SUMMARY_FILE, FITTED_ON):
+        file = folder / name
+        if file.is_file():
+            return json.loads(file.read_text(encoding="utf-8")).get("corpus_sentences")
+    return None
+
+
 def peer_timed(peer: PeerEncoder) -> EncodeTimed:
     """The worker's own time of each call (the pipe's transfer left out)."""
 
@@ -132,7 +148,7 @@ def build_points(
             about[name] = {"family": "sentcl", "called": "open_model(FOLDER).encode(sentences)"}
             about[f"{name}@all"] = {"family": "sentcl", "called": f"encode(sentences, batch_size={n})"}
             for key in (name, f"{name}@all"):
-                about[key]["folder"] = folder
+                about[key] |= {"folder": folder, "corpus_sentences": corpus_sentences_of(folder)}
             scorers[name] = model.encode
         for name, folder in named(args.model2vec, "--model2vec").items():
             python = pythons.get(name)
@@ -143,6 +159,7 @@ def build_points(
             about[f"{name}@all"] = {"family": "peer", "called": call + f", batch_size={n})"}
             for key in (name, f"{name}@all"):
                 about[key] |= {"folder": folder, "versions": default.versions}
+                about[key]["corpus_sentences"] = corpus_sentences_of(folder)
             scorers[name] = default
         yield points, about, scorers
 
