@@ -501,12 +501,14 @@ def test_8_read_only_filesystem(
 
     monkeypatch.setattr(os, "mkdir", lambda p, *a, **k: (refuse(p), real_mkdir(p, *a, **k))[1])
     monkeypatch.setattr(os, "open", lambda p, *a, **k: (refuse(p), real_open(p, *a, **k))[1])
-    case = Case(
+    case = Case(  # refused before the work by the output folders' probe: a write the OS refused, exit 1
         "8d-read-only-fs",
         train("--output-dir", str(read_only / "run")),
-        r"training\.output_dir .*mnt/run cannot be written: Read-only file system",
+        r"cannot write training\.output_dir .*mnt/run: Read-only file system",
+        code=1,
     )
     run_case(case, tmp_path, capsys)
+    assert list(read_only.iterdir()) == []  # nothing half-made
 
 
 def test_1_nan_score_is_never_best(
