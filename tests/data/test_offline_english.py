@@ -13,6 +13,7 @@ import pytest
 from sentcl.cli import main
 from sentcl.data.offline_english import offline_english_sentences
 from sentcl.data.readers import DataFormatError
+from sentcl.evaluation.senteval_readers import BINARY_FILES
 
 STS_TEST_SENTENCE = "a man is playing a guitar ."  # also in SNLI and in SICK train below
 
@@ -34,12 +35,7 @@ def _small_data(root: Path) -> Path:
     for split in ("dev", "test"):
         _write(root, f"{se}SNLI/s1.{split}", [f"premise {split}", STS_TEST_SENTENCE])
         _write(root, f"{se}SNLI/s2.{split}", [f"hypothesis {split}", "Wiki one."])
-    for folder, names in {
-        "MR": ("rt-polarity.pos", "rt-polarity.neg"),
-        "CR": ("custrev.pos", "custrev.neg"),
-        "SUBJ": ("subj.objective", "subj.subjective"),
-        "MPQA": ("mpqa.pos", "mpqa.neg"),
-    }.items():
+    for folder, *names in BINARY_FILES.values():
         for name in names:
             _write(root, f"{se}{folder}/{name}", [f"{folder} {name} a", f"{folder} shared"])
     for kind in ("binary", "fine"):

@@ -17,6 +17,8 @@ import yaml
 from helpers.data import tiny_recipe, write, write_corpus, write_small_sts
 from helpers.tiny_bert import WORDS
 
+from sentcl.evaluation.senteval_readers import BINARY_FILES
+
 
 def _lines(rng: random.Random, n: int, lo: int = 3, hi: int = 9) -> list[str]:
     return [" ".join(rng.choice(WORDS) for _ in range(rng.randint(lo, hi))) for _ in range(n)]
@@ -34,12 +36,7 @@ def small_data(root: Path) -> Path:
         rows = [(p, h, label) for p in premises for h, label in zip(_lines(rng, 3), labels, strict=True)]
         for k, name in enumerate(("s1", "s2", "labels")):
             write(root, f"senteval/SNLI/{name}.{split}", "".join(f"{r[k]}\n" for r in rows))
-    for folder, names in {
-        "MR": ("rt-polarity.pos", "rt-polarity.neg"),
-        "CR": ("custrev.pos", "custrev.neg"),
-        "SUBJ": ("subj.objective", "subj.subjective"),
-        "MPQA": ("mpqa.pos", "mpqa.neg"),
-    }.items():
+    for folder, *names in BINARY_FILES.values():
         for name in names:
             write(root, f"senteval/{folder}/{name}", text(4))
     for kind in ("binary", "fine"):
