@@ -94,12 +94,12 @@ def corpus_sentences_of(folder: Path) -> int | None:
     import json
 
     from bench.static_peers import FITTED_ON
-    from sentcl.methods.static_student import SUMMARY_FILE
+    from sentcl.methods.static_student import SUMMARY_FILE, read_summary
 
-    for name in (SUMMARY_FILE, FITTED_ON):
-        file = folder / name
-        if file.is_file():
-            return json.loads(file.read_text(encoding="utf-8")).get("corpus_sentences")
+    if (folder / SUMMARY_FILE).is_file():
+        return read_summary(folder).get("corpus_sentences")
+    if (folder / FITTED_ON).is_file():
+        return json.loads((folder / FITTED_ON).read_text(encoding="utf-8")).get("corpus_sentences")
     return None
 
 

@@ -6,7 +6,8 @@ import argparse
 import os
 from pathlib import Path
 
-from sentcl.files.kinds import read_folder, url
+from sentcl.cli.options import add_data_dir
+from sentcl.files.kinds import url
 from sentcl.files.paths import DATA_DIR_DEFAULT_TEXT, default_data_dir
 
 
@@ -19,11 +20,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="; ".join(f"{k}: {s.about} -> <data-dir>/{s.target}" for k, s in SOURCES.items()),
     )
     p.add_argument("names", nargs="+", choices=list(SOURCES), metavar="NAME", help=", ".join(SOURCES))
-    p.add_argument(
-        "--data-dir",
-        type=read_folder,  # a data folder (every command's --data-dir): each source's place in it is claimed
-        help=f"Folder to fill (created if missing; default {DATA_DIR_DEFAULT_TEXT}).",
-    )
+    # every command's --data-dir: each source's place in the folder is claimed, the rest of it left alone
+    add_data_dir(p, f"Folder to fill (created if missing; default {DATA_DIR_DEFAULT_TEXT}).")
     p.add_argument(
         "--mirror",
         type=url,
@@ -48,8 +46,8 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=handle)
 
 
-def _data_dir(arg: Path | None) -> Path:
-    folder = arg if arg is not None else default_data_dir()
+def _data_dir(arg: str | None) -> Path:
+    folder = Path(arg) if arg is not None else default_data_dir()
     from sentcl.data.download import DownloadError
 
     if folder.exists() and not folder.is_dir():
