@@ -5,6 +5,12 @@ runs both commands whole, each in a fresh process (model load, and Ray's start a
 shard folders; sentences per second, the ratio per round, and the largest difference between their vectors.
 
     python -m bench.ray_encode --sentences 50000 --rounds 2
+
+``--padding`` times nothing: it cuts the same sentences into blocks as each engine does (a shard, then blocks of
+``--blocks`` rows; the in-process encode's chunk is ``ENCODE_CHUNK``), plans each block's passes with the
+encoder's own ``plan_batches`` and writes padded cells per real token, for each block size.
+
+    python -m bench.ray_encode --padding --blocks 512,4096 --output bench/results/ray_encode_padding.json
 """
 
 from __future__ import annotations
@@ -38,6 +44,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--batch-size", type=int, default=128)
     parser.add_argument("--shard-size", type=int, default=5000)
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument(
+        "--padding", action="store_true", help="padded cells per token by block size; no timing"
+    )
+    parser.add_argument("--blocks", default="512,4096", help="block sizes for --padding (rows)")
     parser.add_argument("--output", default="bench/results/ray_encode.json")
     return parser.parse_args(argv)
 
@@ -73,6 +83,36 @@ def run_encode(engine: str, args: argparse.Namespace, corpus: Path, out: Path) -
     return seconds
 
 
+def padded_cells(lengths: list[int], shard: int, block: int, batch: int) -> int:
+    """Padded cells of encoding sentences with these token counts: each shard cut into blocks of ``block``
+    rows, each block sorted longest first and cut into passes by the encoder's ``plan_batches``."""
+    from sentcl.modeling.batching import plan_batches
+
+    cells = 0
+    for at in range(0, len(lengths), shard):
+        rows = lengths[at : at + shard]
+        for b in range(0, len(rows), block):
+            ordered = sorted(rows[b : b + block], reverse=True)
+            cells += sum((end - start) * ordered[start] for start, end in plan_batches(ordered, batch))
+    return cells
+
+
+def padding(args: argparse.Namespace, sentences: list[str]) -> dict[str, Any]:
+    from sentcl.modeling.batching import token_ids
+    from sentcl.modeling.open import open_model
+
+    encoder = open_model(args.model)
+    lengths = [len(ids) for ids in token_ids(encoder.tokenizer, sentences, encoder.max_length)]
+    real = sum(lengths)
+    blocks = [int(b) for b in args.blocks.split(",")]
+    return {
+        "real_tokens": real,
+        "padded_cells_per_token": {
+            str(b): padded_cells(lengths, args.shard_size, b, args.batch_size) / real for b in blocks
+        },
+    }
+
+
 def vectors(folder: Path) -> np.ndarray:
     from sentcl.data.shards import ShardSet
 
@@ -84,6 +124,11 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     res: dict[str, Any] = {**harness.header("ray_encode", args, os.cpu_count() or 1, argv=argv), "rounds": []}
     res["machine"]["versions"].update({p: _version(p) for p in ("ray", "pyarrow")})
     sentences = distinct_sentences(resolve_data_dir(args.data_dir), args.sentences)
+    if args.padding:
+        res.update(sentences=len(sentences), padding=padding(args, sentences))
+        print(res["padding"])
+        print("wrote", write_json(args.output, res))
+        return res
     diffs = []
     with tempfile.TemporaryDirectory(prefix="ray_encode_") as tmp:
         corpus = Path(tmp) / "corpus.txt"

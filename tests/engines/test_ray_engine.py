@@ -23,8 +23,9 @@ from helpers.shards import encode_argv
 from sentcl.cli import main
 from sentcl.config import ConfigError, TrainConfig, load_config
 from sentcl.config.teacher import TeacherConfig
-from sentcl.data.shards import ShardSet
+from sentcl.data.shards import ENCODE_CHUNK, ShardSet
 from sentcl.engines import ModelSpec
+from sentcl.engines.ray import MIN_ROWS_PER_CALL, block_rows
 from sentcl.methods.teacher_cache import teacher_vectors
 from sentcl.methods.teacher_engine import TeacherEngine
 
@@ -65,6 +66,17 @@ def vectors(folder: Path) -> np.ndarray:
     shards = ShardSet.open(folder)
     assert shards.damaged() == {}
     return np.concatenate([np.asarray(a) for _, a in shards.iter_arrays()])  # (rows, D)
+
+
+def test_a_block_is_the_in_process_chunk_unless_an_actor_would_idle() -> None:
+    """A large input goes in blocks of the in-process encode's chunk (its length sort: the same padding); a
+    smaller one is split so that every actor of the pool gets a block, down to the fewest rows a block."""
+    assert block_rows(50_000, 2) == ENCODE_CHUNK
+    assert block_rows(2 * ENCODE_CHUNK, 2) == ENCODE_CHUNK
+    assert block_rows(3_000, 2) == 1_500 and block_rows(3_001, 2) == 1_501  # two blocks: one an actor
+    assert block_rows(1_000, 8) == 125
+    assert block_rows(10, 2) == MIN_ROWS_PER_CALL  # a tiny input is one block
+    assert block_rows(0, 0) == MIN_ROWS_PER_CALL
 
 
 @pytest.mark.slow

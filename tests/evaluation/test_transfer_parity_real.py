@@ -116,7 +116,7 @@ def test_real_command_equals_the_page_fast(fast_run: tuple[dict, str]) -> None:
 
 
 def test_the_short_set_has_one_task_of_each_reader_and_scheme(monkeypatch: pytest.MonkeyPatch) -> None:
-    from sentcl.evaluation.senteval_readers import BINARY_FILES
+    from sentcl.data.senteval_files import BINARY_FILES
 
     monkeypatch.delenv(ALL_ENV, raising=False)
     assert parity_tasks() == PARITY_TASKS and {"TREC", "MRPC"} <= set(PARITY_TASKS)

@@ -17,7 +17,7 @@ import yaml
 from helpers.data import tiny_recipe, write, write_corpus, write_small_sts
 from helpers.tiny_bert import WORDS
 
-from sentcl.evaluation.senteval_readers import BINARY_FILES
+from sentcl.data.senteval_files import BINARY_FILES
 
 
 def _lines(rng: random.Random, n: int, lo: int = 3, hi: int = 9) -> list[str]:

@@ -34,6 +34,7 @@ from pathlib import Path
 
 from sentcl.data.readers import Corpus, DataFormatError, require_file
 from sentcl.data.scored_pairs import normalize_spaces
+from sentcl.data.senteval_files import BINARY_FILES, MRPC_FILES, SST2_FILES, TREC_FILES
 
 SE = "senteval"
 STS_TEST = "sts_test"
@@ -105,26 +106,18 @@ SOURCES: dict[str, Callable[[Path], Iterator[str]]] = {
     "snli": lambda data: _lines(
         *(data / SE / "SNLI" / f"{side}.{split}" for split in ("dev", "test") for side in ("s1", "s2"))
     ),
-    "mr": _binary("MR", "rt-polarity.pos", "rt-polarity.neg"),
-    "cr": _binary("CR", "custrev.pos", "custrev.neg"),
-    "subj": _binary("SUBJ", "subj.objective", "subj.subjective"),
-    "mpqa": _binary("MPQA", "mpqa.pos", "mpqa.neg"),
+    "mr": _binary(*BINARY_FILES["MR"]),
+    "cr": _binary(*BINARY_FILES["CR"]),
+    "subj": _binary(*BINARY_FILES["SUBJ"]),
+    "mpqa": _binary(*BINARY_FILES["MPQA"]),
     "sst": lambda data: _columns(
-        [
-            data / SE / "SST" / kind / f"sentiment-{split}"
-            for kind in ("binary", "fine")
-            for split in ("train", "dev", "test")
-        ],
+        [data / SE / "SST" / kind / name for kind in ("binary", "fine") for name in SST2_FILES.values()],
         (0,),
         header=False,
         minimum=1,
     ),
-    "trec": lambda data: _after_label(
-        [data / SE / "TREC" / n for n in ("train_5500.label", "TREC_10.label")]
-    ),
-    "mrpc": lambda data: _columns(
-        [data / SE / "MRPC" / f"msr_paraphrase_{s}.txt" for s in ("train", "test")], (3, 4), True, 5
-    ),
+    "trec": lambda data: _after_label([data / SE / "TREC" / n for n in TREC_FILES.values()]),
+    "mrpc": lambda data: _columns([data / SE / "MRPC" / n for n in MRPC_FILES.values()], (3, 4), True, 5),
     "sick": lambda data: _columns(
         [data / SE / "SICK" / n for n in ("SICK_train.txt", "SICK_trial.txt")], (1, 2), True, 3
     ),

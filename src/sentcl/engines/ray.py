@@ -35,9 +35,15 @@ CONNECT_TIMEOUT_S = 5.0
 LOCAL_OBJECT_STORE_BYTES = 512 * 1024**2  # a local Ray's shared memory (it spills to disk beyond)
 DEFAULT_RAY_PORT = 6379
 CLIENT_PORT = 10001  # ray://host without a port
-# rows an actor encodes a call, and rows a block of the shard pipeline: small enough that every actor of the pool
-# gets work (Ray Data bundles whole blocks up to a call's rows), large enough for length-sorted passes
-ROWS_PER_CALL = 512
+# the fewest rows a block of the pipeline holds: a block is what one actor encodes in a call
+MIN_ROWS_PER_CALL = 64
+
+
+def block_rows(total: int, actors: int) -> int:
+    """Rows a block (one actor call): the in-process encode's chunk (``ENCODE_CHUNK``; the encoder sorts a call's
+    rows by length, so longer calls pad less: ``python -m bench.ray_encode --padding``), fewer where the input
+    would otherwise leave an actor of the pool without a block."""
+    return max(MIN_ROWS_PER_CALL, min(ENCODE_CHUNK, -(-total // max(1, actors))))
 
 
 class EncodeBatch:
@@ -71,12 +77,20 @@ def _pool_options(cpus_per_actor: int, actors: int | None) -> dict[str, Any]:
     import ray
     from ray.data import ActorPoolStrategy
 
+    size = pool_size(cpus_per_actor, actors)
+    if int(ray.cluster_resources().get("GPU", 0)):
+        return {"num_gpus": 1, "compute": ActorPoolStrategy(size=size), "threads": None}
+    return {"num_cpus": cpus_per_actor, "compute": ActorPoolStrategy(size=size), "threads": cpus_per_actor}
+
+
+def pool_size(cpus_per_actor: int, actors: int | None) -> int:
+    """The actors of the pool: ``actors``, else one a GPU where the cluster has GPUs, else one per
+    ``cpus_per_actor`` of its CPUs."""
+    import ray
+
     resources = ray.cluster_resources()
     gpus = int(resources.get("GPU", 0))
-    if gpus:
-        return {"num_gpus": 1, "compute": ActorPoolStrategy(size=actors or gpus), "threads": None}
-    size = actors or max(1, int(resources.get("CPU", 1)) // cpus_per_actor)
-    return {"num_cpus": cpus_per_actor, "compute": ActorPoolStrategy(size=size), "threads": cpus_per_actor}
+    return actors or gpus or max(1, int(resources.get("CPU", 1)) // cpus_per_actor)
 
 
 def embed_dataset(
@@ -167,11 +181,11 @@ class RayEngine:
         ctx.enable_progress_bars = False
         self.cpus_per_actor, self.actors = cpus_per_actor, actors
 
-    def _embed(self, ds: Any, settings: EncodeSettings, spec: ModelSpec) -> Any:
+    def _embed(self, ds: Any, settings: EncodeSettings, spec: ModelSpec, per_call: int) -> Any:
         return embed_dataset(
             ds,
             spec,
-            rows_per_call=ROWS_PER_CALL,
+            rows_per_call=per_call,
             batch_size=settings.batch_size,
             max_length=settings.max_length,
             normalize=settings.normalize,
@@ -183,8 +197,9 @@ class RayEngine:
         import ray
 
         rows = [{"row": i, "text": t} for i, t in enumerate(texts)]
-        ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // ROWS_PER_CALL)))
-        vectors = self._embed(ds, settings, spec).drop_columns(["text"])
+        per_call = block_rows(len(rows), pool_size(self.cpus_per_actor, self.actors))
+        ds = ray.data.from_items(rows, override_num_blocks=max(1, -(-len(rows) // per_call)))
+        vectors = self._embed(ds, settings, spec, per_call).drop_columns(["text"])
         parts = list(vectors.iter_batches(batch_size=None, batch_format="numpy"))
         rows = np.concatenate([b["row"] for b in parts])  # (N,)
         out = np.concatenate([b["embedding"] for b in parts])  # (N, D)
@@ -213,13 +228,15 @@ class RayEngine:
         write_manifest(out_dir, header, total)
         if not missing:
             return read_manifest(out_dir)
-        refs = [  # each shard cut into blocks of ROWS_PER_CALL rows
-            ray.put(_shard_table(i, texts[at : at + ROWS_PER_CALL], offsets[at : at + ROWS_PER_CALL]))
+        todo = sum(min(shard_size, header["total_lines"] - i * shard_size) for i in missing)
+        per_call = block_rows(todo, pool_size(self.cpus_per_actor, self.actors))
+        refs = [  # each shard cut into blocks of per_call rows
+            ray.put(_shard_table(i, texts[at : at + per_call], offsets[at : at + per_call]))
             for i, _, texts, offsets in iter_line_chunks(input_path, shard_size, missing)
-            for at in range(0, len(texts), ROWS_PER_CALL)
+            for at in range(0, len(texts), per_call)
         ]
         firsts = {i: i * shard_size + 1 for i in missing}
-        rows = self._embed(ray.data.from_arrow_refs(refs), settings, spec).drop_columns(["text"])
+        rows = self._embed(ray.data.from_arrow_refs(refs), settings, spec, per_call).drop_columns(["text"])
         pending: dict[int, list[dict[str, np.ndarray]]] = {}
         start = time.perf_counter()
         for batch in rows.iter_batches(batch_size=None, batch_format="numpy"):

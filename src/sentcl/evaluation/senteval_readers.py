@@ -25,19 +25,10 @@ import numpy as np
 
 from sentcl.config.sts_table import STS_TASKS, YEARLY_STS_TASKS
 from sentcl.data.scored_pairs import normalize_spaces as _norm
+from sentcl.data.senteval_files import BINARY_FILES, MRPC_FILES, SST2_FILES, TREC_FILES
 from sentcl.files.paths import data_file
 
-# task -> (folder, file labelled 1, file labelled 0); SentEval's BinaryClassifierEval(pos, neg) order.
-BINARY_FILES: dict[str, tuple[str, str, str]] = {
-    "MR": ("MR", "rt-polarity.pos", "rt-polarity.neg"),
-    "CR": ("CR", "custrev.pos", "custrev.neg"),
-    "SUBJ": ("SUBJ", "subj.objective", "subj.subjective"),
-    "MPQA": ("MPQA", "mpqa.pos", "mpqa.neg"),
-}
-SST2_FILES = {"train": "sentiment-train", "dev": "sentiment-dev", "test": "sentiment-test"}
-TREC_FILES = {"train": "train_5500.label", "test": "TREC_10.label"}
 TREC_CLASSES = ("ABBR", "DESC", "ENTY", "HUM", "LOC", "NUM")
-MRPC_FILES = {"train": "msr_paraphrase_train.txt", "test": "msr_paraphrase_test.txt"}
 MRPC_HEADER = ("Quality", "#1 ID", "#2 ID", "#1 String", "#2 String")
 
 Pair = tuple[str, str, float]
