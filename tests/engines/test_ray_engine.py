@@ -9,8 +9,10 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 import socket
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -339,3 +341,60 @@ def test_a_teacher_cache_on_an_unreachable_ray_is_one_line_naming_the_key(
         load_config(TrainConfig, None, ["model.teacher_ray_address=127.0.0.1:6379"])
     with pytest.raises(ConfigError, match="model.teacher_engine"):
         load_config(TrainConfig, None, ["model.teacher_engine=spark"])
+
+
+@pytest.mark.slow
+def test_ctrl_c_during_a_ray_encode_is_one_line_and_a_rerun_finishes_it(
+    tiny_bert: Path, tmp_path: Path
+) -> None:
+    """A real ``sentcl encode --engine ray`` (its own local Ray) interrupted once its first shard is written:
+    exit 130 and one line, no Ray process left behind in its session, the finished shards kept; the same command
+    again encodes only the missing shards, and the folder equals the in-process encode."""
+    corpus = write_corpus(tmp_path / "big.txt", 6_000)
+    out, local = tmp_path / "ray", tmp_path / "local"
+    argv = [
+        sys.executable,
+        "-m",
+        "sentcl.cli",
+        "-v",
+        *encode_argv(tiny_bert, corpus, out, 200),
+        "--engine",
+        "ray",
+    ]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    proc = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
+    assert proc.stderr is not None
+    seen: list[str] = []
+    for line in proc.stderr:  # interrupt it mid-work: once a shard is finished
+        seen.append(line)
+        if "written (" in line:
+            break
+    proc.send_signal(signal.SIGINT)
+    err = "".join(seen) + proc.stderr.read()
+    code = proc.wait(120)
+    assert code == 130, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err, err
+    assert err.rstrip().splitlines()[-1] == "sentcl encode: interrupted"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and _session_alive(proc.pid):
+        time.sleep(0.5)
+    assert not _session_alive(proc.pid), "Ray processes of the interrupted command are still running"
+    kept = sorted(p.name for p in out.glob("shard-*.json"))
+    assert 1 <= len(kept) < 30, err
+    done = subprocess.run(argv, capture_output=True, text=True, env=env, timeout=600)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(kept)} finished shard(s) kept (resume)" in done.stderr
+    assert main(encode_argv(tiny_bert, corpus, local, 200)) == 0
+    np.testing.assert_allclose(vectors(out), vectors(local), rtol=0, atol=1e-6)
+
+
+def _session_alive(sid: int) -> bool:
+    """Whether any process of session ``sid`` (the command and every process it started) still runs."""
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == sid and fields[0] != "Z":  # after ")": state, ppid, pgrp, session
+            return True
+    return False
