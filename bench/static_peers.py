@@ -3,7 +3,7 @@
 Tokenlearn (Model2Vec's own training step) is the fair peer of a trained static student: it fits a Model2Vec
 table to a teacher's vectors of a corpus, where ``distill`` alone only passes each token through the teacher. This
 file runs under the peers' interpreter (``make bench-static-peer-venv``: model2vec, tokenlearn; standard library, numpy
-and those packages only, no sentcl) and builds, one after the other in one process at one thread:
+and those packages only, no sentcl) and builds, one after the other in one process at one thread (``--threads``; ``--builds`` picks some of them):
 
 1. ``model2vec``: ``model2vec.distill.distill(TEACHER)`` with every default (256-d PCA, SIF 1e-4, float16);
 2. tokenlearn's features: ``tokenlearn.featurize.featurize`` over the lines of ``--corpus`` (the teacher's token
@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 FITTED_ON = "fitted_on.json"
+BUILDS = ("model2vec", "tokenlearn", "tokenlearn-no-vocab")
 PACKAGES = (
     "model2vec",
     "tokenlearn",
@@ -59,15 +60,16 @@ def fitted_on(folder: Path, sentences: int | None) -> None:
     (folder / FITTED_ON).write_text(json.dumps(record) + "\n", encoding="utf-8")
 
 
-def build(teacher: str, corpus: Path | None, out: Path) -> dict[str, Any]:
+def build(teacher: str, corpus: Path | None, out: Path, builds: set[str], threads: int) -> dict[str, Any]:
     import torch
     from model2vec.distill import distill
 
-    torch.set_num_threads(1)
+    torch.set_num_threads(threads)
     log: dict[str, Any] = {}
-    timed("model2vec_distill", log, distill, teacher).save_pretrained(str(out / "model2vec"))
-    fitted_on(out / "model2vec", None)
-    if corpus is None:
+    if "model2vec" in builds:
+        timed("model2vec_distill", log, distill, teacher).save_pretrained(str(out / "model2vec"))
+        fitted_on(out / "model2vec", None)
+    if corpus is None or not builds & {"tokenlearn", "tokenlearn-no-vocab"}:
         return log
     from sentence_transformers import SentenceTransformer
     from tokenlearn.featurize import featurize
@@ -80,6 +82,8 @@ def build(teacher: str, corpus: Path | None, out: Path) -> dict[str, Any]:
     timed("tokenlearn_featurize", log, featurize, rows, st, str(out / "features"), len(lines) + 1, 32, "text")
     texts, vectors = collect_means_and_texts(sorted((out / "features").glob("*.json")))
     for name, size in (("tokenlearn", 56_000), ("tokenlearn-no-vocab", 0)):
+        if name not in builds:
+            continue
         vocab = timed(f"{name}_vocab", log, create_vocab, texts, size) if size else None
         base = timed(f"{name}_distill", log, distill, teacher, vocabulary=vocab, quantize_to="float32")
         model = timed(f"{name}_train", log, train_model, base, texts, vectors, "cpu", 256)
@@ -95,10 +99,19 @@ def main() -> None:
     parser.add_argument("--corpus", type=Path, help="one sentence a line (none: Model2Vec's distill alone)")
     parser.add_argument("--output-dir", required=True, type=Path)
     parser.add_argument("--append-to", type=Path, help="a summary JSON whose builds list this build joins")
+    parser.add_argument(
+        "--builds", default=",".join(BUILDS), help=f"which of {', '.join(BUILDS)} (default: all)"
+    )
+    parser.add_argument("--threads", type=int, default=1, help="torch threads of every step (default 1)")
     args = parser.parse_args()
+    builds = set(args.builds.split(","))
+    if builds - set(BUILDS):
+        parser.error(
+            f"--builds: unknown {', '.join(sorted(builds - set(BUILDS)))}; valid: {', '.join(BUILDS)}"
+        )
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     args.output_dir.mkdir(parents=True, exist_ok=True)
-    log = build(args.teacher, args.corpus, args.output_dir)
+    log = build(args.teacher, args.corpus, args.output_dir, builds, args.threads)
     versions = {}
     for name in PACKAGES:
         try:
@@ -114,7 +127,8 @@ def main() -> None:
             "file": str(args.corpus),
             "sentences": len(args.corpus.read_text(encoding="utf-8").splitlines()),
         },
-        "threads": 1,
+        "threads": args.threads,
+        "builds": sorted(builds),
         "steps": log,
         "versions": versions,
     }
