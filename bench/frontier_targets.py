@@ -33,7 +33,7 @@ def static_lines(rows: dict[str, Any], teacher: float, root: Path) -> list[str]:
     """The static targets: against Model2Vec's settled ``distill`` figure (its newest version, from the static
     section's runs; the frontier run's own Model2Vec row where none is committed), 95% of the teacher, and
     tokenlearn on the same corpus."""
-    from bench.frontier_static import SPEED, committed, same_corpus, settled_model2vec
+    from bench.frontier_static import largest_same_corpus, settled_model2vec
 
     settled = settled_model2vec(root)
     if settled is not None:
@@ -56,12 +56,12 @@ def static_lines(rows: dict[str, Any], teacher: float, root: Path) -> list[str]:
             f"- A static student >= 95% of the teacher at >= 100x its speed: `{name}` keeps {avg / teacher:.1%} "
             f"at {speed:.1f}x: {_met(avg >= 0.95 * teacher and speed >= 100)}."
         )
-    run = committed(root, SPEED)
-    pair = None if run is None else same_corpus(run)
-    if pair is not None:
+    found = largest_same_corpus(root)
+    if found is not None:
+        path, pair = found
         lines.append(
             f"- A static student >= tokenlearn + 2 points on the same corpus ({pair['corpus']:,} sentences, "
-            f"`{SPEED.as_posix()}`): `{pair['student']}` against `{pair['peer']}`, {pair['gap']:+.2f} points: "
+            f"`{path.as_posix()}`): `{pair['student']}` against `{pair['peer']}`, {pair['gap']:+.2f} points: "
             f"{_met(pair['gap'] >= 2)}."
         )
     return lines
