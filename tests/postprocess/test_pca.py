@@ -146,9 +146,22 @@ def test_pca_beyond_the_rank_is_refused_naming_it_pp_pca_rankdef() -> None:
     three = rng.normal(size=(3, 16))
     x = three[np.arange(21) % 3]  # (21, 16): rank 2 once centred
     assert np.linalg.matrix_rank(x - x.mean(axis=0)) == 2
-    with pytest.raises(ValueError, match="vary in only 2 of 16 directions, so 6 of the 8 .* --dim 2 or less"):
+    with pytest.raises(
+        ValueError, match="vary in only 2 of 16 directions, so 6 of the 8 .* set --dim to 2 or less"
+    ):
         fit_pca(x, 8)
     assert fit_pca(x, 2).components.shape == (2, 16)
+
+
+def test_a_pca_error_names_the_callers_setting() -> None:
+    """fit_pca's errors name the setting its caller took the width from, not the postprocess command's --dim."""
+    x = np.random.default_rng(2).normal(size=(3, 16))[np.arange(21) % 3]  # (21, 16): rank 2 once centred
+    with pytest.raises(ValueError, match="set pca_dim to 2 or less$"):
+        fit_pca(x, 8, option="pca_dim")
+    with pytest.raises(
+        ValueError, match="^model.output_dim must be between 1 and the embedding size 16, got 17"
+    ):
+        fit_pca(x, 17, option="model.output_dim")
 
 
 @settings(max_examples=60, deadline=None)

@@ -152,14 +152,16 @@ def distill_table(
     weights: np.ndarray | None,
     skip_pattern: str | None = None,
     batch_size: int = TOKEN_BATCH,
+    option: str = "dim",
 ) -> StaticTable:
     """Model2Vec's distillation of ``encoder``: token vectors -> PCA to ``dim`` -> rows times ``weights`` (V,)
-    (None: all ones). Rows of skipped tokens are zero."""
+    (None: all ones). Rows of skipped tokens are zero. ``option``: the recipe key that gave ``dim``, which an
+    error names."""
     kept = kept_tokens(encoder.tokenizer, skip_pattern)
     vocab_size = len(kept)
     ids = np.flatnonzero(kept)
     vectors = token_vectors(encoder, ids.tolist(), batch_size)  # (V', H)
-    pca = fit_pca(vectors, dim, where=f"the {len(ids)} token vectors")
+    pca = fit_pca(vectors, dim, where=f"the {len(ids)} token vectors", option=option)
     table = np.zeros((vocab_size, dim), dtype=np.float32)  # (V, k)
     table[ids] = pca.apply(vectors).astype(np.float32)  # (V', k)
     w = np.ones(vocab_size) if weights is None else np.asarray(weights, dtype=np.float64)

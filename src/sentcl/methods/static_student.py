@@ -101,7 +101,8 @@ def build_static_student(
     sentences = corpus_sentences(resolve_data_dir(data_dir), recipe.max_sentences) if needs_corpus else []
     tokens = token_lists(encoder, sentences) if needs_corpus else None
     weights = _weights(recipe, len(encoder.tokenizer), tokens)
-    distilled = distill_table(encoder, recipe.pca_dim or recipe.dim, weights, recipe.skip_pattern)
+    key = "pca_dim" if recipe.pca_dim else "dim (--dim)"  # the recipe key, or its option, that set the width
+    distilled = distill_table(encoder, recipe.pca_dim or recipe.dim, weights, recipe.skip_pattern, option=key)
     times.update(distill_seconds=time.perf_counter() - wall, distill_cpu_seconds=time.process_time() - cpu)
     table, losses = distilled.table, []
     if recipe.fitted and tokens is not None:

@@ -65,7 +65,7 @@ def add_output_dense(
         if not fit_sentences:
             raise ValueError("model.output_dim_init: pca needs sentences to fit on (the training corpus)")
         where = f"model.output_dim_init pca ({len(fit_sentences)} training sentences)"
-        pca = fit_pca(raw_vectors(encoder, fit_sentences), dim, where)
+        pca = fit_pca(raw_vectors(encoder, fit_sentences), dim, where, option="model.output_dim")
         layer = pca.as_dense()
         logger.info(
             "%s: output Dense %d -> %d from PCA keeping %.2f%% of the variance",

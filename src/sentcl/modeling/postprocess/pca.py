@@ -60,14 +60,17 @@ class PCA:
         return layer
 
 
-def fit_pca(vectors: np.ndarray, dim: int, where: str = "the fit data", center: bool = True) -> PCA:
-    """The top ``dim`` principal directions of ``vectors`` (N, D); an error names ``where`` on bad input."""
+def fit_pca(
+    vectors: np.ndarray, dim: int, where: str = "the fit data", center: bool = True, option: str = "--dim"
+) -> PCA:
+    """The top ``dim`` principal directions of ``vectors`` (N, D); an error names ``where`` on bad input, and
+    ``option``, the setting that gave ``dim`` (the caller's: ``--dim``, a recipe key)."""
     x = np.asarray(vectors, dtype=np.float64)
     if x.ndim != 2:
         raise ValueError(f"PCA needs a matrix of sentence vectors (N, D), got shape {x.shape}")
     n, d = x.shape
     if isinstance(dim, bool) or not isinstance(dim, int) or not 1 <= dim <= d:
-        raise ValueError(f"--dim must be between 1 and the embedding size {d}, got {dim!r}")
+        raise ValueError(f"{option} must be between 1 and the embedding size {d}, got {dim!r}")
     if not np.isfinite(x).all():
         raise ValueError(f"{where}: the sentence vectors hold NaN or inf; no PCA can be fitted")
     if n <= dim:
@@ -90,7 +93,7 @@ def fit_pca(vectors: np.ndarray, dim: int, where: str = "the fit data", center: 
         raise ValueError(
             f"{where}: the sentence vectors ({n} sentences) vary in {spread}, so {dim - rank} of the {dim} "
             f"directions PCA would keep are numerical noise; fit on more varied sentences"
-            + (f" or pass --dim {rank} or less" if rank else "")
+            + (f" or set {option} to {rank} or less" if rank else "")
         )
     total = float(variance.sum())
     ratio = variance[:dim] / total if total > 0 else np.zeros(dim)
