@@ -15,12 +15,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-WHOLE = Path(
-    "bench/results/static_speed_tokenlearn_full.json"
-)  # the student and tokenlearn on the whole corpus
-SPEED = Path(
-    "bench/results/static_speed_tokenlearn.json"
-)  # the static peers on the student's first sentences
+# the student and tokenlearn on the whole corpus; the static peers on the corpus' first sentences
+WHOLE = Path("bench/results/static_speed_tokenlearn_full.json")
+SPEED = Path("bench/results/static_speed_tokenlearn.json")
 VERSIONS = Path("bench/results/static_speed.json")  # one Model2Vec folder under two versions' encode
 PEERS = Path("bench/results/static_peers.json")
 
