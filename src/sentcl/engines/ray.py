@@ -228,7 +228,7 @@ class RayEngine:
         write_manifest(out_dir, header, total)
         if not missing:
             return read_manifest(out_dir)
-        todo = sum(min(shard_size, header["total_lines"] - i * shard_size) for i in missing)
+        todo = sum(_shard_rows(header, shard_size, i) for i in missing)
         per_call = block_rows(todo, pool_size(self.cpus_per_actor, self.actors))
         refs = [  # each shard cut into blocks of per_call rows
             ray.put(_shard_table(i, texts[at : at + per_call], offsets[at : at + per_call]))
@@ -244,7 +244,7 @@ class RayEngine:
                 pick = batch["shard"] == i
                 pending.setdefault(int(i), []).append({k: batch[k][pick] for k in ("offset", "embedding")})
                 have = sum(len(p["offset"]) for p in pending[int(i)])
-                if have == min(shard_size, header["total_lines"] - int(i) * shard_size):
+                if have == _shard_rows(header, shard_size, int(i)):
                     parts = pending.pop(int(i))
                     emb = np.concatenate([p["embedding"] for p in parts])  # (rows, D)
                     offsets = np.concatenate([p["offset"] for p in parts])  # (rows,)
@@ -263,6 +263,11 @@ class RayEngine:
         if self.started and ray.is_initialized():
             ray.shutdown()
         self.started = False
+
+
+def _shard_rows(header: dict[str, Any], shard_size: int, i: int) -> int:
+    """Rows of shard i: ``shard_size``, fewer for the last shard."""
+    return min(shard_size, header["total_lines"] - i * shard_size)
 
 
 def _shard_table(i: int, texts: list[str], offsets: np.ndarray) -> Any:
