@@ -79,3 +79,12 @@ def test_points_are_compared_by_their_ratio_to_the_teacher_not_their_median_rate
     assert above_frontier(run) == []
     run["points"]["peer"] = row("peer", 800, 2.40)
     assert above_frontier(run) == ["peer"]
+
+
+def test_the_caption_says_how_the_peers_were_batched() -> None:
+    from bench.frontier_page import peer_batch
+
+    assert peer_batch({"batch_size": 128}) == ""  # a run from before the option: batched as sentcl's points
+    assert peer_batch({"batch_size": 128, "peer_batch_size": 128}) == ""
+    assert "each library's own default" in peer_batch({"batch_size": 128, "peer_batch_size": 0})
+    assert peer_batch({"batch_size": 128, "peer_batch_size": 64}) == " (the peers: 64)"

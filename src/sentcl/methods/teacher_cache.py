@@ -19,7 +19,10 @@ An entry is sentcl's own, so a damaged one is repaired, never fatal: before reus
 against its record (present, the SHA-256 of its ``.npy`` and offsets, a float32 array of the recorded shape).
 A shard that fails (cut, another shape or dtype, NaN written over it, deleted), an unreadable manifest or
 shard record, or records that name another folder (the cache was moved or copied) is one warning naming the
-file and the problem, and only those shards are encoded again. A cache folder that cannot hold entries (a
+file and the problem, and only those shards are encoded again. Two processes that need one entry (two
+trainings started together) do not both encode it: the one that encodes holds the entry's lock
+(``.<entry>.lock`` beside it, ``sentcl.files.lock``), and the other logs that it waits for that process, then
+reuses the finished entry; a killed holder's lock is gone with it. A cache folder that cannot hold entries (a
 file, or a path under a file) is a ``ConfigError`` naming ``model.teacher_cache`` or ``$SENTCL_CACHE``.
 """
 
@@ -48,6 +51,7 @@ from sentcl.files.fingerprint import (
     model_fingerprint,
     verify_records,
 )
+from sentcl.files.lock import ProcessLock
 from sentcl.files.output import model_input, prepare_folder
 from sentcl.files.pathcheck import check_output_dir
 from sentcl.files.paths import CACHE_ENV, cache_root, resolve_model_path
@@ -261,10 +265,53 @@ def teacher_vectors(
     key = CacheKey.of(teacher, lines_sha256(map(line_safe, texts)))
     entry = cache_dir / key.entry_name()
     vectors = entry / VECTORS_DIR
-    problems = entry_problems(vectors, len(texts))
-    if problems == {}:
-        logger.info("teacher vectors: reused %s (%d sentences, teacher %s)", entry, len(texts), teacher.path)
-        return ShardSet.open(vectors)
+    if entry_problems(vectors, len(texts)) == {}:
+        return _reused(entry, teacher, len(texts))
+    lock = _entry_lock(cache_dir, entry) if distributed.rank() == 0 else None
+    try:
+        distributed.barrier()  # rank 0 holds the entry: no other process encodes into it now
+        problems = entry_problems(vectors, len(texts))
+        if problems == {}:  # another process finished it while this one waited
+            return _reused(entry, teacher, len(texts))
+        return _encode_entry(teacher, texts, entry, key, problems, device, shard_size, batch_size, engine)
+    finally:
+        if lock is not None:
+            lock.release()
+
+
+def _reused(entry: Path, teacher: TeacherConfig, rows: int) -> ShardSet:
+    logger.info("teacher vectors: reused %s (%d sentences, teacher %s)", entry, rows, teacher.path)
+    return ShardSet.open(entry / VECTORS_DIR)
+
+
+def _entry_lock(cache_dir: Path, entry: Path) -> ProcessLock:
+    """The entry's lock (``.<entry>.lock`` beside it): a second process that needs the same vectors waits for
+    the one encoding them, then reuses them (two encodes into one folder would each find the other's files)."""
+
+    def waiting(holder: str) -> None:
+        logger.info("teacher cache: process %s is encoding %s; waiting for it to finish", holder, entry)
+
+    path = cache_dir / f".{entry.name}.lock"
+    try:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        return ProcessLock(path, wait=True, waiting=waiting)
+    except OSError as err:
+        raise ConfigError(f"the teacher cache {cache_dir} cannot be written: {err.strerror or err}") from None
+
+
+def _encode_entry(
+    teacher: TeacherConfig,
+    texts: Sequence[str],
+    entry: Path,
+    key: CacheKey,
+    problems: dict[str, str] | None,
+    device: str | None,
+    shard_size: int,
+    batch_size: int,
+    engine: TeacherEngine | None,
+) -> ShardSet:
+    """Encode (or finish, or repair) the entry; rank 0 holds its lock."""
+    vectors = entry / VECTORS_DIR
     distributed.barrier()  # every rank has looked before rank 0 repairs
     if distributed.rank() == 0:
         prepare_folder(

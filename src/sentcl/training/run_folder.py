@@ -3,14 +3,13 @@
 A new run needs a folder that can be written and that holds neither a model (its ``config.json`` would be
 overwritten) nor another run (its checkpoints would be mixed with the new run's); ``--resume`` continues a
 run only with the config it was trained with, except for the fields marked ``resume_safe``
-(``sentcl.config.resume_safe_keys``). The run holds a lock on its folder (``fcntl.flock`` on ``LOCK_FILE``) from
+(``sentcl.config.resume_safe_keys``). The run holds a lock on its folder (``sentcl.files.lock`` on ``LOCK_FILE``) from
 these checks to its end, so a second ``sentcl train`` into the same folder is refused with the holder's PID.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import fcntl
 import logging
 import os
 import tempfile
@@ -20,6 +19,7 @@ from typing import Any
 from sentcl import distributed
 from sentcl.config import ConfigError, TrainConfig, changed_settings, resume_safe_keys
 from sentcl.files.fingerprint import file_sha256
+from sentcl.files.lock import LockHeld, ProcessLock
 from sentcl.files.output import Input, OutputRefused, claim_folder, model_input, read_marker, write_marker
 from sentcl.files.read import iter_jsonl, mend_jsonl_tail, read_json
 from sentcl.training.checkpoint import STATE_FILE, list_checkpoints, recover_run_folder
@@ -35,32 +35,23 @@ METRICS_FILE = "metrics.jsonl"
 
 
 class RunLock:
-    """An exclusive ``flock`` on ``<out>/LOCK_FILE``, held until ``release`` (or the process ends)."""
+    """An exclusive lock on ``<out>/LOCK_FILE`` (``sentcl.files.lock``), held until ``release`` (or the process
+    ends); a second run into the folder is refused with the holder's PID."""
 
     def __init__(self, out: Path) -> None:
         path = out / LOCK_FILE
         try:
-            self.fd: int | None = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        except OSError as err:
-            raise ConfigError(f"training.output_dir {out} cannot be written: {err.strerror or err}") from None
-        try:
-            fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            holder = os.pread(self.fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
-            os.close(self.fd)
+            self.lock = ProcessLock(path, wait=False)
+        except LockHeld as held:
             raise ConfigError(
-                f"training.output_dir {out} is in use by another sentcl train (PID {holder}, lock {path}); "
+                f"training.output_dir {out} is in use by another sentcl train (PID {held.holder}, lock {path}); "
                 "wait for it to end, or choose another folder"
             ) from None
-        os.ftruncate(self.fd, 0)
-        os.pwrite(self.fd, f"{os.getpid()}\n".encode(), 0)
+        except OSError as err:
+            raise ConfigError(f"training.output_dir {out} cannot be written: {err.strerror or err}") from None
 
     def release(self) -> None:
-        if self.fd is not None:
-            os.ftruncate(self.fd, 0)  # no PID left behind: the folder is free
-            fcntl.flock(self.fd, fcntl.LOCK_UN)
-            os.close(self.fd)
-            self.fd = None
+        self.lock.release()
 
 
 def _is_run_config(path: Path) -> bool:
