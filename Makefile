@@ -77,7 +77,7 @@ lint: install-dev
 	$(BIN)/ruff format --check src tests bench
 
 # The benchmarks of bench/ against sentence-transformers (docs/performance.md); about an hour in all here.
-bench: install-dev bench-peer-venv
+bench: install-dev bench-peer-venv bench-static-peer-venv
 	$(BIN)/python -m bench.train_vs_st --profile
 	$(BIN)/python -m bench.encode_vs_st --chunks 10 --peer-python $(PEER_VENV)/bin/python
 	$(BIN)/python -m bench.memory_gradcache --allocators glibc,mmap128k
@@ -86,7 +86,8 @@ bench: install-dev bench-peer-venv
 	$(BIN)/python -m bench.serve_load --rounds 3 --soak-seconds 300
 	$(BIN)/python -m bench.index --n 1000000 --types flat,ivf,hnsw,ivfpq --threads 1 --rounds 3
 	$(BIN)/python -m bench.shard_memory --sizes 20000,80000,320000 --shard-size 20000
-	$(BIN)/python -m bench.frontier --peer-python $(PEER_VENV)/bin/python --sentences 500 --rounds 3
+	$(BIN)/python -m bench.frontier --peer-python $(PEER_VENV)/bin/python \
+	  --model2vec-python $(STATIC_PEER_VENV)/bin/python --sentences 3000 --rounds 3
 
 # The peer's ONNX backend (encode_vs_st's st-onnx: SentenceTransformer(backend="onnx")) needs optimum-onnx,
 # which requires transformers<4.58: a second venv beside .venv (transformers 5), used by make bench only.

@@ -19,8 +19,11 @@ Points (``--points``, default all of them; ``--static NAME=FOLDER`` adds a stati
   from where.
 - peers, run by ``--peer-python`` (``bench/st_peer.py``; sentence-transformers' ONNX and OpenVINO backends
   need transformers<4.58): ``st`` (sentence-transformers, PyTorch), ``st-onnx``, ``st-openvino``, and
-  ``model2vec`` (Model2Vec's own ``distill`` of the teacher with its defaults, built once into
-  ``--cache-dir``).
+  ``model2vec`` (Model2Vec's own ``distill`` of the teacher with its defaults, built once per Model2Vec version
+  into ``--cache-dir``). Each peer encodes with its library's own default batch size (``--peer-batch-size`` sets
+  one). ``--model2vec-python`` runs the Model2Vec point under another interpreter: ``.venv-peer``'s
+  transformers<4.58 holds Model2Vec at 0.9, whose encode averages padding rows into every sentence;
+  ``make bench-static-peer-venv`` has Model2Vec 0.10.
 
 Search and service points are not timed here: the run records the rows of the committed ``bench.index_binary``
 and ``bench.serve_load`` results it was given (``--search-result``, ``--serve-result``; ``bench.frontier_side``).
@@ -32,7 +35,8 @@ fp32 (``teacher-onnx``, ``st``, ``st-onnx``) takes the teacher's committed avera
 sentences, which shows they are the same model. Size: every file of the point's folder. ``cpu_per_wall``:
 the CPU seconds a point's process used per second of its timing (near 1: one thread at work).
 
-    python -m bench.frontier --peer-python .venv-peer/bin/python          # from the repository root
+    python -m bench.frontier --peer-python .venv-peer/bin/python \
+        --model2vec-python .venv-static-peer/bin/python --sentences 3000      # from the repository root
     python -m bench.frontier --points teacher,l3,l3-onnx-int8 --rounds 2 --sentences 300
 """
 
@@ -88,6 +92,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     )
     p.add_argument("--serve-result", default=SERVE_RESULT, help="a committed bench.serve_load result")
     p.add_argument("--peer-python", default=None, help="interpreter of the peers (make bench-peer-venv)")
+    p.add_argument(
+        "--model2vec-python",
+        default=None,
+        help="interpreter of the model2vec point (default --peer-python; make bench-static-peer-venv: Model2Vec 0.10)",
+    )
+    p.add_argument(
+        "--peer-batch-size",
+        type=int,
+        default=0,
+        help="the peers' encode batch size (default 0: each library's own default)",
+    )
     p.add_argument("--cache-dir", default="runs/frontier-cache", help="Model2Vec's distilled folder, kept")
     p.add_argument("--sentences", type=int, default=1000, help="the first N distinct STS-B test sentences")
     p.add_argument("--rounds", type=int, default=3)

@@ -240,6 +240,57 @@ def side_sections(run: dict[str, Any], verdict: str, root: Path) -> str:
     )
 
 
+def peer_batch(config: dict[str, Any]) -> str:
+    """How the peers were batched, where the run set it apart from sentcl's points (older runs did not)."""
+    size = config.get("peer_batch_size")
+    if size is None or size == config["batch_size"]:
+        return ""
+    return " (the peers: each library's own default batch size)" if size == 0 else f" (the peers: {size})"
+
+
+INT8_POINTS = {"teacher-onnx-int8": "teacher-onnx", "l3-onnx-int8": "l3", "l2-onnx-int8": "l2"}
+
+
+def newest_per_cpu(root: Path = ROOT) -> list[tuple[Path, dict[str, Any]]]:
+    """The newest committed run of each CPU model (by ``machine.cpu``), newest first."""
+    runs = [(p, json.loads(p.read_text(encoding="utf-8"))) for p in sorted((root / RUNS).glob("*.json"))]
+    newest: dict[str, tuple[Path, dict[str, Any]]] = {}
+    for path, run in sorted(runs, key=lambda pr: pr[1]["started"]):
+        newest[run["machine"]["cpu"]] = (path.relative_to(root), run)
+    return sorted(newest.values(), key=lambda pr: pr[1]["started"], reverse=True)
+
+
+def int8_by_cpu(root: Path = ROOT) -> str:
+    """The int8 exports on each kind of CPU the committed runs measured (with VNNI or without): x the teacher,
+    x their own fp32 point of the same run, STS."""
+    runs = newest_per_cpu(root)
+    if len(runs) < 2:
+        return ""
+    lines = [
+        "| CPU (its int8 instructions) | point | STS avg. (7 tasks) | x teacher | x its fp32 point | run |",
+        "|---|---|---:|---:|---:|---|",
+    ]
+    for path, run in runs:
+        flags = run["machine"].get("cpu_flags", [])
+        kind = "VNNI" if any("vnni" in f for f in flags) else "AVX2, no VNNI"
+        rows = run["points"]
+        for point, base in INT8_POINTS.items():
+            if point in rows and base in rows:
+                row, avg = rows[point], rows[point]["sts"]["avg"]
+                lines.append(
+                    f"| {run['machine']['cpu']} ({kind}) | {point} | {'-' if avg is None else f'{avg:.2f}'} | "
+                    f"{row['speed_vs_teacher']:.2f}x | "
+                    f"{row['speed_vs_teacher'] / rows[base]['speed_vs_teacher']:.2f}x | `{path.name}` |"
+                )
+    return (
+        "\n\n## int8 on both kinds of CPU\n\nThe int8 exports choose their kernel by the CPU's features "
+        "([export](../guides/shrink-and-export.md)): with VNNI, onnxruntime's U8S8; without it, U8U8 with the "
+        "feed-forward outputs in fp32, so that every sentence keeps a cosine of at least 0.99 to fp32. The "
+        "newest committed run on each kind of CPU, each point against the teacher's PyTorch encode and against "
+        "its own fp32 point of the same run (`x teacher` of each divided):\n\n" + "\n".join(lines)
+    )
+
+
 def _avg(run: dict[str, Any], name: str) -> float | None:
     return run["points"][name]["sts"]["avg"] if name in run["points"] else None
 
@@ -255,7 +306,7 @@ def page(path: Path, run: dict[str, Any], built: str = "", root: Path = ROOT) ->
     return f"""# The CPU frontier: quality against speed, one thread
 
 Every point encodes the same {run["sentences"]} distinct STS-B test sentences, batch
-{run["config"]["batch_size"]}, max length {run["config"]["max_length"]}, one thread, in one run of
+{run["config"]["batch_size"]}{peer_batch(run["config"])}, max length {run["config"]["max_length"]}, one thread, in one run of
 `bench/frontier.py`; the points alternate round by round ({run["config"]["rounds"]} rounds, rotating who goes
 first) and each timing repeats until {run["config"]["min_seconds"]} s have passed. The machine ({machine["cpu"]},
 {machine["logical_cores"]} cores) is shared with other jobs (load average at the start {load}), so absolute
@@ -267,7 +318,7 @@ second of its timing: about the share of one core it got (never above one: one t
 
 {table(run)}
 
-sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{settled_note(run, root)}{built}{peers_note(run)}
+sentcl's frontier (no sentcl point faster and better): {", ".join(ours)}.{verdict}{settled_note(run, root)}{built}{peers_note(run)}{int8_by_cpu(root)}
 
 ![STS average against speed]({PLOT_NAME})
 

@@ -156,8 +156,15 @@ def peer_point(name: str, peer: PeerEncoder, folder: Path, max_length: int) -> P
 
 
 def model2vec_folder(python: str, teacher: Path, cache: Path) -> Path:
-    """Model2Vec's ``distill`` of the teacher (its defaults), built once into ``cache`` (never overwritten)."""
-    out = cache / f"model2vec-{teacher.name}"
+    """Model2Vec's ``distill`` of the teacher (its defaults) by ``python``'s Model2Vec, built once per version
+    into ``cache`` (never overwritten)."""
+    version = subprocess.run(
+        [python, "-c", "from importlib.metadata import version; print(version('model2vec'))"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    out = cache / f"model2vec-{version}-{teacher.name}"
     if not (out / "config.json").is_file():
         cache.mkdir(parents=True, exist_ok=True)
         partial = Path(tempfile.mkdtemp(prefix="model2vec-", dir=cache))
@@ -247,7 +254,11 @@ def build_points(
             model = open_model(path, threads=args.threads)
             points[label] = sentcl_point(label, model, Path(path), "static", args.batch_size, ml)
         wanted = [n for n in names if n in PEER_BACKENDS]
-        if wanted and not args.peer_python:
+        python = {
+            n: (args.model2vec_python or args.peer_python) if n == "model2vec" else args.peer_python
+            for n in wanted
+        }
+        if any(not python[n] for n in wanted):
             raise ValueError(f"--points {', '.join(wanted)} run under --peer-python (make bench-peer-venv)")
         copy = work / "teacher-copy"  # the peers may write beside a model: never into the installed one
         if wanted:
@@ -255,16 +266,16 @@ def build_points(
         try:
             for name in wanted:
                 source = (
-                    model2vec_folder(args.peer_python, copy, Path(args.cache_dir))
+                    model2vec_folder(python[name], copy, Path(args.cache_dir))
                     if name == "model2vec"
                     else copy
                 )
                 save = work / f"{name}-saved"
                 peer = PeerEncoder(
-                    args.peer_python,
+                    python[name],
                     str(source),
                     PEER_BACKENDS[name],
-                    args.batch_size,
+                    args.peer_batch_size,
                     ml,
                     args.threads,
                     str(save),
