@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 # the student and tokenlearn on the whole corpus; the static peers on the corpus' first sentences
-WHOLE = Path("bench/results/static_speed_tokenlearn_full.json")
+WHOLE = Path("bench/results/static_speed_components.json")  # the recipe and tokenlearn on its whole corpus
 SPEED = Path("bench/results/static_speed_tokenlearn.json")
 VERSIONS = Path("bench/results/static_speed.json")  # one Model2Vec folder under two versions' encode
 PEERS = Path("bench/results/static_peers.json")
@@ -211,8 +211,9 @@ def static_section(root: Path, batch: int, frontier_avg: float | None = None) ->
     peers = committed(root, PEERS)
     text = (
         "\n\n## Static points on a realistic load\n\n"
-        f"The first table re-encodes its sentences in calls of {batch}; a static model's pass takes milliseconds, "
-        "so that load times its call overhead. Here every point encodes the same thousands of distinct sentences "
+        f"The first table encodes the STS-B test sentences in batches of {batch} (sentcl's points), again until a "
+        "second has passed; a static model's pass over them takes milliseconds, so call overhead weighs in. Here "
+        "every point encodes the same thousands of distinct sentences "
         f"of the offline English corpus (mean {first['load']['mean_words']:.1f} words) in one call per pass, one "
         "thread, in alternating rounds; `x teacher` is the median per-round ratio to sentcl's PyTorch encode of "
         "the teacher (the first table's 1x), `x st` to sentence-transformers' encode of it. `NAME@all` is the "

@@ -72,7 +72,7 @@ TABLE_KEYS = (
 )  # the rest of a variant: FitSettings' fields
 
 
-def _table(
+def distilled_table(
     vectors: np.ndarray,
     ids: np.ndarray,
     vocab: int,
@@ -188,7 +188,7 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
             ids_all = np.concatenate([ids, vocab + np.arange(len(added))])  # (V' + W,)
             vocab += len(added)
             own = tok.ids(sentences[:n]).lists()
-        table, pca = _table(rows, ids_all if added else ids, vocab, spec, own, recipe)
+        table, pca = distilled_table(rows, ids_all if added else ids, vocab, spec, own, recipe)
         fit = {k: v for k, v in spec.items() if k not in TABLE_KEYS}
         fit.setdefault("steps", 0)  # a variant without steps is the distillation alone
         settings = dataclasses.replace(recipe.fit, **fit, dim=spec.get("dim", recipe.dim))

@@ -41,7 +41,8 @@ def test_the_command_writes_a_static_folder_with_its_record(static_student: Path
     summary = json.loads((static_student / SUMMARY_FILE).read_text(encoding="utf-8"))
     assert summary["corpus_sentences"] == 300 and summary["recipe"]["dim"] == 8
     assert summary["recipe"]["fit"]["contrastive_weight"] == 0.5
-    assert {"distill_cpu_seconds", "fit_cpu_seconds"} <= set(summary["times"])
+    assert {"distill_cpu_seconds", "fit_cpu_seconds", "components_cpu_seconds"} <= set(summary["times"])
+    assert summary["removed_components"]["components"] == load_static_recipe().components
     assert open_model(str(static_student)).encode("a man").shape == (8,)
 
 
@@ -177,16 +178,26 @@ def test_the_recipe_runs_and_sentence_transformers_reads_its_folder(
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-@settings(max_examples=60, deadline=None)
-@given(dim=st.integers(-3, 600), pca=st.one_of(st.none(), st.integers(-3, 600)), steps=st.integers(-2, 4000))
-def test_any_override_is_taken_or_refused_by_name(dim: int, pca: int | None, steps: int) -> None:
+@settings(max_examples=80, deadline=None)
+@given(
+    dim=st.integers(-3, 600),
+    pca=st.one_of(st.none(), st.integers(-3, 600)),
+    steps=st.integers(-2, 4000),
+    components=st.integers(-2, 8),
+)
+def test_any_override_is_taken_or_refused_by_name(
+    dim: int, pca: int | None, steps: int, components: int
+) -> None:
     """Generated settings: valid ones land in the recipe as given, the rest are ConfigErrors naming a key."""
     sets = [f"dim={dim}", f"fit.steps={steps}", f"pca_dim={'null' if pca is None else pca}"]
+    sets.append(f"components={components}")
     valid = dim > 0 and steps >= 0 and (pca is None or (pca >= dim and (steps > 0 or pca == dim)))
+    valid = valid and 0 <= components < dim
     if not valid:
-        with pytest.raises(ConfigError, match=r"dim|steps"):
+        with pytest.raises(ConfigError, match=r"dim|steps|components"):
             load_static_recipe(None, sets)
         return
     recipe = load_static_recipe(None, sets)
     assert (recipe.dim, recipe.pca_dim, recipe.fit.steps, recipe.fitted) == (dim, pca, steps, steps > 0)
+    assert recipe.components == components
     assert recipe.fit.batch_size == load_static_recipe().fit.batch_size  # the rest: the built-in values

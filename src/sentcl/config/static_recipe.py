@@ -69,6 +69,9 @@ class StaticRecipe:
     weighting: str
     sif_a: float
     fit: FitSettings
+    #: common components removed from the table after the fit: the corpus sentence vectors' mean and their top
+    #: ``components`` principal directions (``sentcl.methods.static_components``); 0 with no mean: none
+    components: int
     #: the width of the distillation's PCA; wider than ``dim``, the learned map chooses the student's axes
     pca_dim: int | None = None
     skip_pattern: str | None = None
@@ -88,6 +91,8 @@ class StaticRecipe:
             )
         if self.max_sentences is not None and self.max_sentences <= 0:
             raise ConfigError(f"max_sentences must be positive, got {self.max_sentences}")
+        if not 0 <= self.components < self.dim:
+            raise ConfigError(f"components must be from 0 to dim - 1 ({self.dim - 1}), got {self.components}")
         if self.sif_a <= 0:
             raise ConfigError(f"sif_a must be positive, got {self.sif_a}")
         if self.skip_pattern is not None:

@@ -42,7 +42,7 @@ class FitResult:
     cpu_seconds: float  # process CPU time of the fit
 
 
-def _bags(token_lists: Sequence[Sequence[int]], rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
+def bags(token_lists: Sequence[Sequence[int]], rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
     """EmbeddingBag input of the given sentences: flat ids (T,) and offsets (B,)."""
     picked = [token_lists[r] for r in rows]
     lengths = np.array([len(ids) for ids in picked], dtype=np.int64)  # (B,)
@@ -132,7 +132,7 @@ def fit_static(
             order, cursor = rng.permutation(usable), 0
         rows = order[cursor : cursor + settings.batch_size]
         cursor += settings.batch_size
-        flat, offsets = _bags(token_lists, rows)
+        flat, offsets = bags(token_lists, rows)
         loss = fit_loss(linear(bag(flat, offsets)), targets[torch.from_numpy(rows)], settings)
         for opt, _ in optimizers:
             opt.zero_grad(set_to_none=True)
@@ -156,4 +156,4 @@ def fit_static(
     )
 
 
-__all__ = ["LOSSES", "FitResult", "FitSettings", "fit_loss", "fit_static"]
+__all__ = ["LOSSES", "FitResult", "FitSettings", "bags", "fit_loss", "fit_static", "fit_targets"]

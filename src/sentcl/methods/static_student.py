@@ -4,7 +4,9 @@
 2. Fit (unless ``fit`` is None): the table is trained on the teacher's cached vectors of a corpus
    (static_fit.py); the teacher's vectors come from the teacher cache (methods/teacher_cache.py), shared with
    the layer students' runs on the same sentences.
-3. Write: a sentence-transformers folder with a StaticEmbedding module and a Normalize module
+3. Remove the common components (``components`` > 0): the corpus sentence vectors' mean and top directions,
+   folded into the table (static_components.py).
+4. Write: a sentence-transformers folder with a StaticEmbedding module and a Normalize module
    (modeling/static.py), and ``sentcl_static.json`` beside it: the settings, the corpus, the losses, the wall
    and CPU time of each step.
 
@@ -26,6 +28,7 @@ import numpy as np
 
 from sentcl.config.static_recipe import StaticRecipe, load_static_recipe
 from sentcl.config.teacher import TeacherConfig
+from sentcl.methods.static_components import common_components, remove_components
 from sentcl.methods.static_distill import (
     check_token_teacher,
     corpus_probabilities,
@@ -97,7 +100,7 @@ def build_static_student(
     kept_tokens(
         encoder.tokenizer, recipe.skip_pattern
     )  # a pattern that leaves no token: refused before the work
-    needs_corpus = recipe.fitted or recipe.weighting == "corpus"
+    needs_corpus = recipe.fitted or recipe.weighting == "corpus" or recipe.components > 0
     sentences = corpus_sentences(resolve_data_dir(data_dir), recipe.max_sentences) if needs_corpus else []
     tokens = token_lists(encoder, sentences) if needs_corpus else None
     weights = _weights(recipe, len(encoder.tokenizer), tokens)
@@ -115,12 +118,22 @@ def build_static_student(
         result = fit_static(distilled.table, distilled.pca, tokens, targets, fit)
         table, losses = result.table, result.losses
         times.update(fit_seconds=result.seconds, fit_cpu_seconds=result.cpu_seconds)
+    removed = None
+    if recipe.components > 0 and tokens is not None:
+        wall, cpu = time.perf_counter(), time.process_time()
+        found = common_components(table, tokens, recipe.components)
+        table = remove_components(table, found)
+        times.update(
+            components_seconds=time.perf_counter() - wall, components_cpu_seconds=time.process_time() - cpu
+        )
+        removed = {"components": recipe.components, "explained_variance_ratio": found.explained}
     summary = {
         "teacher": teacher,
         "recipe": dataclasses.asdict(recipe),
         "corpus_sentences": len(sentences),
         "explained_variance_ratio": float(distilled.pca.explained_variance_ratio.sum()),
         "losses": losses,
+        "removed_components": removed,
         "times": times,
     }
     card = f"# Static student of {teacher}\n\nBuilt by `sentcl distill-static`; settings in {SUMMARY_FILE}.\n"

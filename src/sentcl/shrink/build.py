@@ -189,6 +189,7 @@ def build_static(ctx: Context, cand: Candidate) -> dict[str, Any]:
             f"fit.batch_size={min(b.batch_size, b.corpus_sentences)}",
             f"fit.seed={ctx.seed}",
             f"fit.warmup_steps={min(100, b.static_steps // 10)}",
+            f"components={min(load_static_recipe().components, cand.dim - 1)}",  # a width of 1 keeps its axis
         ]
         if ctx.cache is not None:
             overrides.append(f"teacher_cache={ctx.cache}")
