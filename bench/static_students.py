@@ -15,6 +15,9 @@ then builds its table and, with ``steps`` > 0, fits it to the teacher's vectors 
 - the fit: any ``FitSettings`` field (``steps``, ``learning_rate``, ``batch_size``, ``loss``,
   ``contrastive_weight``, ...).
 
+The recipe's last step, removing the common components, is left out here: ``bench.static_components``
+measures it on built folders.
+
 The teacher's vectors come from the teacher cache, or with ``--vectors CORPUS SHARDS`` from a shard folder of
 the same teacher over other lines, matched by sentence. One thread; STS by ``sentcl.evaluation.sts`` on the
 table's mean of rows, unit length (what the folder's encode gives).

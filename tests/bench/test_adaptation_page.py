@@ -116,4 +116,7 @@ def test_cells_of_different_code_are_named_stale(tmp_path: Path) -> None:
     summary = json.loads(path.read_text(encoding="utf-8")) | {"code": "new", "commit": "bbbbbbbbbb"}
     path.write_text(json.dumps(summary), encoding="utf-8")
     page = build(tmp_path)
-    assert "Warning: the cells were made by 2 different versions of the code (commits bbbbbbb, unrecorded)" in page
+    assert (
+        "Warning: the cells were made by 2 different versions of the code (commits bbbbbbb, unrecorded)"
+        in page
+    )

@@ -2,9 +2,10 @@
 
 The settings are the recipe's (``--config``, default the built-in ``distill_static``; ``sentcl.config.
 static_recipe``): Model2Vec's distillation (token vectors, PCA, SIF weights), a fit to the teacher's
-vectors of the offline English corpus, then the common components of the student's sentence vectors removed. ``TEACHER`` and ``OUT`` set the recipe's ``teacher`` and
-``output_dir``; ``--set key=value`` (repeatable) any other setting, e.g. ``--set fit.steps=0``. The few flags
-below are shorthands for the settings people change most and hold no values of their own.
+vectors of the offline English corpus, then the common components of the student's sentence vectors removed.
+``TEACHER`` and ``OUT`` set the recipe's ``teacher`` and ``output_dir``; ``--set key=value`` (repeatable) any
+other setting, e.g. ``--set fit.steps=0``. The few flags below are shorthands for the settings people change
+most and hold no values of their own.
 """
 
 from __future__ import annotations
@@ -36,8 +37,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         help="Distil a teacher into a static model (one vector per token; the recipe distill_static).",
         description="Model2Vec's method (Tulkens & van Dongen): the teacher's vector of every token, PCA, SIF "
         "weights (Arora, Liang & Ma); then the table is fitted to the teacher's vectors of the offline "
-        "English corpus, and its sentence vectors' common components are removed. The folder is a sentence-transformers folder (StaticEmbedding). Every setting is "
-        "the recipe's: sentcl recipes show distill_static.",
+        "English corpus, and its sentence vectors' common components are removed. The folder is a "
+        "sentence-transformers folder (StaticEmbedding). Every setting is the recipe's: sentcl recipes show "
+        "distill_static.",
     )
     p.add_argument(
         "teacher",

@@ -70,7 +70,7 @@ class StaticRecipe:
     sif_a: float
     fit: FitSettings
     #: common components removed from the table after the fit: the corpus sentence vectors' mean and their top
-    #: ``components`` principal directions (``sentcl.methods.static_components``); 0 with no mean: none
+    #: ``components`` principal directions (``sentcl.methods.static_components``); 0: the table as fitted
     components: int
     #: the width of the distillation's PCA; wider than ``dim``, the learned map chooses the student's axes
     pca_dim: int | None = None

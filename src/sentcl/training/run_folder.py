@@ -3,8 +3,9 @@
 A new run needs a folder that can be written and that holds neither a model (its ``config.json`` would be
 overwritten) nor another run (its checkpoints would be mixed with the new run's); ``--resume`` continues a
 run only with the config it was trained with, except for the fields marked ``resume_safe``
-(``sentcl.config.resume_safe_keys``). The run holds a lock on its folder (``sentcl.files.lock`` on ``LOCK_FILE``) from
-these checks to its end, so a second ``sentcl train`` into the same folder is refused with the holder's PID.
+(``sentcl.config.resume_safe_keys``). The run holds a lock on its folder (``sentcl.files.lock`` on
+``LOCK_FILE``) from these checks to its end, so a second ``sentcl train`` into the same folder is refused with
+the holder's PID.
 """
 
 from __future__ import annotations
