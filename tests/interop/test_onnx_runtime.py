@@ -12,7 +12,7 @@ import numpy as np
 import onnx
 import pytest
 from helpers.passes import brute_force
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from sentcl.interop.onnx import ONNX_MODEL, OnnxEncoder, export_onnx
@@ -44,6 +44,7 @@ class _Spy:
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(st.lists(st.sampled_from(WORDS), min_size=1, max_size=60), min_size=1, max_size=40))
+@example([WORDS * 6, ["a"]])  # a sentence past the model's max length: cut there, as the encoder does
 def test_passes_keep_the_cell_budget(
     exported: tuple[SentenceEncoder, Path, Path], words: list[list[str]]
 ) -> None:
@@ -53,7 +54,10 @@ def test_passes_keep_the_cell_budget(
     spy = _Spy(encoder.session)
     encoder.session = spy
     got = encoder.encode(sentences)  # (N, D)
-    lengths = sorted((len(x) for x in model.tokenizer(sentences, truncation=True)["input_ids"]), reverse=True)
+    ids = model.tokenizer(sentences, truncation=True, max_length=model.max_length)[
+        "input_ids"
+    ]  # as it encodes
+    lengths = sorted((len(x) for x in ids), reverse=True)
     spans = brute_force(lengths, 128, ORT_MAX_CELLS, MAX_PADDING)
     assert spy.shapes == [(end - start, lengths[start]) for start, end in spans]
     alone = np.stack([model.encode([s])[0] for s in sentences])  # (N, D), PyTorch, one sentence a pass
