@@ -151,6 +151,11 @@ def test_recipe_errors_name_the_key_and_where_it_came_from(tmp_path: Path, capsy
     mine.write_text("dim: 64\nfit:\n  loss: hinge\n", encoding="utf-8")
     with pytest.raises(ConfigError, match=rf"fit\.loss must be one of.*{mine.name}"):
         load_static_recipe(mine)
+    mine.write_text("dim: 64\ncomponents: 64\n", encoding="utf-8")  # as many directions as the width
+    with pytest.raises(
+        ConfigError, match=rf"components must be from 0 to dim - 1 \(63\), got 64 .*{mine.name}"
+    ):
+        load_static_recipe(mine)
     mine.write_text("dim: 64\n", encoding="utf-8")  # a user's file changes some settings, the rest stand
     assert load_static_recipe(mine).dim == 64
     assert load_static_recipe(mine).fit == load_static_recipe().fit
