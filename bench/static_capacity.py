@@ -8,12 +8,21 @@ variant (a JSON object) changes one of two things, on the recipe's corpus and fi
 - the text: ``windows`` K adds K random word windows of every corpus sentence to the fit (a window has
   ``min_words`` words or more, and fewer than its sentence; seed k for the k-th), each with the teacher's
   vector of the window (encoded into the teacher cache once): more text, where the data folder has no more;
-- the form (``head``): ``linear`` is the recipe's; ``mlp`` adds a residual two-layer MLP (``hidden`` units,
-  GELU) on the mapped mean; ``max`` adds a linear map of the maximum over the rows of a second table, started
-  as a copy (the concatenated power means of Rücklé, Eger, Peyrard & Gurevych, "Concatenated power mean word
-  embeddings as universal cross-lingual sentence representations": the mean and the maximum, each mapped).
-  Neither folds into one table, so each is timed: the head's encode (the folder's tokenizer, the rows, the
-  head) against the folded mean's, one thread, alternating rounds on ``--speed-sentences`` corpus sentences.
+- the form (``head``, ``bench.static_heads``): ``linear`` is the recipe's; ``mlp`` (``hidden`` units),
+  ``max``, ``attention`` and ``weights`` (``heads``, ``qk``) are richer. None folds into one table, so each is
+  timed: the head's encode (the folder's tokenizer, the rows, the head) against the folded mean's, one thread,
+  alternating rounds on ``--speed-sentences`` corpus sentences; the attention heads also as per-token tables
+  (the form a folder would run, checked against the head), and with ``--teacher-in-rounds`` against the
+  teacher's encode in the same rounds.
+
+Two more keys, on any head:
+
+- ``bigrams`` B: every pair of neighbouring tokens also looks up a row of B hashed buckets (fastText's word
+  n-grams, Joulin, Grave, Bojanowski & Mikolov, "Bag of tricks for efficient text classification"), started at
+  zero, in the same mean: still a mean of rows (a bigger table), timed like a head;
+- ``components`` k: the mean and top k principal directions of the head's outputs over the corpus are removed
+  before the cosine (``sentcl.methods.static_components``' rule, applied after the head; for the linear head it
+  is the recipe's folded step).
 
 Any other key is a ``FitSettings`` field (``steps``, ``learning_rate``, ...). One thread.
 
@@ -27,6 +36,7 @@ import argparse
 import dataclasses
 import json
 import shlex
+import statistics
 import sys
 import time
 from pathlib import Path
@@ -34,14 +44,15 @@ from typing import Any
 
 import numpy as np
 import torch
-from torch import nn
 
+from bench.static_heads import AttentionTables, Head, WeightTables, with_bigrams
 from bench.static_students import distilled_table
 from sentcl.config.static_recipe import FitSettings, load_static_recipe
-from sentcl.evaluation.speed import alternate_rounds, speed_rows
+from sentcl.evaluation.speed import alternate_rounds, speed_rows, timed
 from sentcl.evaluation.sts import evaluate_sts
 from sentcl.files.paths import resolve_data_dir
 from sentcl.methods import static_distill as sd
+from sentcl.methods.static_components import Components
 from sentcl.methods.static_fit import bags, fit_loss, fit_targets
 from sentcl.methods.static_student import corpus_sentences, teacher_matrix, token_lists
 from sentcl.methods.teacher_cache import distinct_texts
@@ -50,41 +61,17 @@ from sentcl.modeling.static import bag_mean
 from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
 from sentcl.similarity import unit_rows
 
-HEADS = ("linear", "mlp", "max")
-TEXT_KEYS = ("windows", "min_words", "head", "hidden")  # the rest of a variant: FitSettings' fields
-
-
-class Head(nn.Module):
-    """The student: the mean of rows through ``linear`` (k -> k'), plus the variant's head."""
-
-    def __init__(self, table: np.ndarray, out: int, kind: str, hidden: int) -> None:
-        super().__init__()
-        self.kind = kind
-        rows = torch.from_numpy(table.copy())  # (V, k)
-        self.mean = nn.EmbeddingBag.from_pretrained(rows, freeze=False, mode="mean", sparse=True)
-        self.linear = nn.Linear(table.shape[1], out, bias=False)
-        with torch.no_grad():
-            self.linear.weight.copy_(torch.eye(out, table.shape[1]))  # (k', k): the first k' PCA axes
-        if kind == "mlp":
-            self.mlp = nn.Sequential(nn.Linear(out, hidden), nn.GELU(), nn.Linear(hidden, out))
-            nn.init.zeros_(self.mlp[2].weight)  # the start is the recipe's student
-            nn.init.zeros_(self.mlp[2].bias)
-        if kind == "max":  # torch's max bags take no sparse gradient: a dense second table
-            self.max = nn.EmbeddingBag.from_pretrained(rows.clone(), freeze=False, mode="max")
-            self.max_map = nn.Linear(table.shape[1], out, bias=False)
-            nn.init.zeros_(self.max_map.weight)
-
-    def forward(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        mapped = self.linear(self.mean(flat, offsets))  # (B, k')
-        if self.kind == "mlp":
-            return mapped + self.mlp(mapped)
-        if self.kind == "max":
-            return mapped + self.max_map(self.max(flat, offsets))
-        return mapped
-
-    def optimizers(self, lr: float) -> list[torch.optim.Optimizer]:
-        dense = [p for name, p in self.named_parameters() if name != "mean.weight"]
-        return [torch.optim.SparseAdam([self.mean.weight], lr=lr), torch.optim.Adam(dense, lr=lr)]
+HEADS = ("linear", "mlp", "max", "attention", "weights")
+TEXT_KEYS = (
+    "windows",
+    "min_words",
+    "head",
+    "hidden",
+    "heads",
+    "qk",
+    "bigrams",
+    "components",
+)  # the rest of a variant: FitSettings' fields
 
 
 def windows(sentences: list[str], k: int, min_words: int) -> list[str]:
@@ -129,17 +116,61 @@ def fit(model: Head, token_lists_: list[list[int]], targets: torch.Tensor, setti
     return time.process_time() - start
 
 
-def head_encode(model: Head, tokenizer: StaticTokenizer) -> Any:
-    """texts -> unit vectors (N, k') through the head, as a folder would run it."""
+def head_encode(
+    model: Head, tokenizer: StaticTokenizer, bigrams: int = 0, removed: Components | None = None
+) -> Any:
+    """texts -> unit vectors (N, k') through the head, as a folder would run it (the bigram buckets looked
+    up, the common components removed, where the variant has them)."""
     model.eval()
+    vocab = model.mean.weight.shape[0] - bigrams
+
+    def encode_chunk(texts: list[str]) -> np.ndarray:
+        rows: TokenRows = tokenizer.ids(texts)
+        if bigrams:
+            rows = with_bigrams(rows, vocab, bigrams)
+        with torch.inference_mode():
+            return model(torch.from_numpy(rows.ids), torch.from_numpy(rows.offsets)).numpy()  # (n, k')
 
     def encode(texts: list[str]) -> np.ndarray:
-        rows: TokenRows = tokenizer.ids(texts)
-        with torch.inference_mode():
-            out = model(torch.from_numpy(rows.ids), torch.from_numpy(rows.offsets))  # (N, k')
-        return unit_rows(out.numpy())
+        # chunks of 1,024 texts: the attention head pads each chunk to its longest text
+        out = np.concatenate([encode_chunk(texts[s : s + 1024]) for s in range(0, max(len(texts), 1), 1024)])
+        return finish(out, removed)
 
     return encode
+
+
+def finish(out: np.ndarray, removed: Components | None) -> np.ndarray:
+    """Head outputs (N, k') to unit vectors, the common components removed where the variant has them."""
+    if removed is not None:
+        out = out - removed.mean  # (N, k')
+        out = out - (out @ removed.directions.T) @ removed.directions
+    return unit_rows(out)
+
+
+def tables_encode(
+    tables: AttentionTables | WeightTables, tokenizer: StaticTokenizer, removed: Components | None
+) -> Any:
+    """texts -> unit vectors through a head's tables (``AttentionTables``, ``WeightTables``)."""
+    return lambda texts: finish(tables(tokenizer.ids(texts)), removed)
+
+
+def head_components(model: Head, lists: list[list[int]], k: int) -> Components:
+    """The mean and top ``k`` principal directions of the head's outputs over ``lists`` (the corpus)."""
+    model.eval()
+    with torch.inference_mode():
+        out = np.concatenate(
+            [
+                model(*bags(lists, np.arange(s, min(s + 1024, len(lists))))).numpy()
+                for s in range(0, len(lists), 1024)
+            ]
+        ).astype(np.float64)  # (N, k')
+    mean = out.mean(axis=0)  # (k',)
+    values, vectors = np.linalg.eigh((out - mean).T @ (out - mean))  # ascending
+    return Components(
+        mean.astype(np.float32),
+        vectors[:, ::-1][:, :k].T.astype(np.float32),  # (k, k')
+        float(values[::-1][:k].sum() / values.sum()),
+    )
 
 
 def folded_encode(model: Head, tokenizer: StaticTokenizer) -> Any:
@@ -151,15 +182,6 @@ def folded_encode(model: Head, tokenizer: StaticTokenizer) -> Any:
 
 def speed(encoders: dict[str, Any], sentences: list[str], rounds: int) -> dict[str, dict[str, Any]]:
     """Each encoder's rate and its ratio to the folded mean's, alternating rounds, one call per pass."""
-
-    def timed(encode: Any) -> Any:
-        def run(texts: list[str]) -> tuple[float, float, np.ndarray]:
-            start, cpu = time.perf_counter(), time.process_time()
-            out = encode(texts)
-            return time.perf_counter() - start, time.process_time() - cpu, out
-
-        return run
-
     rates, cpu, _ = alternate_rounds({n: timed(e) for n, e in encoders.items()}, sentences, rounds, 1.0, None)
     return speed_rows(rates, cpu, "folded")
 
@@ -197,9 +219,42 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
         kind = spec.get("head", "linear")
         if kind not in HEADS:
             raise SystemExit(f"--variants {json.dumps(spec)}: head {kind!r} is not one of {', '.join(HEADS)}")
-        model = Head(table, recipe.dim, kind, int(spec.get("hidden", 1024)))
-        cpu = fit(model, own, targets, settings)
-        encode = head_encode(model, tokenizer)
+        buckets = int(spec.get("bigrams", 0))
+        if buckets:  # zero rows after the vocabulary's, and every list with its pairs' buckets
+            table = np.concatenate(
+                [table, np.zeros((buckets, table.shape[1]), dtype=np.float32)]
+            )  # (V + B, k)
+            own = [
+                with_bigrams(
+                    TokenRows(np.array(ids, dtype=np.int64), np.array([len(ids)])), len(kept), buckets
+                ).ids.tolist()
+                for ids in own
+            ]
+        model = Head(
+            table,
+            recipe.dim,
+            kind,
+            int(spec.get("hidden", 1024)),
+            int(spec.get("heads", 4)),
+            int(spec.get("qk", 16)),
+        )
+        saved = args.load / f"{len(result['rows'])}.pt" if args.load else None
+        if saved is not None:  # a head this bench saved (--save): timed and scored again, not fitted
+            state = torch.load(saved, weights_only=False)  # our own file
+            if state["variant"] != spec:
+                raise SystemExit(
+                    f"{saved} holds the variant {json.dumps(state['variant'])}, not {json.dumps(spec)}"
+                )
+            model.load_state_dict(state["state"])
+            cpu, removed = None, state["removed"]
+        else:
+            cpu = fit(model, own, targets, settings)
+            removed = (
+                head_components(model, [ids for ids in own if ids], int(spec["components"]))
+                if spec.get("components")
+                else None
+            )
+        encode = head_encode(model, tokenizer, buckets, removed)
         row: dict[str, Any] = {
             "variant": spec,
             "windows_added": added,
@@ -207,10 +262,36 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
             "fit_cpu_seconds": cpu,
             "fit": dataclasses.asdict(settings),
         }
-        if kind != "linear":
-            found = speed({"folded": folded_encode(model, tokenizer), kind: encode}, timing, args.rounds)
-            row["speed_vs_folded_mean"] = found[kind]["speed_vs_teacher"]  # the reference is the folded mean
-            row["round_ratios"] = found[kind]["round_ratios"]
+        if args.save and saved is None:
+            args.save.mkdir(parents=True, exist_ok=True)
+            torch.save(
+                {"variant": spec, "state": model.state_dict(), "removed": removed},
+                args.save / f"{len(result['rows'])}.pt",
+            )
+        if kind != "linear" or buckets:
+            encoders = {"folded": folded_encode(model, tokenizer), "head": encode}
+            if kind in ("attention", "weights"):
+                # the same head as per-token tables (the form a folder would run), checked against it
+                tables = AttentionTables.of(model) if kind == "attention" else WeightTables.of(model)
+                encoders["tables"] = tables_encode(tables, tokenizer, removed)
+                check = timing[:2000]
+                row["tables_max_abs_diff"] = float(np.abs(encoders["tables"](check) - encode(check)).max())
+            if args.teacher_in_rounds:
+                encoders["teacher"] = encoder.encode
+            found = speed(encoders, timing, args.rounds)
+            # speed()'s reference is the folded mean
+            row["speed_vs_folded_mean"] = found["head"]["speed_vs_teacher"]
+            row["round_ratios"] = found["head"]["round_ratios"]
+            if args.teacher_in_rounds:
+                # each point's ratio to the teacher in the same round, and their median
+                teacher_rates = found["teacher"]["round_rates"]
+                row["round_ratios_vs_teacher"] = {
+                    n: [a / b for a, b in zip(r["round_rates"], teacher_rates, strict=True)]
+                    for n, r in found.items()
+                }
+                row["speed_vs_teacher"] = {
+                    n: statistics.median(r) for n, r in row["round_ratios_vs_teacher"].items()
+                }
             row["sentences_per_s"] = {n: r["sentences_per_s"] for n, r in found.items()}
         result["rows"].append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "fit"}), flush=True)
@@ -230,6 +311,17 @@ def main() -> None:
     )
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--output", type=Path)
+    parser.add_argument(
+        "--teacher-in-rounds",
+        action="store_true",
+        help="time the teacher's encode in the same rounds as each head",
+    )
+    parser.add_argument("--save", type=Path, help="a folder for each trained head's state (N.pt)")
+    parser.add_argument(
+        "--load",
+        type=Path,
+        help="a --save folder: its heads (N.pt, the same variants) are loaded, not fitted",
+    )
     args = parser.parse_args()
     run([json.loads(v) for v in args.variants], resolve_data_dir(args.data_dir), args)
 

@@ -38,6 +38,14 @@ def _three_seeds() -> str:
     return f"{statistics.mean(seeds):.2f} ± {statistics.stdev(seeds):.2f}"
 
 
+def _shrink_chosen(field: str) -> str:
+    """`sentcl shrink all-MiniLM-L6-v2 --budget 10x`'s chosen model (bench/shrink_minilm.sh): its speed or the
+    share of the teacher's score it keeps."""
+    run = _json("shrink/minilm-10x-shrink.json")
+    row = run["rows"][run["chosen"]]
+    return f"{row['speed_vs_teacher']:.1f}x" if field == "speed" else f"{100 * row['kept']:.1f}%"
+
+
 @dataclass(frozen=True)
 class Measurement:
     """A figure, its one source, and the pattern (group 1: the value) by which each page states it."""
@@ -79,6 +87,22 @@ MEASUREMENTS = [
             "README.md": r"student scores ([\d.]+ ± [\d.]+) on the seven STS tasks over three seeds",
             "docs/tutorials/smaller-faster.md": r"student scores ([\d.]+ ± [\d.]+) on the seven tasks over three seeds",
             "docs/results/frontier-cpu.md": r"three seeds: ([\d.]+ \+- [\d.]+) over",
+        },
+    ),
+    Measurement(
+        "sentcl shrink --budget 10x: the chosen model's speed (bench/shrink_minilm.sh)",
+        lambda: _shrink_chosen("speed"),
+        {
+            "README.md": r"chose a static\s+student at ([\d.]+x) the teacher's speed",
+            "docs/tutorials/smaller-faster.md": r"static-256 meets 10x: ([\d.]+x) the teacher's speed",
+        },
+    ),
+    Measurement(
+        "sentcl shrink --budget 10x: the share of the teacher's score its chosen model keeps",
+        lambda: _shrink_chosen("kept"),
+        {
+            "README.md": r"the teacher's speed\s+keeping ([\d.]+%) of its STS score",
+            "docs/tutorials/smaller-faster.md": r"static-256 meets 10x: [\d.]+x the teacher's speed at 1 thread\(s\), keeping ([\d.]+%)",
         },
     ),
     Measurement(
