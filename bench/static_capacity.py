@@ -240,6 +240,10 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
         )
         saved = args.load / f"{len(result['rows'])}.pt" if args.load else None
         if saved is not None:  # a head this bench saved (--save): timed and scored again, not fitted
+            if not saved.is_file():
+                raise SystemExit(
+                    f"--load {args.load}: no {saved.name}, the head of variant {json.dumps(spec)}"
+                )
             state = torch.load(saved, weights_only=False)  # our own file
             if state["variant"] != spec:
                 raise SystemExit(
