@@ -36,7 +36,6 @@ import argparse
 import dataclasses
 import json
 import shlex
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -52,7 +51,7 @@ from sentcl.evaluation.speed import alternate_rounds, speed_rows, timed
 from sentcl.evaluation.sts import evaluate_sts
 from sentcl.files.paths import resolve_data_dir
 from sentcl.methods import static_distill as sd
-from sentcl.methods.static_components import Components
+from sentcl.methods.static_components import Components, components_of, remove_components
 from sentcl.methods.static_fit import bags, fit_loss, fit_targets
 from sentcl.methods.static_student import corpus_sentences, teacher_matrix, token_lists
 from sentcl.methods.teacher_cache import distinct_texts
@@ -141,10 +140,7 @@ def head_encode(
 
 def finish(out: np.ndarray, removed: Components | None) -> np.ndarray:
     """Head outputs (N, k') to unit vectors, the common components removed where the variant has them."""
-    if removed is not None:
-        out = out - removed.mean  # (N, k')
-        out = out - (out @ removed.directions.T) @ removed.directions
-    return unit_rows(out)
+    return unit_rows(out if removed is None else remove_components(out, removed))
 
 
 def tables_encode(
@@ -157,20 +153,12 @@ def tables_encode(
 def head_components(model: Head, lists: list[list[int]], k: int) -> Components:
     """The mean and top ``k`` principal directions of the head's outputs over ``lists`` (the corpus)."""
     model.eval()
-    with torch.inference_mode():
-        out = np.concatenate(
-            [
-                model(*bags(lists, np.arange(s, min(s + 1024, len(lists))))).numpy()
-                for s in range(0, len(lists), 1024)
-            ]
-        ).astype(np.float64)  # (N, k')
-    mean = out.mean(axis=0)  # (k',)
-    values, vectors = np.linalg.eigh((out - mean).T @ (out - mean))  # ascending
-    return Components(
-        mean.astype(np.float32),
-        vectors[:, ::-1][:, :k].T.astype(np.float32),  # (k, k')
-        float(values[::-1][:k].sum() / values.sum()),
-    )
+    with torch.inference_mode():  # chunks of 1,024 texts: the attention heads pad each to its longest text
+        chunks = (
+            model(*bags(lists, np.arange(s, min(s + 1024, len(lists))))).numpy()  # (B, k')
+            for s in range(0, len(lists), 1024)
+        )
+        return components_of(chunks, k)
 
 
 def folded_encode(model: Head, tokenizer: StaticTokenizer) -> Any:
@@ -180,10 +168,13 @@ def folded_encode(model: Head, tokenizer: StaticTokenizer) -> Any:
     return lambda texts: unit_rows(bag_mean(table, tokenizer.ids(texts)))
 
 
-def speed(encoders: dict[str, Any], sentences: list[str], rounds: int) -> dict[str, dict[str, Any]]:
-    """Each encoder's rate and its ratio to the folded mean's, alternating rounds, one call per pass."""
+def speed(
+    encoders: dict[str, Any], sentences: list[str], rounds: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each encoder's rates and CPU per wall second in alternating rounds, one call per pass (``speed_rows``
+    makes them ratios to a reference)."""
     rates, cpu, _ = alternate_rounds({n: timed(e) for n, e in encoders.items()}, sentences, rounds, 1.0, None)
-    return speed_rows(rates, cpu, "folded")
+    return rates, cpu
 
 
 def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) -> dict[str, Any]:
@@ -224,12 +215,7 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
             table = np.concatenate(
                 [table, np.zeros((buckets, table.shape[1]), dtype=np.float32)]
             )  # (V + B, k)
-            own = [
-                with_bigrams(
-                    TokenRows(np.array(ids, dtype=np.int64), np.array([len(ids)])), len(kept), buckets
-                ).ids.tolist()
-                for ids in own
-            ]
+            own = with_bigrams(TokenRows.of(own), len(kept), buckets).lists()
         model = Head(
             table,
             recipe.dim,
@@ -282,20 +268,16 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
                 row["tables_max_abs_diff"] = float(np.abs(encoders["tables"](check) - encode(check)).max())
             if args.teacher_in_rounds:
                 encoders["teacher"] = encoder.encode
-            found = speed(encoders, timing, args.rounds)
-            # speed()'s reference is the folded mean
+            rates, cpu = speed(encoders, timing, args.rounds)
+            found = speed_rows(rates, cpu, "folded")  # its "speed_vs_teacher": here, against the folded mean
             row["speed_vs_folded_mean"] = found["head"]["speed_vs_teacher"]
             row["round_ratios"] = found["head"]["round_ratios"]
-            if args.teacher_in_rounds:
-                # each point's ratio to the teacher in the same round, and their median
-                teacher_rates = found["teacher"]["round_rates"]
-                row["round_ratios_vs_teacher"] = {
-                    n: [a / b for a, b in zip(r["round_rates"], teacher_rates, strict=True)]
-                    for n, r in found.items()
-                }
-                row["speed_vs_teacher"] = {
-                    n: statistics.median(r) for n, r in row["round_ratios_vs_teacher"].items()
-                }
+            if (
+                args.teacher_in_rounds
+            ):  # each point's ratio to the teacher in the same round, and their median
+                against = speed_rows(rates, cpu, "teacher")
+                row["round_ratios_vs_teacher"] = {n: r["round_ratios"] for n, r in against.items()}
+                row["speed_vs_teacher"] = {n: r["speed_vs_teacher"] for n, r in against.items()}
             row["sentences_per_s"] = {n: r["sentences_per_s"] for n, r in found.items()}
         result["rows"].append(row)
         print(json.dumps({k: v for k, v in row.items() if k != "fit"}), flush=True)

@@ -19,6 +19,7 @@ heads fold into per-token tables and a T x T score per head: no layer runs at en
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -27,6 +28,15 @@ from torch import nn
 from sentcl.modeling.static_tokens import TokenRows
 
 ATTENTION_HEADS = 4  # the attention head's heads (its width is the table's)
+
+
+def by_length(rows: TokenRows) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
+    """The texts of each length in turn (empty texts left out), as their indices (n,) and their ids (n, T):
+    texts of one length need no padding."""
+    starts, flat = rows.offsets, torch.from_numpy(rows.ids)
+    for length in np.unique(rows.lengths[rows.lengths > 0]):
+        texts = np.flatnonzero(rows.lengths == length)  # (n,)
+        yield texts, flat[torch.from_numpy(starts[texts][:, None] + np.arange(length))]  # (n, T)
 
 
 class Head(nn.Module):
@@ -169,12 +179,9 @@ class WeightTables:
         """The head's outputs (N, k'), texts of one length at a time (no padding)."""
         half = self.heads * self.qk
         out = np.zeros((len(rows.lengths), self.rows.shape[1] - 2 * half), dtype=np.float32)  # (N, k')
-        starts, flat = rows.offsets, torch.from_numpy(rows.ids)
-        for length in np.unique(rows.lengths[rows.lengths > 0]):
-            texts = np.flatnonzero(rows.lengths == length)  # (n,)
-            positions = torch.from_numpy(starts[texts][:, None] + np.arange(length))  # (n, T)
-            found = self.rows[flat[positions]]  # (n, T, 2 H d + k'): one gather
-            n, t = positions.shape
+        for texts, ids in by_length(rows):
+            found = self.rows[ids]  # (n, T, 2 H d + k'): one gather
+            n, t = ids.shape
             # (n, T, H d) -> (n, H, T, d)
             q = found[..., :half].reshape(n, t, self.heads, self.qk).transpose(1, 2)
             k = found[..., half : 2 * half].reshape(n, t, self.heads, self.qk).transpose(1, 2)
@@ -221,12 +228,9 @@ class AttentionTables:
         out = np.zeros(
             (len(rows.lengths), self.out.shape[1]), dtype=np.float32
         )  # (N, k'): empty texts stay 0
-        starts, flat = rows.offsets, torch.from_numpy(rows.ids)
-        for length in np.unique(rows.lengths[rows.lengths > 0]):
-            texts = np.flatnonzero(rows.lengths == length)  # (n,)
-            positions = torch.from_numpy(starts[texts][:, None] + np.arange(length))  # (n, T)
-            found = self.rows[flat[positions]]  # (n, T, 3k + k'): one gather
-            n, t = positions.shape
+        for texts, ids in by_length(rows):
+            found = self.rows[ids]  # (n, T, 3k + k'): one gather
+            n, t = ids.shape
             # (n, T, k) -> (n, T, H, d) each
             q, k, v = (
                 found[..., i * width : (i + 1) * width].view(n, t, heads, width // heads) for i in range(3)

@@ -76,8 +76,7 @@ def test_the_folded_mean_is_the_linear_heads_encode() -> None:
 def rows_of(lists: list[list[int]]) -> object:
     from sentcl.modeling.static_tokens import TokenRows
 
-    flat = np.array([i for ids in lists for i in ids], dtype=np.int64)
-    return TokenRows(flat, np.array([len(ids) for ids in lists], dtype=np.int64))
+    return TokenRows.of(lists)
 
 
 def test_bigram_buckets_follow_each_texts_tokens() -> None:

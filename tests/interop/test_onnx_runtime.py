@@ -54,9 +54,8 @@ def test_passes_keep_the_cell_budget(
     spy = _Spy(encoder.session)
     encoder.session = spy
     got = encoder.encode(sentences)  # (N, D)
-    ids = model.tokenizer(sentences, truncation=True, max_length=model.max_length)[
-        "input_ids"
-    ]  # as it encodes
+    # cut at the model's length, as the encoder does
+    ids = model.tokenizer(sentences, truncation=True, max_length=model.max_length)["input_ids"]
     lengths = sorted((len(x) for x in ids), reverse=True)
     spans = brute_force(lengths, 128, ORT_MAX_CELLS, MAX_PADDING)
     assert spy.shapes == [(end - start, lengths[start]) for start, end in spans]

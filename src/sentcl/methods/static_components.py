@@ -13,7 +13,7 @@ Mu & Viswanath's rule of D/100 gives 2.56.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,17 +34,21 @@ def common_components(table: np.ndarray, token_lists: Sequence[Sequence[int]], k
     """The mean and top ``k`` principal directions of the sentence vectors of ``token_lists`` under ``table``
     (texts without a token left out)."""
     lists = [ids for ids in token_lists if len(ids)]
-    if len(lists) <= k:
-        raise ValueError(
-            f"removing {k} components needs more than {k} sentences with tokens, got {len(lists)}"
-        )
-    dim = table.shape[1]
-    total, outer = np.zeros(dim), np.zeros((dim, dim))
-    for start in range(0, len(lists), CHUNK):
-        v = bag_mean(table, lists[start : start + CHUNK]).astype(np.float64)  # (B, D)
-        total += v.sum(axis=0)
-        outer += v.T @ v  # (D, D)
-    n = len(lists)
+    return components_of((bag_mean(table, lists[s : s + CHUNK]) for s in range(0, len(lists), CHUNK)), k)
+
+
+def components_of(chunks: Iterable[np.ndarray], k: int) -> Components:
+    """The mean and top ``k`` principal directions of sentence vectors given in chunks (B, D), from their sums:
+    memory stays one chunk and (D, D)."""
+    total = outer = None
+    n = 0
+    for chunk in chunks:
+        v = np.asarray(chunk, dtype=np.float64)  # (B, D)
+        total = v.sum(axis=0) if total is None else total + v.sum(axis=0)
+        outer = v.T @ v if outer is None else outer + v.T @ v  # (D, D)
+        n += len(v)
+    if total is None or n <= k:
+        raise ValueError(f"removing {k} components needs more than {k} sentences with tokens, got {n}")
     mean = total / n  # (D,)
     scatter = outer - n * np.outer(mean, mean)  # (D, D): the centred vectors' scatter
     values, vectors = np.linalg.eigh(scatter)  # ascending

@@ -16,7 +16,6 @@ Writing a folder: ``save_static`` (a new or empty folder only, written whole and
 from __future__ import annotations
 
 from collections.abc import Sequence
-from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -122,9 +121,7 @@ def bag_mean(table: np.ndarray, ids: Sequence[Sequence[int]] | TokenRows) -> np.
     """The mean of ``table``'s rows of each id list: (N, D) float32; an empty list gives zeros. One flat gather
     and sum per batch (torch's EmbeddingBag kernel, what sentence-transformers' StaticEmbedding runs)."""
     if not isinstance(ids, TokenRows):
-        lengths = np.fromiter(map(len, ids), dtype=np.int64, count=len(ids))  # (N,)
-        flat = np.fromiter(chain.from_iterable(ids), dtype=np.int64, count=int(lengths.sum()))  # (T,)
-        ids = TokenRows(flat, lengths)
+        ids = TokenRows.of(ids)
     if not len(ids.lengths):
         return np.zeros((0, table.shape[1]), dtype=np.float32)
     weights = torch.from_numpy(table)  # (V, D), shared, not copied

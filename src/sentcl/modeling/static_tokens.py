@@ -46,6 +46,12 @@ class TokenRows:
     ids: np.ndarray
     lengths: np.ndarray
 
+    @classmethod
+    def of(cls, lists: Sequence[Sequence[int]]) -> TokenRows:
+        """Id lists, one a text, as rows."""
+        lengths = np.fromiter(map(len, lists), dtype=np.int64, count=len(lists))  # (N,)
+        return cls(np.fromiter(chain.from_iterable(lists), dtype=np.int64, count=int(lengths.sum())), lengths)
+
     @property
     def offsets(self) -> np.ndarray:
         """Each text's first position in ``ids`` (N,)."""
