@@ -44,7 +44,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from bench.static_heads import AttentionTables, Head, WeightTables, with_bigrams
+from bench.static_heads import AttentionTables, make_head, with_bigrams
 from bench.static_students import distilled_table
 from sentcl.config.static_recipe import FitSettings, load_static_recipe
 from sentcl.evaluation.speed import alternate_rounds, speed_rows, timed
@@ -52,12 +52,13 @@ from sentcl.evaluation.sts import evaluate_sts
 from sentcl.files.paths import resolve_data_dir
 from sentcl.methods import static_distill as sd
 from sentcl.methods.static_components import Components, components_of, remove_components
-from sentcl.methods.static_fit import bags, fit_loss, fit_targets
+from sentcl.methods.static_fit import MeanHead, bags, fit_head, fit_targets
 from sentcl.methods.static_student import corpus_sentences, teacher_matrix, token_lists
 from sentcl.methods.teacher_cache import distinct_texts
 from sentcl.modeling.open import open_model
 from sentcl.modeling.static import bag_mean
 from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
+from sentcl.modeling.static_weighted import WeightedMean
 from sentcl.similarity import unit_rows
 
 HEADS = ("linear", "mlp", "max", "attention", "weights")
@@ -88,35 +89,17 @@ def windows(sentences: list[str], k: int, min_words: int) -> list[str]:
     return distinct_texts(found)[0]
 
 
-def fit(model: Head, token_lists_: list[list[int]], targets: torch.Tensor, settings: FitSettings) -> float:
-    """The recipe's fit loop over ``model`` (its batches, warm-up and loss); returns its CPU seconds."""
-    torch.manual_seed(settings.seed)
-    rng = np.random.default_rng(settings.seed)
-    usable = np.array([i for i, ids in enumerate(token_lists_) if len(ids)], dtype=np.int64)
-    optimizers = model.optimizers(settings.learning_rate)
-    warmup = max(1, settings.warmup_steps)
-    schedules = [
-        torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / warmup)) for o in optimizers
-    ]
-    order, cursor, start = rng.permutation(usable), 0, time.process_time()
-    for _ in range(settings.steps):
-        if cursor + settings.batch_size > len(order):
-            order, cursor = rng.permutation(usable), 0
-        rows = order[cursor : cursor + settings.batch_size]
-        cursor += settings.batch_size
-        flat, offsets = bags(token_lists_, rows)
-        loss = fit_loss(model(flat, offsets), targets[torch.from_numpy(rows)], settings)
-        for opt in optimizers:
-            opt.zero_grad(set_to_none=True)
-        loss.backward()
-        for opt, schedule in zip(optimizers, schedules, strict=True):
-            opt.step()
-            schedule.step()
+def fit(
+    model: MeanHead, token_lists_: list[list[int]], targets: torch.Tensor, settings: FitSettings
+) -> float:
+    """The recipe's fit loop over ``model`` (``sentcl.methods.static_fit.fit_head``); returns its CPU seconds."""
+    start = time.process_time()
+    fit_head(model, token_lists_, targets, settings)
     return time.process_time() - start
 
 
 def head_encode(
-    model: Head, tokenizer: StaticTokenizer, bigrams: int = 0, removed: Components | None = None
+    model: MeanHead, tokenizer: StaticTokenizer, bigrams: int = 0, removed: Components | None = None
 ) -> Any:
     """texts -> unit vectors (N, k') through the head, as a folder would run it (the bigram buckets looked
     up, the common components removed, where the variant has them)."""
@@ -144,13 +127,13 @@ def finish(out: np.ndarray, removed: Components | None) -> np.ndarray:
 
 
 def tables_encode(
-    tables: AttentionTables | WeightTables, tokenizer: StaticTokenizer, removed: Components | None
+    tables: AttentionTables | WeightedMean, tokenizer: StaticTokenizer, removed: Components | None
 ) -> Any:
-    """texts -> unit vectors through a head's tables (``AttentionTables``, ``WeightTables``)."""
+    """texts -> unit vectors through a head's tables (``AttentionTables``, sentcl's ``WeightedMean``)."""
     return lambda texts: finish(tables(tokenizer.ids(texts)), removed)
 
 
-def head_components(model: Head, lists: list[list[int]], k: int) -> Components:
+def head_components(model: MeanHead, lists: list[list[int]], k: int) -> Components:
     """The mean and top ``k`` principal directions of the head's outputs over ``lists`` (the corpus)."""
     model.eval()
     with torch.inference_mode():  # chunks of 1,024 texts: the attention heads pad each to its longest text
@@ -161,10 +144,9 @@ def head_components(model: Head, lists: list[list[int]], k: int) -> Components:
         return components_of(chunks, k)
 
 
-def folded_encode(model: Head, tokenizer: StaticTokenizer) -> Any:
+def folded_encode(model: MeanHead, tokenizer: StaticTokenizer) -> Any:
     """The recipe's folder: the map folded into the table, a mean of rows (``bag_mean``)."""
-    with torch.no_grad():
-        table = (model.mean.weight @ model.linear.weight.T).numpy()  # (V, k) @ (k, k')
+    table = model.folded()  # (V, k')
     return lambda texts: unit_rows(bag_mean(table, tokenizer.ids(texts)))
 
 
@@ -216,7 +198,8 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
                 [table, np.zeros((buckets, table.shape[1]), dtype=np.float32)]
             )  # (V + B, k)
             own = with_bigrams(TokenRows.of(own), len(kept), buckets).lists()
-        model = Head(
+        torch.manual_seed(settings.seed)  # the head's start, then the fit's batches, from the recipe's seed
+        model = make_head(
             table,
             recipe.dim,
             kind,
@@ -262,7 +245,7 @@ def run(variants: list[dict[str, Any]], data: Path, args: argparse.Namespace) ->
             encoders = {"folded": folded_encode(model, tokenizer), "head": encode}
             if kind in ("attention", "weights"):
                 # the same head as per-token tables (the form a folder would run), checked against it
-                tables = AttentionTables.of(model) if kind == "attention" else WeightTables.of(model)
+                tables = AttentionTables.of(model) if kind == "attention" else model.tables()
                 encoders["tables"] = tables_encode(tables, tokenizer, removed)
                 check = timing[:2000]
                 row["tables_max_abs_diff"] = float(np.abs(encoders["tables"](check) - encode(check)).max())

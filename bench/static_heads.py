@@ -1,5 +1,5 @@
-"""The richer forms of a static student that ``bench.static_capacity`` fits (``Head``), and the two attention
-forms written exactly as per-token tables (``AttentionTables``, ``WeightTables``): the form a folder would run.
+"""The richer forms of a static student that ``bench.static_capacity`` fits (``make_head``), and the attention
+layer written exactly as per-token tables (``AttentionTables``): the form a folder would run.
 
 Heads (all start as the recipe's student, a mean of rows through a linear map):
 
@@ -10,7 +10,8 @@ Heads (all start as the recipe's student, a mean of rows through a linear map):
 - ``attention``: one pre-norm self-attention layer over the rows (Vaswani et al., "Attention is all you
   need"), residual, before the mean;
 - ``weights``: the rows' weights in the mean from a small attention over them (``heads`` heads of ``qk``
-  dimensions), the values being the rows themselves.
+  dimensions), the values being the rows themselves: sentcl's weighted form (``sentcl.methods.static_weights``,
+  whose ``tables`` are what its folder runs).
 
 One layer's queries, keys and values depend on a token alone, and the mean after it is linear, so both attention
 heads fold into per-token tables and a T x T score per head: no layer runs at encode time.
@@ -19,45 +20,39 @@ heads fold into per-token tables and a T x T score per head: no layer runs at en
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator
 
 import numpy as np
 import torch
 from torch import nn
 
+from sentcl.methods.static_fit import MeanHead
+from sentcl.methods.static_weights import WeightsHead, padded
 from sentcl.modeling.static_tokens import TokenRows
+from sentcl.modeling.static_weighted import by_length
 
 ATTENTION_HEADS = 4  # the attention head's heads (its width is the table's)
 
 
-def by_length(rows: TokenRows) -> Iterator[tuple[np.ndarray, torch.Tensor]]:
-    """The texts of each length in turn (empty texts left out), as their indices (n,) and their ids (n, T):
-    texts of one length need no padding."""
-    starts, flat = rows.offsets, torch.from_numpy(rows.ids)
-    for length in np.unique(rows.lengths[rows.lengths > 0]):
-        texts = np.flatnonzero(rows.lengths == length)  # (n,)
-        yield texts, flat[torch.from_numpy(starts[texts][:, None] + np.arange(length))]  # (n, T)
+def make_head(
+    table: np.ndarray, out: int, kind: str, hidden: int = 1024, heads: int = 4, qk: int = 16
+) -> MeanHead:
+    """The student of a variant: sentcl's ``WeightsHead`` for ``weights``, else a ``Head`` of ``kind``."""
+    return WeightsHead(table, out, heads, qk) if kind == "weights" else Head(table, out, kind, hidden)
 
 
-class Head(nn.Module):
-    """The student: the mean of rows through ``linear`` (k -> k'), plus the variant's head."""
+class Head(MeanHead):
+    """The recipe's student (the mean of rows through ``linear``, k -> k'), plus the variant's head."""
 
-    def __init__(
-        self, table: np.ndarray, out: int, kind: str, hidden: int, heads: int = 4, qk: int = 16
-    ) -> None:
-        super().__init__()
+    def __init__(self, table: np.ndarray, out: int, kind: str, hidden: int) -> None:
+        super().__init__(table, out)
         self.kind = kind
-        rows = torch.from_numpy(table.copy())  # (V, k)
-        self.mean = nn.EmbeddingBag.from_pretrained(rows, freeze=False, mode="mean", sparse=True)
-        self.linear = nn.Linear(table.shape[1], out, bias=False)
-        with torch.no_grad():
-            self.linear.weight.copy_(torch.eye(out, table.shape[1]))  # (k', k): the first k' PCA axes
         if kind == "mlp":
             self.mlp = nn.Sequential(nn.Linear(out, hidden), nn.GELU(), nn.Linear(hidden, out))
             nn.init.zeros_(self.mlp[2].weight)  # the start is the recipe's student
             nn.init.zeros_(self.mlp[2].bias)
         if kind == "max":  # torch's max bags take no sparse gradient: a dense second table
-            self.max = nn.EmbeddingBag.from_pretrained(rows.clone(), freeze=False, mode="max")
+            rows = torch.from_numpy(table.copy())  # (V, k)
+            self.max = nn.EmbeddingBag.from_pretrained(rows, freeze=False, mode="max")
             self.max_map = nn.Linear(table.shape[1], out, bias=False)
             nn.init.zeros_(self.max_map.weight)
         if kind == "attention":  # one pre-norm self-attention layer over the rows, residual, then the mean
@@ -67,46 +62,10 @@ class Head(nn.Module):
             self.out = nn.Linear(width, width)
             nn.init.zeros_(self.out.weight)  # the start is the recipe's student
             nn.init.zeros_(self.out.bias)
-        if kind == "weights":  # the rows' weights in the mean from a small attention over them
-            width = table.shape[1]
-            self.heads, self.qk_width = heads, qk
-            self.norm = nn.LayerNorm(width)
-            self.qk = nn.Linear(width, 2 * heads * qk)
-            self.gain = nn.Parameter(torch.zeros(heads))  # the start is the recipe's student
-
-    def padded(self, flat: torch.Tensor, offsets: torch.Tensor) -> tuple[torch.Tensor, ...]:
-        """Each text's rows padded (B, L, k), which are real (B, L), which a query may attend to (B, L), and the
-        texts' lengths (B,)."""
-        lengths = torch.diff(offsets, append=torch.tensor([len(flat)]))  # (B,)
-        batch, longest, width = len(offsets), max(int(lengths.max()), 1), self.mean.weight.shape[1]
-        position = torch.arange(len(flat)) - torch.repeat_interleave(offsets, lengths)  # (T,)
-        owner = torch.repeat_interleave(torch.arange(batch), lengths)  # (T,)
-        rows = nn.functional.embedding(flat, self.mean.weight, sparse=True)  # (T, k)
-        x = rows.new_zeros(batch, longest, width).index_put((owner, position), rows)  # (B, L, k)
-        valid = torch.arange(longest)[None, :] < lengths[:, None]  # (B, L)
-        keys = valid | (lengths == 0)[:, None]  # an empty text attends to its padding (its mean stays 0)
-        return x, valid, keys, lengths
-
-    def weigh(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
-        """sum_j w_j x_j with w_j = 1/T + sum_h g_h a_hj, a_hj = mean_i softmax_j(q_hi . k_hj) (B, k)."""
-        x, valid, keys, lengths = self.padded(flat, offsets)
-        batch, longest, _ = x.shape
-        q, k = (
-            self.qk(self.norm(x))
-            .view(batch, longest, 2, self.heads, self.qk_width)
-            # (B, L, 2, H, d) -> 2 x (B, H, L, d)
-            .permute(2, 0, 3, 1, 4)
-        )
-        scores = (q @ k.transpose(-1, -2)) / self.qk_width**0.5  # (B, H, L, L)
-        attention = scores.masked_fill(~keys[:, None, None, :], float("-inf")).softmax(-1)  # (B, H, L, L)
-        count = lengths.clamp(min=1)[:, None]  # (B, 1)
-        a = (attention * valid[:, None, :, None]).sum(2) / count[:, :, None]  # (B, H, L): the mean over i
-        weights = valid / count + (self.gain[None, :, None] * a).sum(1)  # (B, L)
-        return (weights[..., None] * x).sum(1)  # (B, k)
 
     def attend(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
         """The mean over each text's rows after one self-attention layer (B, k)."""
-        x, valid, keys, lengths = self.padded(flat, offsets)
+        x, valid, keys, lengths = padded(self.mean.weight, flat, offsets)
         batch, longest, width = x.shape
         q, k, v = (
             self.qkv(self.norm(x))
@@ -122,18 +81,12 @@ class Head(nn.Module):
     def forward(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
         if self.kind == "attention":
             return self.linear(self.attend(flat, offsets))  # (B, k')
-        if self.kind == "weights":
-            return self.linear(self.weigh(flat, offsets))  # (B, k')
         mapped = self.linear(self.mean(flat, offsets))  # (B, k')
         if self.kind == "mlp":
             return mapped + self.mlp(mapped)
         if self.kind == "max":
             return mapped + self.max_map(self.max(flat, offsets))
         return mapped
-
-    def optimizers(self, lr: float) -> list[torch.optim.Optimizer]:
-        dense = [p for name, p in self.named_parameters() if name != "mean.weight"]
-        return [torch.optim.SparseAdam([self.mean.weight], lr=lr), torch.optim.Adam(dense, lr=lr)]
 
 
 PRIME = 1_000_003  # the bigram hash: (a * PRIME + b) mod B
@@ -153,43 +106,6 @@ def with_bigrams(rows: TokenRows, vocab: int, buckets: int) -> TokenRows:
     out[np.repeat(starts, lengths) + position] = rows.ids
     out[np.repeat(starts + lengths, pairs) + position[first]] = bucket
     return TokenRows(out, total)
-
-
-@dataclasses.dataclass(frozen=True)
-class WeightTables:
-    """The ``weights`` head, exactly, as per-token tables: out = sum_j w_j E[t_j], w_j = 1/T + sum_h g_h a_hj,
-    with E = X L^T (the folded mean table) and each token's query (the scale 1/sqrt(d) folded in) and key from
-    its own row. A text costs its rows (k' + 2 H d floats a token) and a T x T score per head."""
-
-    rows: torch.Tensor  # (V, 2 H d + k'): each token's queries, keys and E row
-    gain: torch.Tensor  # (H,)
-    heads: int
-    qk: int
-
-    @classmethod
-    def of(cls, model: Head) -> WeightTables:
-        with torch.no_grad():
-            found = model.qk(model.norm(model.mean.weight))  # (V, 2 H d)
-            half = model.heads * model.qk_width
-            folded = model.mean.weight @ model.linear.weight.T  # (V, k) @ (k, k')
-            rows = torch.cat([found[:, :half] / model.qk_width**0.5, found[:, half:], folded], dim=1)
-            return cls(rows.contiguous(), model.gain.detach().clone(), model.heads, model.qk_width)
-
-    def __call__(self, rows: TokenRows) -> np.ndarray:
-        """The head's outputs (N, k'), texts of one length at a time (no padding)."""
-        half = self.heads * self.qk
-        out = np.zeros((len(rows.lengths), self.rows.shape[1] - 2 * half), dtype=np.float32)  # (N, k')
-        for texts, ids in by_length(rows):
-            found = self.rows[ids]  # (n, T, 2 H d + k'): one gather
-            n, t = ids.shape
-            # (n, T, H d) -> (n, H, T, d)
-            q = found[..., :half].reshape(n, t, self.heads, self.qk).transpose(1, 2)
-            k = found[..., half : 2 * half].reshape(n, t, self.heads, self.qk).transpose(1, 2)
-            a = (q @ k.transpose(-1, -2)).softmax(-1).mean(2)  # (n, H, T, T) -> (n, H, T)
-            weights = 1.0 / t + (self.gain[None, :, None] * a).sum(1)  # (n, T)
-            mean = weights[:, None, :] @ found[..., 2 * half :]  # (n, 1, T) @ (n, T, k') -> (n, 1, k')
-            out[texts] = mean.squeeze(1).numpy()
-        return out
 
 
 @dataclasses.dataclass(frozen=True)

@@ -38,10 +38,10 @@ def _three_seeds() -> str:
     return f"{statistics.mean(seeds):.2f} ± {statistics.stdev(seeds):.2f}"
 
 
-def _shrink_chosen(field: str) -> str:
-    """`sentcl shrink all-MiniLM-L6-v2 --budget 10x`'s chosen model (bench/shrink_minilm.sh): its speed or the
-    share of the teacher's score it keeps."""
-    run = _json("shrink/minilm-10x-shrink.json")
+def _shrink_chosen(field: str, budget: str = "10x") -> str:
+    """`sentcl shrink all-MiniLM-L6-v2 --budget 10x` (or 100x)'s chosen model (bench/shrink_minilm.sh): its speed
+    or the share of the teacher's score it keeps."""
+    run = _json(f"shrink/minilm-{budget}-shrink.json")
     row = run["rows"][run["chosen"]]
     return f"{row['speed_vs_teacher']:.1f}x" if field == "speed" else f"{100 * row['kept']:.1f}%"
 
@@ -94,7 +94,23 @@ MEASUREMENTS = [
         lambda: _shrink_chosen("speed"),
         {
             "README.md": r"chose a static\s+student at ([\d.]+x) the teacher's speed",
-            "docs/tutorials/smaller-faster.md": r"static-256 meets 10x: ([\d.]+x) the teacher's speed",
+            "docs/tutorials/smaller-faster.md": r"static-[\w-]+ meets 10x: ([\d.]+x) the teacher's speed",
+        },
+    ),
+    Measurement(
+        "sentcl shrink --budget 100x on the whole corpus: the chosen model's speed (bench/shrink_minilm.sh)",
+        lambda: _shrink_chosen("speed", "100x"),
+        {
+            "README.md": r"`--budget 100x` chose\s+the weighted static student at ([\d.]+x)",
+            "docs/tutorials/smaller-faster.md": r"static-[\w-]+ meets 100x: ([\d.]+x) the teacher's speed",
+        },
+    ),
+    Measurement(
+        "sentcl shrink --budget 100x on the whole corpus: the share of the teacher's score its chosen model keeps",
+        lambda: _shrink_chosen("kept", "100x"),
+        {
+            "README.md": r"`--budget 100x` chose\s+the weighted static student at [\d.]+x keeping ([\d.]+%)",
+            "docs/tutorials/smaller-faster.md": r"static-[\w-]+ meets 100x: [\d.]+x the teacher's speed at 1 thread\(s\), keeping ([\d.]+%)",
         },
     ),
     Measurement(
@@ -102,7 +118,7 @@ MEASUREMENTS = [
         lambda: _shrink_chosen("kept"),
         {
             "README.md": r"the teacher's speed\s+keeping ([\d.]+%) of its STS score",
-            "docs/tutorials/smaller-faster.md": r"static-256 meets 10x: [\d.]+x the teacher's speed at 1 thread\(s\), keeping ([\d.]+%)",
+            "docs/tutorials/smaller-faster.md": r"static-[\w-]+ meets 10x: [\d.]+x the teacher's speed at 1 thread\(s\), keeping ([\d.]+%)",
         },
     ),
     Measurement(

@@ -1,7 +1,7 @@
 """bench/static_capacity.py's parts: the word windows it adds to the fit, heads that start as the recipe's
-student and fold as it does, the bigram buckets, and the attention heads' per-token tables. References: the
-sentence's own words, a hand-written mean of rows, a hand-written loop over pairs and over each text's
-attention."""
+student and fold as it does, the bigram buckets, and the attention layer's per-token tables. References: the
+sentence's own words, a hand-written mean of rows, a hand-written loop over pairs, the padded layer. (The
+weights head is sentcl's own: tests/modeling/test_static_weighted.py.)"""
 
 from __future__ import annotations
 
@@ -38,11 +38,11 @@ def test_windows_are_shorter_runs_of_each_sentences_words() -> None:
 
 @pytest.mark.parametrize("kind", ["linear", "mlp", "max", "attention", "weights"])
 def test_every_head_starts_as_the_recipes_mean_of_rows(kind: str) -> None:
-    from bench.static_capacity import Head
+    from bench.static_heads import make_head
 
     rng = np.random.default_rng(0)
     table = rng.normal(size=(50, 8)).astype(np.float32)  # (V, k)
-    model = Head(table, 6, kind, hidden=16)
+    model = make_head(table, 6, kind, hidden=16)
     lists = [[1, 2, 3], [4], [5, 5, 9, 10]]
     flat = torch.tensor([i for ids in lists for i in ids])
     offsets = torch.tensor([0, 3, 4])
@@ -53,7 +53,8 @@ def test_every_head_starts_as_the_recipes_mean_of_rows(kind: str) -> None:
 
 
 def test_the_folded_mean_is_the_linear_heads_encode() -> None:
-    from bench.static_capacity import Head, folded_encode, head_encode
+    from bench.static_capacity import folded_encode, head_encode
+    from bench.static_heads import Head
 
     class Tokens:  # a whitespace tokenizer over a tiny vocabulary, as StaticTokenizer.ids returns rows
         def ids(self, texts: list[str]) -> object:
@@ -89,53 +90,19 @@ def test_bigram_buckets_follow_each_texts_tokens() -> None:
     ]
 
 
-def trained_like(kind: str, seed: int) -> object:
-    """A head of ``kind`` with every parameter moved off its start (its attention no longer zero)."""
-    from bench.static_heads import Head
+def test_the_attention_layers_tables_give_the_layers_outputs() -> None:
+    from bench.static_heads import AttentionTables, make_head
 
-    torch.manual_seed(seed)
-    table = np.random.default_rng(seed).normal(size=(40, 16)).astype(np.float32)  # (V, k)
-    model = Head(table, 8, kind, hidden=4, heads=2, qk=4)
-    with torch.no_grad():
+    torch.manual_seed(3)
+    table = np.random.default_rng(3).normal(size=(40, 16)).astype(np.float32)  # (V, k)
+    model = make_head(table, 8, "attention", hidden=4)
+    with torch.no_grad():  # every parameter moved off its start (its attention no longer zero)
         for p in model.parameters():
             p.add_(0.3 * torch.randn_like(p))
-    return model
-
-
-@pytest.mark.parametrize("kind", ["attention", "weights"])
-def test_the_attention_heads_tables_give_the_heads_outputs(kind: str) -> None:
-    from bench.static_heads import AttentionTables, WeightTables
-
-    model = trained_like(kind, 3)
     lists = [[1, 2, 3], [], [4], [5, 6, 7, 8, 9], [9, 8, 7], [39, 0]]
     rows = rows_of(lists)
     with torch.no_grad():
         padded = model(torch.from_numpy(rows.ids), torch.from_numpy(rows.offsets)).numpy()  # (N, 8)
-    tables = (AttentionTables if kind == "attention" else WeightTables).of(model)
+    tables = AttentionTables.of(model)
     np.testing.assert_allclose(tables(rows), padded, rtol=1e-4, atol=1e-5)
     assert not tables(rows)[1].any()  # an empty text gives zeros
-
-
-def test_the_weights_head_is_a_weighted_mean_of_rows() -> None:
-    """A hand-written loop: w_j = 1/T + sum_h g_h mean_i softmax_j(q_hi . k_hj / sqrt(d)), then sum_j w_j x_j."""
-    model = trained_like("weights", 4)
-    with torch.no_grad():
-        x_all = model.mean.weight.numpy()  # (V, k)
-        qk = model.qk(model.norm(model.mean.weight)).numpy()  # (V, 2 H d)
-        gain, mapping = model.gain.numpy(), model.linear.weight.numpy()  # (H,), (k', k)
-    heads, d = 2, 4
-    for ids in ([1, 2, 3], [7], [5, 6, 7, 8, 9, 10]):
-        t = len(ids)
-        weights = np.full(t, 1.0 / t)
-        for h in range(heads):
-            q = qk[ids, h * d : (h + 1) * d]  # (T, d)
-            k = qk[ids, heads * d + h * d : heads * d + (h + 1) * d]  # (T, d)
-            scores = q @ k.T / np.sqrt(d)  # (T, T)
-            soft = np.exp(scores - scores.max(axis=1, keepdims=True))
-            soft /= soft.sum(axis=1, keepdims=True)
-            weights += gain[h] * soft.mean(axis=0)
-        expected = mapping @ (weights @ x_all[ids])  # (k',)
-        flat = torch.tensor(ids)
-        with torch.no_grad():
-            got = model(flat, torch.tensor([0])).numpy()[0]
-        np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-5)

@@ -183,26 +183,53 @@ def test_the_recipe_runs_and_sentence_transformers_reads_its_folder(
     np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
+def test_the_weighted_recipe_writes_its_form_with_the_components_folded_in(
+    tiny_bert: Path, data_dir: Path, tmp_path: Path
+) -> None:
+    """distill_static_weighted on the tiny teacher: the folder holds the weighted form, and the corpus' own
+    vectors through it have the common components removed (mean 0, and 3 of the 6 directions empty)."""
+    sets = [f"teacher={tiny_bert}", f"output_dir={tmp_path / 'student'}", "max_sentences=300", "dim=6"]
+    sets += ["fit.steps=30", "fit.batch_size=32", "attention_heads=2", "attention_dim=4"]
+    argv = ["distill-static", "--config", "distill_static_weighted", "--data-dir", str(data_dir)]
+    argv += ["--teacher-cache", str(tmp_path / "cache")]
+    assert main([*argv, *(x for s in sets for x in ("--set", s))]) == 0
+    summary = json.loads((tmp_path / "student" / SUMMARY_FILE).read_text(encoding="utf-8"))
+    assert summary["recipe"]["head"] == "weights" and summary["removed_components"]["components"] == 3
+    model = open_model(str(tmp_path / "student"))
+    assert model.weighted is not None and model.weighted.heads == 2 and model.weighted.qk == 4
+    assert float(model.weighted.gain.abs().sum()) > 0  # the fit moved the gains off the plain mean
+    from sentcl.methods.static_student import corpus_sentences
+
+    vectors = model.pool(model.tokens.ids(corpus_sentences(data_dir, 300)))
+    vectors = vectors[np.abs(vectors).sum(1) > 0]  # (N, 6): texts with a token
+    spread = np.linalg.svd(vectors - vectors.mean(0), compute_uv=False)  # (6,) descending
+    assert np.abs(vectors.mean(0)).max() < 1e-4 * np.abs(vectors).max()
+    assert spread[3:].max() < 1e-4 * spread[0] and spread[2] > 1e-2 * spread[0]
+
+
 @settings(max_examples=80, deadline=None)
 @given(
     dim=st.integers(-3, 600),
     pca=st.one_of(st.none(), st.integers(-3, 600)),
     steps=st.integers(-2, 4000),
     components=st.integers(-2, 8),
+    head=st.sampled_from(["mean", "weights", "max"]),
+    heads=st.integers(-1, 5),
 )
 def test_any_override_is_taken_or_refused_by_name(
-    dim: int, pca: int | None, steps: int, components: int
+    dim: int, pca: int | None, steps: int, components: int, head: str, heads: int
 ) -> None:
     """Generated settings: valid ones land in the recipe as given, the rest are ConfigErrors naming a key."""
     sets = [f"dim={dim}", f"fit.steps={steps}", f"pca_dim={'null' if pca is None else pca}"]
-    sets.append(f"components={components}")
+    sets += [f"components={components}", f"head={head}", f"attention_heads={heads}"]
     valid = dim > 0 and steps >= 0 and (pca is None or (pca >= dim and (steps > 0 or pca == dim)))
     valid = valid and 0 <= components < dim
+    valid = valid and head != "max" and heads > 0 and (head == "mean" or steps > 0)
     if not valid:
-        with pytest.raises(ConfigError, match=r"dim|steps|components"):
+        with pytest.raises(ConfigError, match=r"dim|steps|components|head"):
             load_static_recipe(None, sets)
         return
     recipe = load_static_recipe(None, sets)
     assert (recipe.dim, recipe.pca_dim, recipe.fit.steps, recipe.fitted) == (dim, pca, steps, steps > 0)
-    assert recipe.components == components
+    assert (recipe.components, recipe.head, recipe.attention_heads) == (components, head, heads)
     assert recipe.fit.batch_size == load_static_recipe().fit.batch_size  # the rest: the built-in values

@@ -333,3 +333,81 @@ def test_static_tables_without_vectors_are_refused(
     save_file({"embedding.weight": np.zeros((tokenizer.get_vocab_size(), shape[1]), np.float32)}, weights)
     assert main(_encode(folder, tmp_path)) == 2
     assert message in _one_error(capsys, "encode")
+
+
+def _weighted_folder(tiny_bert: Path, tmp_path: Path) -> Path:
+    """A weighted static folder (modeling/static_weighted.py) with random tables."""
+    from tokenizers import Tokenizer
+
+    from sentcl.modeling.static import save_static
+    from sentcl.modeling.static_weighted import WeightedMean
+
+    tokenizer = Tokenizer.from_file(str(tiny_bert / "tokenizer.json"))
+    rng = np.random.default_rng(0)
+    vocab = tokenizer.get_vocab_size()
+    tables = WeightedMean.of(
+        rng.normal(size=(vocab, 4)).astype(np.float32),
+        rng.normal(size=(vocab, 6)).astype(np.float32),
+        rng.normal(size=(vocab, 6)).astype(np.float32),
+        np.array([0.3, -0.1, 0.2], dtype=np.float32),
+    )
+    return save_static(tmp_path / "weighted", tokenizer, tables.table, weighted=tables)
+
+
+@pytest.mark.parametrize("damage", ["missing", "nan", "one_row", "wide"])
+@pytest.mark.parametrize("tensor", ["queries", "keys", "gain", "heads", "qk"])
+def test_each_part_of_the_weighted_form_damaged_is_one_line_naming_it(
+    tensor: str, damage: str, tiny_bert: Path, tmp_path: Path, capsys: Any
+) -> None:
+    """Every tensor and metadata entry the weights file holds (read from the file itself), each damaged four
+    ways: one error line naming the file and the part, through a real command."""
+    from safetensors import safe_open
+    from safetensors.numpy import load_file, save_file
+
+    from sentcl.modeling.static_weighted import WEIGHTED_FILE
+
+    folder = _weighted_folder(tiny_bert, tmp_path)
+    assert main(_encode(folder, tmp_path)) == 0  # the folder as written encodes
+    (tmp_path / "o.npy").unlink()
+    file = folder / WEIGHTED_FILE
+    found = load_file(str(file))
+    with safe_open(str(file), "np") as handle:
+        metadata = dict(handle.metadata())
+    assert set(found) | set(metadata) == {"queries", "keys", "gain", "heads", "qk"}
+    if tensor in metadata:  # a count: gone, not a number, one less, doubled
+        changed = {"missing": None, "nan": "nan", "one_row": str(int(metadata[tensor]) - 1)}
+        changed["wide"] = str(2 * int(metadata[tensor]))
+        if changed[damage] is None:
+            metadata.pop(tensor)
+        else:
+            metadata[tensor] = changed[damage]
+        save_file(found, str(file), metadata=metadata)
+        assert main(_encode(folder, tmp_path)) == 2
+        line = _one_error(capsys, "encode")
+        assert WEIGHTED_FILE in line and any(part in line for part in ("metadata", "'gain'", "'queries'")), (
+            line
+        )
+        return
+    value = found.pop(tensor)
+    if damage == "nan":
+        found[tensor] = np.where(np.arange(value.size).reshape(value.shape) == 0, np.nan, value).astype(
+            np.float32
+        )
+    elif damage == "one_row":
+        found[tensor] = value[:1].copy()
+    elif damage == "wide":
+        found[tensor] = np.concatenate([value, value], axis=-1)
+    save_file(found, str(file), metadata=metadata)
+    assert main(_encode(folder, tmp_path)) == 2
+    line = _one_error(capsys, "encode")
+    assert WEIGHTED_FILE in line and repr(tensor) in line, line
+
+
+def test_a_cut_weights_file_is_one_line_naming_it(tiny_bert: Path, tmp_path: Path, capsys: Any) -> None:
+    from sentcl.modeling.static_weighted import WEIGHTED_FILE
+
+    folder = _weighted_folder(tiny_bert, tmp_path)
+    data = (folder / WEIGHTED_FILE).read_bytes()
+    (folder / WEIGHTED_FILE).write_bytes(data[: len(data) // 2])
+    assert main(_encode(folder, tmp_path)) == 2
+    assert f"{WEIGHTED_FILE}: cannot be read" in _one_error(capsys, "encode")

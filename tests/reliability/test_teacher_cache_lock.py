@@ -4,6 +4,7 @@ sentcl did not write"). The other process is a real one: a Python subprocess cal
 
 from __future__ import annotations
 
+import os
 import queue
 import subprocess
 import sys
@@ -70,3 +71,24 @@ def test_a_second_process_waits_for_the_encode_and_reuses_it(tiny_bert: Path, tm
     assert f"is encoding {entry}" in log
     assert "teacher vectors: reused" in log and "encoding 12 sentences" not in log, log
     np.testing.assert_array_equal(np.load(out), mine.gather(np.arange(len(TEXTS))))
+
+
+def test_one_teacher_named_three_ways_shares_one_entry(tiny_bert: Path, tmp_path: Path) -> None:
+    """The entry is named by the folder the name resolves to: a short name, its folder's path and a link to it
+    are one teacher, encoded once (shrink opens a teacher by its path, distill-static by its name)."""
+    from sentcl.files.paths import resolve_model_path
+
+    digest = lines_sha256(map(tc.line_safe, TEXTS))
+    (tmp_path / "link").symlink_to(tiny_bert)
+    names = [str(tiny_bert), str(tmp_path / "link"), os.path.relpath(tiny_bert)]
+    assert len({tc.CacheKey.of(TeacherConfig(path=n), digest).entry_name() for n in names}) == 1
+    minilm = [
+        TeacherConfig(path="all-MiniLM-L6-v2"),
+        TeacherConfig(path=resolve_model_path("all-MiniLM-L6-v2")),
+    ]
+    assert len({tc.CacheKey.of(t, digest).entry_name() for t in minilm}) == 1
+    other = TeacherConfig(path=str(tiny_bert), max_length=8)  # what the vectors depend on still counts
+    assert (
+        tc.CacheKey.of(other, digest).entry_name()
+        != tc.CacheKey.of(TeacherConfig(path=names[0]), digest).entry_name()
+    )

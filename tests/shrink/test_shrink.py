@@ -89,13 +89,14 @@ def test_the_plan_keeps_what_can_meet_the_budget() -> None:
     minilm = TeacherShape(layers=6, hidden=384, weights=22_700_000, vocab=30522, sentences_per_s=300.0)
     plan = plan_candidates(minilm, Target("speed", 10), ("layers", "int8", "static"))
     assert all(c.estimate >= 10 * PLAN_MARGIN or c.name in {d.source for d in plan} for c in plan)
-    assert {"l2-int8", "static-256", "static-128"} <= {c.name for c in plan}
+    assert {"l2-int8", "static-256", "static-128", "static-weighted-256"} <= {c.name for c in plan}
     six = [c.name for c in plan_candidates(minilm, Target("speed", 6), ("layers", "int8", "static"))]
-    assert six == ["l3", "l3-int8", "l2", "l2-int8", "static-256", "static-128"]  # l3: l3-int8's source
+    statics = ["static-256", "static-128", "static-weighted-256"]
+    assert six == ["l3", "l3-int8", "l2", "l2-int8", *statics]  # l3: l3-int8's source
     far = plan_candidates(minilm, Target("speed", 1000), ("layers", "int8", "static"))
     assert [c.name for c in far] == ["static-256", "static-128"]  # none expected: the fastest family
     every = plan_candidates(minilm, Target("quality", 0.97), ("layers", "int8", "static"))
-    assert len(every) == 7 and every[0].name == "teacher-int8"
+    assert len(every) == 8 and every[0].name == "teacher-int8"
     assert layer_counts(6) == [3, 2] and layer_counts(2) == [1] and layer_counts(12) == [6, 4]
     assert all(s[-1] == 5 and len(s) == 3 for s in layer_subsets(6, 3)) and len(layer_subsets(6, 3)) == 10
     assert len(layer_subsets(12, 6)) == 12  # C(11, 5) = 462 subsets, 12 spread over them
@@ -120,7 +121,8 @@ def test_a_killed_run_resumes_and_loses_nothing(shrunk: dict, capsys: pytest.Cap
         assert f"{step}: done before, reused" in printed
     assert "l1: running" in printed  # killed mid-way: redone
     record = json.loads((shrunk["out"] / "shrink.json").read_text(encoding="utf-8"))
-    assert set(record["rows"]) == {"teacher", "teacher-int8", "l1", "l1-int8", "static-21", "static-10"}
+    statics = {"static-21", "static-10", "static-weighted-21"}
+    assert set(record["rows"]) == {"teacher", "teacher-int8", "l1", "l1-int8", *statics}
     pareto = json.loads((shrunk["out"] / "pareto.json").read_text(encoding="utf-8"))
     rows = pareto["rows"]
     meeting = [n for n, r in rows.items() if n != "teacher" and r["speed_vs_teacher"] >= 3]
@@ -175,15 +177,16 @@ def test_a_budget_no_candidate_meets_names_the_nearest(
     )
     record = json.loads((shrunk["out"] / "pareto.json").read_text(encoding="utf-8"))
     assert record["met"] is False and record["sentence"] in printed
-    width = int(record["chosen"].removeprefix("static-"))
+    width = int(record["chosen"].rsplit("-", 1)[1])  # static-W or static-weighted-W
     assert open_model(str(shrunk["out"] / "model")).encode(SENTENCES).shape == (4, width)
 
 
 def test_a_plain_hugging_face_teacher_to_a_static_model(
     tiny_bert: Path, tmp_path: Path, data_dir: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """A plain folder (its own [CLS] pooler), the static family: the chosen model encodes as its table and
-    tokenizer compute by hand (the teacher's word pieces without specials, the mean of their rows)."""
+    """A plain folder (its own [CLS] pooler), the static family: the chosen model encodes as its files compute
+    by hand (the teacher's word pieces without specials, the mean of their rows; for the weighted form, each row
+    weighted by 1/T + sum_h g_h mean_i softmax_j(q_hi . k_hj))."""
     from safetensors.numpy import load_file
     from tokenizers import Tokenizer
 
@@ -194,10 +197,22 @@ def test_a_plain_hugging_face_teacher_to_a_static_model(
     model = tmp_path / "out" / "model"
     table = load_file(str(model / "model.safetensors"))["embedding.weight"]  # (V, D)
     tokenizer = Tokenizer.from_file(str(model / "tokenizer.json"))
-    rows = np.stack(
-        [table[tokenizer.encode(s, add_special_tokens=False).ids].mean(axis=0) for s in SENTENCES]
-    )
-    rows = rows / np.linalg.norm(rows, axis=1, keepdims=True)  # (N, D)
+    weighted = model / "attention_weights.safetensors"
+    extra = load_file(str(weighted)) if weighted.is_file() else None
+    rows = []
+    for sentence in SENTENCES:
+        ids = tokenizer.encode(sentence, add_special_tokens=False).ids
+        w = np.full(len(ids), 1.0 / len(ids))  # (T,)
+        if extra is not None:
+            heads = len(extra["gain"])
+            d = extra["queries"].shape[1] // heads
+            for h in range(heads):
+                q = extra["queries"][ids, h * d : (h + 1) * d]  # (T, d), the scale folded in
+                k = extra["keys"][ids, h * d : (h + 1) * d]  # (T, d)
+                scores = np.exp(q @ k.T - (q @ k.T).max(axis=1, keepdims=True))  # (T, T)
+                w += extra["gain"][h] * (scores / scores.sum(axis=1, keepdims=True)).mean(axis=0)
+        rows.append(w @ table[ids])
+    rows = np.stack(rows) / np.linalg.norm(rows, axis=1, keepdims=True)  # (N, D)
     np.testing.assert_allclose(open_model(str(model)).encode(SENTENCES, normalize=True), rows, atol=1e-5)
 
 

@@ -18,6 +18,7 @@ from sentcl.files.kinds import finite_float, model_name, own_folder_name, read_f
 # flag -> the recipe key it sets (each flag's default is None: the recipe's value stands)
 SHORTHANDS = {
     "dim": "dim",
+    "head": "head",
     "weighting": "weighting",
     "sif_a": "sif_a",
     "max_sentences": "max_sentences",
@@ -30,7 +31,7 @@ SHORTHANDS = {
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
-    from sentcl.config.static_recipe import WEIGHTINGS
+    from sentcl.config.static_recipe import HEADS, WEIGHTINGS
 
     p = sub.add_parser(
         "distill-static",
@@ -38,8 +39,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
         description="Model2Vec's method (Tulkens & van Dongen): the teacher's vector of every token, PCA, SIF "
         "weights (Arora, Liang & Ma); then the table is fitted to the teacher's vectors of the offline "
         "English corpus, and its sentence vectors' common components are removed. The folder is a "
-        "sentence-transformers folder (StaticEmbedding). Every setting is the recipe's: sentcl recipes show "
-        "distill_static.",
+        "sentence-transformers folder (StaticEmbedding). --head weights (the recipe distill_static_weighted) "
+        "learns the mean's weights from a small attention over the rows, kept as tables beside the table. Every "
+        "setting is the recipe's: sentcl recipes show distill_static.",
     )
     p.add_argument(
         "teacher",
@@ -62,6 +64,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--set", type=setting, dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--dim", type=positive_int, help="The student's width (dim).")
+    p.add_argument(
+        "--head", choices=HEADS, help="The form: one table (mean) or the weighted mean (weights) (head)."
+    )
     p.add_argument("--weighting", choices=WEIGHTINGS, help="p(w) of the SIF weights (weighting).")
     p.add_argument("--sif-a", type=finite_float, help="SIF's a (sif_a).")
     p.add_argument("--max-sentences", type=positive_int, help="Corpus sentences to fit on (max_sentences).")

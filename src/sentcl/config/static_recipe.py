@@ -23,6 +23,9 @@ from sentcl.files.slots import FolderOwn, FolderRead, ModelRef
 
 LOSSES = ("cosine", "mse")
 WEIGHTINGS = ("zipf", "corpus", "none")
+#: the student's form: ``mean`` (one table, a mean of rows) or ``weights`` (the mean's weights from a small
+#: attention over the rows: ``sentcl.methods.static_weights``)
+HEADS = ("mean", "weights")
 BUILTIN = "distill_static"
 
 
@@ -72,6 +75,10 @@ class StaticRecipe:
     #: common components removed from the table after the fit: the corpus sentence vectors' mean and their top
     #: ``components`` principal directions (``sentcl.methods.static_components``); 0: the table as fitted
     components: int
+    #: the form (``HEADS``); the ``weights`` head's attention heads and each one's query/key width
+    head: str
+    attention_heads: int
+    attention_dim: int
     #: the width of the distillation's PCA; wider than ``dim``, the learned map chooses the student's axes
     pca_dim: int | None = None
     skip_pattern: str | None = None
@@ -79,6 +86,13 @@ class StaticRecipe:
     teacher_cache: FolderRead | None = None
 
     def __post_init__(self) -> None:
+        if self.head not in HEADS:
+            raise ConfigError(f"head must be one of {', '.join(HEADS)}, got {self.head!r}")
+        if self.head == "weights" and self.fit.steps == 0:
+            raise ConfigError("head: weights is learned by the fit: it needs fit.steps > 0")
+        for name in ("attention_heads", "attention_dim"):
+            if getattr(self, name) <= 0:
+                raise ConfigError(f"{name} must be positive, got {getattr(self, name)}")
         if self.weighting not in WEIGHTINGS:
             raise ConfigError(f"weighting must be one of {', '.join(WEIGHTINGS)}, got {self.weighting!r}")
         if self.dim <= 0:
@@ -151,4 +165,4 @@ def load_static_recipe(path: str | Path | None = None, overrides: Sequence[str] 
         raise ConfigError(f"{err} ({where})") from None
 
 
-__all__ = ["BUILTIN", "LOSSES", "WEIGHTINGS", "FitSettings", "StaticRecipe", "load_static_recipe"]
+__all__ = ["BUILTIN", "HEADS", "LOSSES", "WEIGHTINGS", "FitSettings", "StaticRecipe", "load_static_recipe"]

@@ -9,6 +9,9 @@ with it (every row minus c, then projected), so it is folded into the table: the
 token and its encode costs nothing more. k is the recipe's ``components``; our reading of the papers' choice for
 a static student: 3 of 256 dimensions, chosen on STS-B dev (docs/results/static-students-cpu.md), where
 Mu & Viswanath's rule of D/100 gives 2.56.
+
+The weighted form (``sentcl.modeling.static_weighted``) folds the same map: its weights sum to s = 1 + sum_h g_h
+for every text, so v - c = sum_j w_j (E_j - c/s), and each row becomes (E_j - c/s) projected.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from sentcl.modeling.static import bag_mean
+from sentcl.modeling.static_tokens import TokenRows
+from sentcl.modeling.static_weighted import WeightedMean
 
 CHUNK = 8192  # sentences a pass: the statistics are sums, so memory stays (CHUNK, D) + (D, D)
 
@@ -30,11 +35,14 @@ class Components:
     explained: float  # the share of the centred vectors' variance along them
 
 
-def common_components(table: np.ndarray, token_lists: Sequence[Sequence[int]], k: int) -> Components:
+def common_components(
+    table: np.ndarray | WeightedMean, token_lists: Sequence[Sequence[int]], k: int
+) -> Components:
     """The mean and top ``k`` principal directions of the sentence vectors of ``token_lists`` under ``table``
-    (texts without a token left out)."""
+    (a one-table form's rows, or the weighted form), texts without a token left out."""
     lists = [ids for ids in token_lists if len(ids)]
-    return components_of((bag_mean(table, lists[s : s + CHUNK]) for s in range(0, len(lists), CHUNK)), k)
+    pool = table if isinstance(table, WeightedMean) else (lambda rows: bag_mean(table, rows))
+    return components_of((pool(TokenRows.of(lists[s : s + CHUNK])) for s in range(0, len(lists), CHUNK)), k)
 
 
 def components_of(chunks: Iterable[np.ndarray], k: int) -> Components:
@@ -57,8 +65,13 @@ def components_of(chunks: Iterable[np.ndarray], k: int) -> Components:
     return Components(mean.astype(np.float32), top.astype(np.float32), explained)
 
 
-def remove_components(table: np.ndarray, found: Components) -> np.ndarray:
-    """``table`` (V, D) with the components folded in: every row minus the mean, then projected off the
-    directions (V, D)."""
-    centred = table - found.mean  # (V, D)
+def remove_components(table: np.ndarray, found: Components, total_weight: float = 1.0) -> np.ndarray:
+    """``table`` (V, D) with the components folded in: every row minus the mean (over ``total_weight``, what a
+    text's weights sum to: 1 for a mean), then projected off the directions (V, D)."""
+    if abs(total_weight) < 1e-3:
+        raise ValueError(
+            f"the weighted form's weights sum to {total_weight:.2g}: the mean cannot be folded into its rows "
+            "(a fit that diverged: a smaller learning rate)"
+        )
+    centred = table - found.mean / total_weight  # (V, D)
     return (centred - (centred @ found.directions.T) @ found.directions).astype(np.float32)  # (V, D)

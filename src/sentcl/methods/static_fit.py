@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +40,7 @@ class FitResult:
     losses: list[tuple[int, float]]  # (step, mean loss since the last log)
     seconds: float  # wall time of the fit
     cpu_seconds: float  # process CPU time of the fit
+    model: MeanHead  # the trained student
 
 
 def bags(token_lists: Sequence[Sequence[int]], rows: np.ndarray) -> tuple[torch.Tensor, torch.Tensor]:
@@ -64,31 +65,66 @@ def fit_loss(student: torch.Tensor, target: torch.Tensor, settings: FitSettings)
     return loss
 
 
-def _trainables(
-    table: np.ndarray, settings: FitSettings
-) -> tuple[nn.EmbeddingBag, nn.Linear, list[tuple[torch.optim.Optimizer, torch.optim.lr_scheduler.LambdaLR]]]:
-    """The table as a sparse EmbeddingBag (only the rows a batch touches move: SparseAdam), the k x k' map
-    starting at the identity's first k' rows (Adam), and each optimizer with its linear warm-up."""
-    bag = nn.EmbeddingBag.from_pretrained(
-        torch.from_numpy(table.copy()), freeze=False, mode="mean", sparse=True
-    )
-    dim = table.shape[1]
-    out = settings.dim or dim
-    if out > dim:
-        raise ValueError(f"the student's width {out} is wider than the distilled table's {dim}")
-    linear = nn.Linear(dim, out, bias=False)
-    with torch.no_grad():
-        linear.weight.copy_(torch.eye(out, dim))  # (k', k): the first k' PCA axes
-    optimizers: list[torch.optim.Optimizer] = [
-        torch.optim.SparseAdam(list(bag.parameters()), lr=settings.learning_rate),
-        torch.optim.Adam(list(linear.parameters()), lr=settings.learning_rate),
-    ]
+class MeanHead(nn.Module):
+    """The recipe's student: the mean of a sentence's rows (a sparse EmbeddingBag: only the rows a batch touches
+    move, SparseAdam) through a linear map k -> k' that starts at the identity's first k' rows (Adam)."""
+
+    def __init__(self, table: np.ndarray, out: int) -> None:
+        super().__init__()
+        dim = table.shape[1]
+        if out > dim:
+            raise ValueError(f"the student's width {out} is wider than the distilled table's {dim}")
+        rows = torch.from_numpy(table.copy())  # (V, k)
+        self.mean = nn.EmbeddingBag.from_pretrained(rows, freeze=False, mode="mean", sparse=True)
+        self.linear = nn.Linear(dim, out, bias=False)
+        with torch.no_grad():
+            self.linear.weight.copy_(torch.eye(out, dim))  # (k', k): the first k' PCA axes
+
+    def forward(self, flat: torch.Tensor, offsets: torch.Tensor) -> torch.Tensor:
+        return self.linear(self.mean(flat, offsets))  # (B, k')
+
+    def optimizers(self, lr: float) -> list[torch.optim.Optimizer]:
+        dense = [p for name, p in self.named_parameters() if name != "mean.weight"]
+        return [torch.optim.SparseAdam([self.mean.weight], lr=lr), torch.optim.Adam(dense, lr=lr)]
+
+    def folded(self) -> np.ndarray:
+        """The map folded into every row: E = X L^T (V, k')."""
+        with torch.no_grad():
+            return (self.mean.weight @ self.linear.weight.T).numpy().astype(np.float32)  # (V, k) @ (k, k')
+
+
+def fit_head(
+    model: MeanHead, token_lists: Sequence[Sequence[int]], targets: torch.Tensor, settings: FitSettings
+) -> list[tuple[int, float]]:
+    """The fit loop: ``settings.steps`` batches of sentences with tokens (one fixed seed for their order),
+    each optimizer after a linear warm-up; the mean loss since the last log, by step."""
+    rng = np.random.default_rng(settings.seed)
+    usable = np.array([i for i, ids in enumerate(token_lists) if len(ids)], dtype=np.int64)
     warmup = max(1, settings.warmup_steps)
-    return (
-        bag,
-        linear,
-        [(o, torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / warmup))) for o in optimizers],
-    )
+    optimizers = [
+        (o, torch.optim.lr_scheduler.LambdaLR(o, lambda s: min(1.0, (s + 1) / warmup)))
+        for o in model.optimizers(settings.learning_rate)
+    ]
+    order, cursor, losses, running = rng.permutation(usable), 0, [], 0.0
+    for step in range(1, settings.steps + 1):
+        if cursor + settings.batch_size > len(order):
+            order, cursor = rng.permutation(usable), 0
+        rows = order[cursor : cursor + settings.batch_size]
+        cursor += settings.batch_size
+        loss = fit_loss(model(*bags(token_lists, rows)), targets[torch.from_numpy(rows)], settings)
+        for opt, _ in optimizers:
+            opt.zero_grad(set_to_none=True)
+        loss.backward()
+        for opt, sched in optimizers:
+            opt.step()
+            sched.step()
+        running += float(loss.detach())
+        if step % settings.log_every == 0 or step == settings.steps:
+            seen = step % settings.log_every or settings.log_every
+            losses.append((step, running / seen))
+            logger.info("static fit: step %d/%d, loss %.4f", step, settings.steps, running / seen)
+            running = 0.0
+    return losses
 
 
 def fit_targets(pca: PCA, teacher: np.ndarray, center: bool) -> np.ndarray:
@@ -106,11 +142,13 @@ def fit_static(
     token_lists: Sequence[Sequence[int]],
     teacher: np.ndarray,
     settings: FitSettings,
+    head: Callable[[np.ndarray, int], MeanHead] = MeanHead,
 ) -> FitResult:
     """Train ``table`` (V, k) so that sentence i's mean of rows matches ``pca.apply(teacher[i])``.
 
     ``token_lists[i]``: sentence i's token ids (no special tokens); ``teacher`` (N, D) its teacher vectors.
-    Sentences without a token are left out.
+    Sentences without a token are left out. ``head`` makes the student from the table and its width (the
+    recipe's ``MeanHead``, or a richer one: ``sentcl.methods.static_weights``); the result keeps it.
     """
     if settings.steps <= 0:
         raise ValueError("fit_static needs fit.steps > 0 (0 means: no fit)")
@@ -120,40 +158,25 @@ def fit_static(
     if len(usable) < 2:
         raise ValueError("fitting a static model needs at least two sentences with tokens")
     torch.manual_seed(settings.seed)
-    rng = np.random.default_rng(settings.seed)
     out = settings.dim or table.shape[1]
     targets = fit_targets(pca, teacher, settings.center)[:, :out]  # (N, k'): the first k' PCA axes
     targets = torch.from_numpy(targets.astype(np.float32))
-    bag, linear, optimizers = _trainables(table, settings)
-    order, cursor, losses, running = rng.permutation(usable), 0, [], 0.0
+    model = head(table, out)
     start, cpu_start = time.perf_counter(), time.process_time()
-    for step in range(1, settings.steps + 1):
-        if cursor + settings.batch_size > len(order):
-            order, cursor = rng.permutation(usable), 0
-        rows = order[cursor : cursor + settings.batch_size]
-        cursor += settings.batch_size
-        flat, offsets = bags(token_lists, rows)
-        loss = fit_loss(linear(bag(flat, offsets)), targets[torch.from_numpy(rows)], settings)
-        for opt, _ in optimizers:
-            opt.zero_grad(set_to_none=True)
-        loss.backward()
-        for opt, sched in optimizers:
-            opt.step()
-            sched.step()
-        running += float(loss.detach())
-        if step % settings.log_every == 0 or step == settings.steps:
-            seen = step % settings.log_every or settings.log_every
-            losses.append((step, running / seen))
-            logger.info("static fit: step %d/%d, loss %.4f", step, settings.steps, running / seen)
-            running = 0.0
-    with torch.no_grad():
-        folded = bag.weight @ linear.weight.T  # (V, k) @ (k, k'): the map folded into every row
+    losses = fit_head(model, token_lists, targets, settings)
     return FitResult(
-        folded.numpy().astype(np.float32),
-        losses,
-        time.perf_counter() - start,
-        time.process_time() - cpu_start,
+        model.folded(), losses, time.perf_counter() - start, time.process_time() - cpu_start, model
     )
 
 
-__all__ = ["LOSSES", "FitResult", "FitSettings", "bags", "fit_loss", "fit_static", "fit_targets"]
+__all__ = [
+    "LOSSES",
+    "FitResult",
+    "FitSettings",
+    "MeanHead",
+    "bags",
+    "fit_head",
+    "fit_loss",
+    "fit_static",
+    "fit_targets",
+]

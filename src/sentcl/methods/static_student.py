@@ -3,12 +3,13 @@
 1. Distil: the teacher's vector of every vocabulary token, PCA to ``dim``, SIF weights (static_distill.py).
 2. Fit (unless ``fit`` is None): the table is trained on the teacher's cached vectors of a corpus
    (static_fit.py); the teacher's vectors come from the teacher cache (methods/teacher_cache.py), shared with
-   the layer students' runs on the same sentences.
+   the layer students' runs on the same sentences. ``head: weights`` fits the weighted form with it
+   (static_weights.py: the mean's weights from a small attention over the rows).
 3. Remove the common components (``components`` > 0): the corpus sentence vectors' mean and top directions,
    folded into the table (static_components.py).
-4. Write: a sentence-transformers folder with a StaticEmbedding module and a Normalize module
-   (modeling/static.py), and ``sentcl_static.json`` beside it: the settings, the corpus, the losses, the wall
-   and CPU time of each step.
+4. Write: a sentence-transformers folder with a StaticEmbedding module (the weighted form: its own module and
+   its tables beside the table, modeling/static_weighted.py) and a Normalize module (modeling/static.py), and
+   ``sentcl_static.json`` beside it: the settings, the corpus, the losses, the wall and CPU time of each step.
 
 The corpus is the offline English corpus (``data.reader offline_english``: every distinct sentence of the data
 folder outside the STS test sets and STS-B dev, in its fixed shuffled order), the first ``max_sentences``.
@@ -37,7 +38,8 @@ from sentcl.methods.static_distill import (
     sif_weights,
     zipf_probabilities,
 )
-from sentcl.methods.static_fit import fit_static
+from sentcl.methods.static_fit import MeanHead, fit_static
+from sentcl.methods.static_weights import weights_head
 from sentcl.methods.teacher_cache import distinct_texts, teacher_cache_dir, teacher_vectors
 from sentcl.modeling.tokenizer_checks import quiet_rust_panics
 
@@ -107,7 +109,7 @@ def build_static_student(
     key = "pca_dim" if recipe.pca_dim else "dim (--dim)"  # the recipe key, or its option, that set the width
     distilled = distill_table(encoder, recipe.pca_dim or recipe.dim, weights, recipe.skip_pattern, option=key)
     times.update(distill_seconds=time.perf_counter() - wall, distill_cpu_seconds=time.process_time() - cpu)
-    table, losses = distilled.table, []
+    table, losses, weighted = distilled.table, [], None
     if recipe.fitted and tokens is not None:
         wall, cpu = time.perf_counter(), time.process_time()
         targets = teacher_matrix(teacher, sentences, recipe.teacher_cache)
@@ -115,14 +117,21 @@ def build_static_student(
             teacher_seconds=time.perf_counter() - wall, teacher_cpu_seconds=time.process_time() - cpu
         )
         fit = dataclasses.replace(recipe.fit, dim=recipe.dim)  # the map narrows a wider table to dim
-        result = fit_static(distilled.table, distilled.pca, tokens, targets, fit)
+        head = (
+            weights_head(recipe.attention_heads, recipe.attention_dim)
+            if recipe.head == "weights"
+            else MeanHead
+        )
+        result = fit_static(distilled.table, distilled.pca, tokens, targets, fit, head)
         table, losses = result.table, result.losses
+        weighted = result.model.tables() if recipe.head == "weights" else None
         times.update(fit_seconds=result.seconds, fit_cpu_seconds=result.cpu_seconds)
     removed = None
     if recipe.components > 0 and tokens is not None:
         wall, cpu = time.perf_counter(), time.process_time()
-        found = common_components(table, tokens, recipe.components)
-        table = remove_components(table, found)
+        found = common_components(table if weighted is None else weighted, tokens, recipe.components)
+        table = remove_components(table, found, 1.0 if weighted is None else weighted.total_weight)
+        weighted = None if weighted is None else weighted.with_table(table)
         times.update(
             components_seconds=time.perf_counter() - wall, components_cpu_seconds=time.process_time() - cpu
         )
@@ -139,7 +148,14 @@ def build_static_student(
     card = f"# Static student of {teacher}\n\nBuilt by `sentcl distill-static`; settings in {SUMMARY_FILE}.\n"
     rust = encoder.tokenizer.backend_tokenizer
     folder = save_static(
-        out, rust, table, card=card, extra={SUMMARY_FILE: summary}, inputs=inputs, overwrite=overwrite
+        out,
+        rust,
+        table,
+        card=card,
+        extra={SUMMARY_FILE: summary},
+        weighted=weighted,
+        inputs=inputs,
+        overwrite=overwrite,
     )
     logger.info("static student of %s written to %s", teacher, folder)
     return folder

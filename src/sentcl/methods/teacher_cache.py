@@ -126,9 +126,10 @@ class CacheKey:
     @classmethod
     def of(cls, teacher: TeacherConfig, texts_sha256: str) -> CacheKey:
         path = Path(resolve_model_path(teacher.path))
-        return cls(
-            model=teacher.path,
-            model_path=str(path.resolve()) if path.exists() else teacher.path,
+        where = str(path.resolve()) if path.exists() else teacher.path
+        return cls(  # the folder, not how it was named: a short name and its path share one entry
+            model=where,
+            model_path=where,
             model_fingerprint=model_fingerprint(teacher.path),
             pooler=teacher.pooler,
             max_length=teacher.max_length,

@@ -11,6 +11,10 @@ sum. A sentence with no token gets the zero vector.
 ``max_length`` (the inference truncation every ``Encoder`` has) is ``STATIC_MAX_TOKENS`` tokens: a static model
 has no position limit, and sentence-transformers truncates nothing, so the two agree below that length.
 Writing a folder: ``save_static`` (a new or empty folder only, written whole and swapped in).
+
+The weighted form (``static_weighted``: the mean's weights from a small attention over the rows) is the same
+folder plus ``attention_weights.safetensors``, its first module typed ``WEIGHTED_TYPE`` so that a reader of the
+one-table form does not take it for a plain mean.
 """
 
 from __future__ import annotations
@@ -30,11 +34,21 @@ from sentcl.files.output import Input
 from sentcl.files.paths import ModelFolderError
 from sentcl.files.read import read_json
 from sentcl.modeling.static_tokens import StaticTokenizer, TokenRows
+from sentcl.modeling.static_weighted import (
+    POOL_TEXTS,
+    WEIGHTED_FILE,
+    WeightedMean,
+    has_weights,
+    read_weighted,
+    save_weighted,
+)
 from sentcl.modeling.tokenizer_checks import check_patterns
 from sentcl.similarity import cosine_matrix, embedding_matrix, unit_rows, wants_unit_rows
 
 STATIC_MODULE = "StaticEmbedding"
 ST_TYPE = "sentence_transformers.models.StaticEmbedding"  # the name sentence-transformers 3 to 6 resolve
+#: the weighted form's first module (``sentcl.interop.st_weighted``: sentence-transformers loads it through sentcl)
+WEIGHTED_TYPE = "sentcl.interop.st_weighted.WeightedStaticEmbedding"
 NORMALIZE_TYPE = "sentence_transformers.models.Normalize"
 WEIGHTS_FILE = "model.safetensors"
 TOKENIZER_FILE = "tokenizer.json"
@@ -58,7 +72,15 @@ def is_static_folder(folder: str | Path) -> bool:
 
 
 def _check_modules(folder: Path, modules: list[dict[str, Any]]) -> bool:
-    """Whether a Normalize module follows; any other module is an error naming modules.json."""
+    """Whether a Normalize module follows; any other module is an error naming modules.json, and so is a
+    weights file that the first module's type does not name (or the other way round)."""
+    weighted = modules[0].get("type") == WEIGHTED_TYPE
+    if weighted != has_weights(folder):
+        raise ModelFolderError(
+            f"{folder / 'modules.json'}: the first module is {modules[0].get('type')!r} but "
+            f"{WEIGHTED_FILE} is {'missing' if weighted else 'present'}: the weighted form needs both "
+            f"({WEIGHTED_TYPE} and the file), the one-table form neither"
+        )
     normalize = False
     for entry in modules[1:]:
         kind = str(entry.get("type", "")) if isinstance(entry, dict) else ""
@@ -73,7 +95,7 @@ def _check_modules(folder: Path, modules: list[dict[str, Any]]) -> bool:
     return normalize
 
 
-def _read_table(folder: Path) -> np.ndarray:
+def read_table(folder: Path) -> np.ndarray:
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
@@ -148,7 +170,9 @@ class StaticEncoder:
                 f"{self.folder}: not a static model folder (no StaticEmbedding in modules.json)"
             )
         self.normalize_output = _check_modules(self.folder, modules)
-        self.table = _read_table(self.folder)
+        self.table = read_table(self.folder)
+        #: the weighted form's tables (None: the one-table form, a plain mean)
+        self.weighted = read_weighted(self.folder, self.table) if has_weights(self.folder) else None
         self.rust_tokenizer = load_tokenizer(self.folder / TOKENIZER_FILE)
         if self.rust_tokenizer.get_vocab_size() > len(self.table):
             raise ModelFolderError(
@@ -175,6 +199,10 @@ class StaticEncoder:
         bounded = bounded_texts(texts, limit)  # the input budget (sentcl.files.budget)
         return self.tokens.ids(bounded).cut(limit)
 
+    def pool(self, rows: TokenRows) -> np.ndarray:
+        """The texts' vectors (N, D) before normalisation: the plain or the weighted mean of their rows."""
+        return bag_mean(self.table, rows) if self.weighted is None else self.weighted(rows)
+
     def encode(
         self,
         sentences: str | Sequence[str],
@@ -186,7 +214,8 @@ class StaticEncoder:
         normalize_embeddings: bool | None = None,
     ) -> np.ndarray | torch.Tensor:
         """Embed in input order: the mean of each sentence's token rows (then L2-normalised when the folder
-        has a Normalize module or ``normalize``; ``normalize_embeddings``: sentence-transformers' name)."""
+        has a Normalize module or ``normalize``; ``normalize_embeddings``: sentence-transformers' name). The
+        weighted form pools at least ``POOL_TEXTS`` sentences a pass, whatever ``batch_size`` says."""
         normalize = wants_unit_rows(normalize, normalize_embeddings)
         if batch_size <= 0:
             raise ValueError(f"batch_size must be positive, got {batch_size}")
@@ -195,9 +224,10 @@ class StaticEncoder:
         single = isinstance(sentences, str)
         texts = [sentences] if single else list(sentences)
         out = np.empty((len(texts), self.embedding_dim), dtype=np.float32)  # (N, D)
-        for start in range(0, len(texts), batch_size):
-            chunk = texts[start : start + batch_size]
-            out[start : start + len(chunk)] = bag_mean(self.table, self.token_rows(chunk, max_length))
+        step = batch_size if self.weighted is None else max(batch_size, POOL_TEXTS)  # static_weighted
+        for start in range(0, len(texts), step):
+            chunk = texts[start : start + step]
+            out[start : start + len(chunk)] = self.pool(self.token_rows(chunk, max_length))
         if normalize or self.normalize_output:
             out = unit_rows(out)
         result = out[0] if single else out
@@ -209,17 +239,26 @@ class StaticEncoder:
 
 
 def _write_static(
-    folder: Path, tokenizer_json: str, table: np.ndarray, normalize: bool, card: str, extra: dict[str, Any]
+    folder: Path,
+    tokenizer_json: str,
+    table: np.ndarray,
+    normalize: bool,
+    card: str,
+    extra: dict[str, Any],
+    weighted: WeightedMean | None,
 ) -> None:
     from safetensors.numpy import save_file
 
     folder.mkdir(parents=True, exist_ok=True)  # made and marked by sentcl.files.output.write_folder
-    modules = [{"idx": 0, "name": "0", "path": "", "type": ST_TYPE}]
+    kind = ST_TYPE if weighted is None else WEIGHTED_TYPE
+    modules = [{"idx": 0, "name": "0", "path": "", "type": kind}]
     if normalize:
         modules.append({"idx": 1, "name": "1", "path": "1_Normalize", "type": NORMALIZE_TYPE})
         (folder / "1_Normalize").mkdir()
     (folder / "modules.json").write_text(dumps_strict(modules) + "\n", encoding="utf-8")
     save_file({WEIGHT_KEY: np.ascontiguousarray(table, dtype=np.float32)}, str(folder / WEIGHTS_FILE))
+    if weighted is not None:
+        save_weighted(folder, weighted)
     (folder / TOKENIZER_FILE).write_text(tokenizer_json, encoding="utf-8")
     config = {"__version__": {"sentence_transformers": "3.0.0"}, "similarity_fn_name": "cosine"}
     (folder / "config_sentence_transformers.json").write_text(dumps_strict(config) + "\n", encoding="utf-8")
@@ -236,12 +275,14 @@ def save_static(
     card: str = "",
     extra: dict[str, Any] | None = None,
     *,
+    weighted: WeightedMean | None = None,
     flag: str = "OUTPUT",
     inputs: Sequence[Input] = (),
     overwrite: bool = False,
 ) -> Path:
     """Write a static folder: ``tokenizer`` (a tokenizers.Tokenizer) and its token vectors ``table`` (V, D);
-    ``extra``: more JSON files (name -> content), e.g. how the table was made.
+    ``extra``: more JSON files (name -> content), e.g. how the table was made; ``weighted``: the weighted
+    form's tables over ``table`` (``static_weighted``), else the one-table form.
 
     Through the output policy (``sentcl.files.output.write_folder``, kind ``model``): ``folder`` is new or
     empty, or with ``overwrite`` an earlier model sentcl wrote (never a folder of the user's files, another
@@ -254,6 +295,8 @@ def save_static(
         raise ValueError(
             f"token vectors of shape {table.shape} for a tokenizer of {tokenizer.get_vocab_size()} tokens"
         )
+    if weighted is not None and len(weighted.rows) != len(table):
+        raise ValueError(f"attention weights for {len(weighted.rows)} tokens beside a table of {len(table)}")
     bad = first_bad_row(np.asarray(table))
     if bad is not None or not np.asarray(table).any():
         what = f"row {bad[0]} holds {bad[1]}" if bad else "it is all zeros"
@@ -265,12 +308,13 @@ def save_static(
     clean.no_padding()
     clean.no_truncation()
     text = clean.to_str()
-    write = lambda tmp: _write_static(tmp, text, table, normalize, card, extra or {})  # noqa: E731
+    write = lambda tmp: _write_static(tmp, text, table, normalize, card, extra or {}, weighted)  # noqa: E731
     return write_folder(folder, "model", write, flag, inputs, overwrite=overwrite)
 
 
 __all__ = [
     "STATIC_MAX_TOKENS",
+    "WEIGHTED_TYPE",
     "StaticEncoder",
     "bag_mean",
     "is_static_folder",

@@ -10,7 +10,8 @@
   settings with the teacher, layers, corpus size and steps of the run (a training run folder under ``work/``:
   a step killed mid-way resumes from its last checkpoint), its best model copied into ``candidates/lK``.
 - ``...-int8``: ``sentcl.interop.onnx.export_onnx(int8=True)`` of the teacher or of a layer student.
-- ``static-W``: ``sentcl.methods.static_student.build_static_student`` at width W.
+- ``static-W``: ``sentcl.methods.static_student.build_static_student`` at width W; ``static-weighted-W`` the
+  weighted form (the static recipe's ``head: weights``).
 
 Every model folder is written whole through a temporary sibling (``sentcl.files.output``), so a step killed
 mid-way leaves no half folder; its record (``steps/NAME.json``) is written last.
@@ -171,10 +172,12 @@ def export_int8(ctx: Context, cand: Candidate, source: str, source_digest: str) 
 
 
 def build_static(ctx: Context, cand: Candidate) -> dict[str, Any]:
-    """The static student step at width ``cand.dim`` into ``candidates/NAME``."""
+    """The static student step at width ``cand.dim``, of the form ``cand.head``, into ``candidates/NAME``."""
     b = ctx.budget
     inputs = {**ctx.base_inputs(), "dim": cand.dim, "steps": b.static_steps, "corpus": b.corpus_sentences}
     inputs["batch"] = b.batch_size
+    if cand.head != "mean":  # the one-table steps keep the inputs they had before the weighted form
+        inputs["head"] = cand.head
 
     def work() -> dict[str, Any]:
         from sentcl.config.static_recipe import load_static_recipe
@@ -184,6 +187,7 @@ def build_static(ctx: Context, cand: Candidate) -> dict[str, Any]:
             f"teacher={ctx.teacher}",
             f"output_dir={ctx.folder(cand.name)}",
             f"dim={cand.dim}",
+            f"head={cand.head}",
             f"max_sentences={b.corpus_sentences}",
             f"fit.steps={b.static_steps}",
             f"fit.batch_size={min(b.batch_size, b.corpus_sentences)}",

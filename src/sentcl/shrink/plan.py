@@ -8,10 +8,11 @@ evaluation data). The candidate families are what sentcl builds:
   measurement, distilled with ``distill_mse`` (Reimers & Gurevych 2020) on the offline English corpus;
 - ``int8``: onnxruntime's dynamic int8 export of the teacher and of each layer student;
 - ``static``: a static student (Model2Vec's distillation then sentcl's fit, ``sentcl distill-static``) at two
-  widths.
+  widths, and the weighted form (the recipe ``distill_static_weighted``) at the wider one.
 
 The speed of a candidate is only estimated before it exists (``ESTIMATES``: k-layer students at L/k, int8 at
-``INT8_GAIN`` times its source, static at ``STATIC_SPEED``; all against the teacher); every estimate is
+``INT8_GAIN`` times its source, static at ``STATIC_SPEED``, the weighted form at ``WEIGHTED_SPEED``; all against
+the teacher); every estimate is
 replaced by a measurement once the candidate is built. For a speed budget the plan keeps the candidates whose
 estimate reaches ``PLAN_MARGIN`` of the budget (the estimates are rough), and the layer students that an int8
 candidate needs; for a quality target every candidate; with the layer students an int8 export needs (built, scored and timed
@@ -31,12 +32,16 @@ from typing import Any
 #: 100x: docs/results/frontier-cpu.md)
 INT8_GAIN = 2.0
 STATIC_SPEED = 100.0
-ESTIMATES = {"int8_gain": INT8_GAIN, "static_speed": STATIC_SPEED}
+#: the weighted static form: 111x against 277x for the one-table form on the 2-core EPYC
+#: (bench/results/static_weights_quiet.json); half the one-table estimate
+WEIGHTED_SPEED = 50.0
+ESTIMATES = {"int8_gain": INT8_GAIN, "static_speed": STATIC_SPEED, "weighted_speed": WEIGHTED_SPEED}
 PLAN_MARGIN = 0.5
 STATIC_WIDTHS = (256, 128)
 #: rough CPU costs of the steps that do not scale with the teacher's measured speed
 EXPORT_SECONDS_PER_MILLION_WEIGHTS = 0.6
 STATIC_FIT_SECONDS_PER_STEP = 0.02
+WEIGHTED_FIT_SECONDS_PER_STEP = 0.2  # its attention over padded batches: 593 CPU s for 3,000 steps
 
 
 @dataclass(frozen=True)
@@ -71,7 +76,8 @@ def parse_keep(text: str) -> Target:
 class Candidate:
     """One model to build: ``family`` layers / int8 / static; ``layers`` the kept layer count (a layer student
     or its export); ``source`` the candidate an int8 export converts (``teacher`` or a layer student);
-    ``dim`` a static student's width; ``estimate`` its speed against the teacher before it is measured."""
+    ``dim`` a static student's width and ``head`` its form (the static recipe's ``head``); ``estimate`` its
+    speed against the teacher before it is measured."""
 
     name: str
     family: str
@@ -79,6 +85,7 @@ class Candidate:
     layers: int | None = None
     source: str | None = None
     dim: int | None = None
+    head: str = "mean"
 
 
 @dataclass(frozen=True)
@@ -112,7 +119,11 @@ def every_candidate(shape: TeacherShape) -> list[Candidate]:
         speed = shape.layers / k
         out.append(Candidate(f"l{k}", "layers", speed, layers=k))
         out.append(Candidate(f"l{k}-int8", "int8", speed * INT8_GAIN, layers=k, source=f"l{k}"))
-    out += [Candidate(f"static-{w}", "static", STATIC_SPEED, dim=w) for w in static_widths(shape.hidden)]
+    widths = static_widths(shape.hidden)
+    out += [Candidate(f"static-{w}", "static", STATIC_SPEED, dim=w) for w in widths]
+    out.append(
+        Candidate(f"static-weighted-{widths[0]}", "static", WEIGHTED_SPEED, dim=widths[0], head="weights")
+    )
     return out
 
 
@@ -175,7 +186,8 @@ def estimate_seconds(shape: TeacherShape, plan: list[Candidate], budget: Budget)
         else:
             est[f"{c.name}: distillation and fit"] = (
                 4 * shape.vocab / rate / 8  # every vocabulary token through the teacher (short inputs)
-                + STATIC_FIT_SECONDS_PER_STEP * budget.static_steps
+                + (WEIGHTED_FIT_SECONDS_PER_STEP if c.head == "weights" else STATIC_FIT_SECONDS_PER_STEP)
+                * budget.static_steps
             )
         est[f"{c.name}: evaluation"] = budget.eval_texts / speed
     est["teacher: evaluation"] = budget.eval_texts / rate
