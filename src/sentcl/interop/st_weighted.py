@@ -5,7 +5,8 @@ imports it (sentcl installed) and gets the form itself, not a plain mean of its 
 fails naming this module. It is sentence-transformers' own ``StaticEmbedding`` (its tokenisation, its
 ``EmbeddingBag`` of the table, its ``save``) whose ``forward`` computes the weighted mean from the tables beside
 the table. Inference only: the weights are tables, not the head that was trained (``sentcl distill-static``
-fits it). A local folder only.
+fits it). A local folder only. Texts of one length are weighed together, so a larger ``batch_size`` than
+sentence-transformers' 32 encodes faster (``sentcl.modeling.static_weighted.POOL_TEXTS``).
 """
 
 from __future__ import annotations

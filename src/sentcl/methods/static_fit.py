@@ -12,7 +12,9 @@ Losses (``FitSettings.loss``): ``cosine`` (1 - cos, mean over the batch) or ``ms
 the vectors as they are, Reimers & Gurevych's distillation loss); ``contrastive_weight`` > 0 adds InfoNCE (van den Oord et al.; SimCSE's form) between each
 student vector and every teacher vector of the batch, the teacher's own as the positive, at ``temperature``.
 Adam over E and M, a constant learning rate after a linear warm-up; one fixed seed for the batch order. The
-settings (``FitSettings``) are the recipe's (``sentcl.config.static_recipe``, torch-free).
+settings (``FitSettings``) are the recipe's (``sentcl.config.static_recipe``, torch-free). The student is a
+module (``MeanHead``: the table and M) with its own optimizers, so a richer form trains in the same loop
+(``fit_head``; the weighted form, ``sentcl.methods.static_weights``).
 """
 
 from __future__ import annotations

@@ -32,8 +32,8 @@ WEIGHTED_FILE = "attention_weights.safetensors"
 SCORE_FLOATS = 1 << 24
 GATHER_FLOATS = 1 << 24  # floats of gathered rows a group may hold (64 MiB)
 #: texts a pass of ``StaticEncoder.encode`` pools at least: texts of one length go together, and the more
-#: texts a pass holds, the fewer and larger its groups (at 128 a pass, most groups hold a text or two and the
-#: per-group overhead dominates; bench/results/static_speed_weighted.json times both batch sizes)
+#: texts a pass holds, the fewer and larger its groups (at 128 a pass most groups would hold a text or two);
+#: bench/results/static_speed_weighted.json times the default batch and one call of 10,000
 POOL_TEXTS = 4096
 
 

@@ -12,11 +12,10 @@ evaluation data). The candidate families are what sentcl builds:
 
 The speed of a candidate is only estimated before it exists (``ESTIMATES``: k-layer students at L/k, int8 at
 ``INT8_GAIN`` times its source, static at ``STATIC_SPEED``, the weighted form at ``WEIGHTED_SPEED``; all against
-the teacher); every estimate is
-replaced by a measurement once the candidate is built. For a speed budget the plan keeps the candidates whose
-estimate reaches ``PLAN_MARGIN`` of the budget (the estimates are rough), and the layer students that an int8
-candidate needs; for a quality target every candidate; with the layer students an int8 export needs (built, scored and timed
-even when ``--families`` leaves their family out).
+the teacher); every estimate is replaced by a measurement once the candidate is built. For a speed budget the
+plan keeps the candidates whose estimate reaches ``PLAN_MARGIN`` of the budget (the estimates are rough), and the
+layer students that an int8 candidate needs; for a quality target every candidate; with the layer students an
+int8 export needs (built, scored and timed even when ``--families`` leaves their family out).
 """
 
 from __future__ import annotations
@@ -32,8 +31,8 @@ from typing import Any
 #: 100x: docs/results/frontier-cpu.md)
 INT8_GAIN = 2.0
 STATIC_SPEED = 100.0
-#: the weighted static form: 111x against 277x for the one-table form on the 2-core EPYC
-#: (bench/results/static_weights_quiet.json); half the one-table estimate
+#: the weighted static form: 113x against 243x for the one-table form on the 2-core EPYC
+#: (bench/results/static_speed_weighted.json); half the one-table estimate
 WEIGHTED_SPEED = 50.0
 ESTIMATES = {"int8_gain": INT8_GAIN, "static_speed": STATIC_SPEED, "weighted_speed": WEIGHTED_SPEED}
 PLAN_MARGIN = 0.5
@@ -41,7 +40,8 @@ STATIC_WIDTHS = (256, 128)
 #: rough CPU costs of the steps that do not scale with the teacher's measured speed
 EXPORT_SECONDS_PER_MILLION_WEIGHTS = 0.6
 STATIC_FIT_SECONDS_PER_STEP = 0.02
-WEIGHTED_FIT_SECONDS_PER_STEP = 0.2  # its attention over padded batches: 593 CPU s for 3,000 steps
+#: its attention over padded batches: 617.6 CPU s for 3,000 steps (docs/results/static-students-cpu/)
+WEIGHTED_FIT_SECONDS_PER_STEP = 0.2
 
 
 @dataclass(frozen=True)
