@@ -45,9 +45,11 @@ demo-data: install
 demo: install-extras demo-data
 	$(SENTCL) train --config configs/demo.yaml $(DEMO_ARGS)
 
-# Every test, the slow ones included, and the 15 slowest listed (pytest -m "not slow" skips the slow ones)
+# Every test, the slow ones included, and the 15 slowest listed (pytest -m "not slow" skips the slow ones), in
+# TEST_WORKERS processes (pytest-xdist; each test file runs whole in one of them; TEST_WORKERS=0: one process)
+TEST_WORKERS ?= 2
 test: install-dev
-	$(BIN)/python -m pytest --durations=15
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # The real-data transfer parity test on all seven SentEval tasks (make test runs CR, TREC and MRPC of them; the
 # module doc of tests/evaluation/test_transfer_parity_real.py says why) and the reference on TREC and MRPC

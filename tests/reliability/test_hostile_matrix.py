@@ -45,7 +45,12 @@ from test_slot_catalogue import all_cli_slots, all_config_slots, all_http_slots
 from sentcl.files.slots import Slot
 
 FULL = os.environ.get("SENTCL_HOSTILE") == "full"
-SEED = int(os.environ.get("SENTCL_HOSTILE_SEED") or random.SystemRandom().randrange(10**6))
+# one seed a run: under pytest-xdist every worker collects the same sample from the run's shared id
+_RUN_ID = os.environ.get("PYTEST_XDIST_TESTRUNUID")
+SEED = int(
+    os.environ.get("SENTCL_HOSTILE_SEED")
+    or (int(_RUN_ID, 16) % 10**6 if _RUN_ID else random.SystemRandom().randrange(10**6))
+)
 # cases of the run and http parts in a make test run (SENTCL_HOSTILE_SAMPLE=N: N of each)
 RUN_SAMPLE = HTTP_SAMPLE = int(os.environ.get("SENTCL_HOSTILE_SAMPLE") or 0)
 RUN_SAMPLE, HTTP_SAMPLE = RUN_SAMPLE or 14, HTTP_SAMPLE or 40

@@ -138,7 +138,10 @@ def test_periodic_release_budget_named_example() -> None:
 
 
 def test_resident_bytes_follows_a_touched_block() -> None:
-    """resident_bytes against /proc/self/status' VmRSS, before and after 64 MiB of fresh pages are touched."""
+    """resident_bytes against /proc/self/status' VmRSS, before and after 64 MiB of fresh pages are touched (an
+    anonymous map: new pages whatever the process' heap already holds, as in a long-lived test worker)."""
+    import mmap
+
     import numpy as np
 
     from sentcl.training.allocator import resident_bytes
@@ -148,10 +151,14 @@ def test_resident_bytes_follows_a_touched_block() -> None:
             return next(int(line.split()[1]) * 1024 for line in handle if line.startswith("VmRSS:"))
 
     before, status_before = resident_bytes(), vm_rss()
-    block = np.ones(64 << 20, dtype=np.uint8)  # touched: resident
+    block = mmap.mmap(-1, 64 << 20)
+    pages = np.frombuffer(block, dtype=np.uint8)  # (64 MiB,)
+    pages[:: mmap.PAGESIZE] = 1  # one byte a page: every page touched, resident
     after, status_after = resident_bytes(), vm_rss()
     assert abs(before - status_before) < 4 << 20 and abs(after - status_after) < 4 << 20
-    assert after - before > 60 << 20 and block.sum() == 64 << 20
+    assert after - before > 60 << 20 and int(pages.sum()) == (64 << 20) // mmap.PAGESIZE
+    del pages
+    block.close()
 
 
 def test_periodic_release_named_example_and_threads() -> None:
