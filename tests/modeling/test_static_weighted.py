@@ -193,3 +193,44 @@ def test_a_weights_file_and_modules_json_must_agree(weighted_folder: tuple[Path,
     (folder / WEIGHTED_FILE).unlink()  # the module says weighted, the file is gone
     with pytest.raises(ModelFolderError, match=f"modules.json.*{WEIGHTED_FILE} is missing"):
         open_model(str(folder))
+
+
+def test_sentence_transformers_loading_a_damaged_folder_names_the_file(
+    weighted_folder: tuple[Path, WeightedMean],
+) -> None:
+    """A weights file cut by hand: sentence-transformers' own loader stops with sentcl's error naming it."""
+    from sentence_transformers import SentenceTransformer
+
+    folder, _ = weighted_folder
+    data = (folder / WEIGHTED_FILE).read_bytes()
+    (folder / WEIGHTED_FILE).write_bytes(data[: len(data) // 3])
+    with pytest.raises(ModelFolderError, match=f"{WEIGHTED_FILE}: cannot be read"):
+        SentenceTransformer(str(folder), device="cpu", trust_remote_code=True)
+
+
+def test_a_folder_sentence_transformers_wrote_is_the_one_table_form_until_a_weights_file_is_added(
+    tiny_bert: Path, tmp_path: Path
+) -> None:
+    """A StaticEmbedding folder that sentence-transformers saved itself opens as the plain mean; a weights file
+    dropped into it by hand, its modules.json unchanged, is refused naming modules.json, not read as either form."""
+    from sentence_transformers import SentenceTransformer
+    from sentence_transformers.sentence_transformer.modules import StaticEmbedding
+
+    rust = AutoTokenizer.from_pretrained(str(tiny_bert)).backend_tokenizer
+    table = np.random.default_rng(8).normal(size=(rust.get_vocab_size(), 6)).astype(np.float32)  # (V, 6)
+    theirs = SentenceTransformer(modules=[StaticEmbedding(rust, embedding_weights=table)], device="cpu")
+    theirs.save(str(tmp_path / "st"))
+    model = open_model(str(tmp_path / "st"))
+    assert model.weighted is None
+    np.testing.assert_allclose(
+        model.encode(SENTENCES[:3]), theirs.encode(SENTENCES[:3]), rtol=1e-5, atol=1e-6
+    )
+    donor = save_static(
+        tmp_path / "weighted",
+        rust,
+        table,
+        weighted=trained_like(9, vocab=len(table), width=6, out=6).tables(),
+    )
+    (tmp_path / "st" / WEIGHTED_FILE).write_bytes((donor / WEIGHTED_FILE).read_bytes())
+    with pytest.raises(ModelFolderError, match=f"modules.json.*{WEIGHTED_FILE} is present"):
+        open_model(str(tmp_path / "st"))

@@ -5,8 +5,9 @@ imports it (sentcl installed) and gets the form itself, not a plain mean of its 
 fails naming this module. It is sentence-transformers' own ``StaticEmbedding`` (its tokenisation, its
 ``EmbeddingBag`` of the table, its ``save``) whose ``forward`` computes the weighted mean from the tables beside
 the table. Inference only: the weights are tables, not the head that was trained (``sentcl distill-static``
-fits it). A local folder only. Texts of one length are weighed together, so a larger ``batch_size`` than
-sentence-transformers' 32 encodes faster (``sentcl.modeling.static_weighted.POOL_TEXTS``).
+fits it). A local folder only, read by sentcl's own reader (``StaticEncoder``: the same checks as any sentcl
+command). Texts of one length are weighed together, so a larger ``batch_size`` than sentence-transformers' 32
+encodes faster (``sentcl.modeling.static_weighted.POOL_TEXTS``).
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ import numpy as np
 import torch
 
 from sentcl.files.paths import ModelFolderError
-from sentcl.modeling.static import TOKENIZER_FILE, load_tokenizer, read_table
+from sentcl.modeling.static import StaticEncoder
 from sentcl.modeling.static_tokens import TokenRows
-from sentcl.modeling.static_weighted import WeightedMean, read_weighted, save_weighted
+from sentcl.modeling.static_weighted import WeightedMean, save_weighted
 
 try:  # sentence-transformers 6 moved its modules; 3 to 5 keep them in models
     from sentence_transformers.sentence_transformer.modules import StaticEmbedding
@@ -40,9 +41,11 @@ class WeightedStaticEmbedding(StaticEmbedding):
             raise ModelFolderError(
                 f"{model_name_or_path}: a weighted static folder (sentcl) is read from a local folder only"
             )
-        table = read_table(folder)
-        module = cls(load_tokenizer(folder / TOKENIZER_FILE), embedding_weights=table)
-        module.weighted = read_weighted(folder, table)
+        found = StaticEncoder(folder)  # sentcl's reader: every file and its agreement with the others checked
+        if found.weighted is None:
+            raise ModelFolderError(f"{folder}: no weighted form here (a one-table static folder)")
+        module = cls(found.rust_tokenizer, embedding_weights=found.table)
+        module.weighted = found.weighted
         return module
 
     def forward(self, features: dict[str, torch.Tensor], **kwargs: Any) -> dict[str, torch.Tensor]:  # noqa: ARG002

@@ -95,7 +95,7 @@ def _check_modules(folder: Path, modules: list[dict[str, Any]]) -> bool:
     return normalize
 
 
-def read_table(folder: Path) -> np.ndarray:
+def _read_table(folder: Path) -> np.ndarray:
     from safetensors import SafetensorError
     from safetensors.numpy import load_file
 
@@ -170,7 +170,7 @@ class StaticEncoder:
                 f"{self.folder}: not a static model folder (no StaticEmbedding in modules.json)"
             )
         self.normalize_output = _check_modules(self.folder, modules)
-        self.table = read_table(self.folder)
+        self.table = _read_table(self.folder)
         #: the weighted form's tables (None: the one-table form, a plain mean)
         self.weighted = read_weighted(self.folder, self.table) if has_weights(self.folder) else None
         self.rust_tokenizer = load_tokenizer(self.folder / TOKENIZER_FILE)
