@@ -4,8 +4,8 @@
 model's call overhead more than its encode. The section shows the committed ``bench.static_speed`` run
 (thousands of distinct sentences, each library's defaults and its best batch, both references) and the committed
 ``bench/static_peers.py`` builds (Model2Vec's ``distill`` and tokenlearn on the same corpus and teacher, with
-every package's version): the static student against tokenlearn on the recipe's whole corpus (``WHOLE``) and on
-its first sentences (``SPEED``, with Model2Vec's ``distill``), and the run that settled Model2Vec's figure (``VERSIONS``: one folder under two Model2Vec versions). Nothing here
+every package's version): the static student against tokenlearn on the recipe's whole corpus (``WHOLE``; the weighted form
+in ``WEIGHTED``) and on its first sentences (``SPEED``, with Model2Vec's ``distill``), and the run that settled Model2Vec's figure (``VERSIONS``: one folder under two Model2Vec versions). Nothing here
 measures: it is a function of the committed summaries.
 """
 
@@ -19,6 +19,7 @@ from typing import Any
 WHOLE = Path("bench/results/static_speed_components.json")  # the recipe and tokenlearn on its whole corpus
 SPEED = Path("bench/results/static_speed_tokenlearn.json")
 VERSIONS = Path("bench/results/static_speed.json")  # one Model2Vec folder under two versions' encode
+WEIGHTED = Path("bench/results/static_speed_weighted.json")  # the weighted form, the recipe and tokenlearn
 PEERS = Path("bench/results/static_peers.json")
 
 
@@ -128,7 +129,8 @@ def same_corpus(run: dict[str, Any]) -> dict[str, Any] | None:
     ]
     if not pairs:
         return None
-    student, peer = max(pairs, key=lambda pair: rows[pair[1]]["sts"]["avg"])  # the stronger tokenlearn
+    # the stronger tokenlearn, then the stronger student
+    student, peer = max(pairs, key=lambda pair: (rows[pair[1]]["sts"]["avg"], rows[pair[0]]["sts"]["avg"]))
     gap = rows[student]["sts"]["avg"] - rows[peer]["sts"]["avg"]
     return {"student": student, "peer": peer, "gap": gap, "corpus": rows[student]["corpus_sentences"]}
 
@@ -136,10 +138,12 @@ def same_corpus(run: dict[str, Any]) -> dict[str, Any] | None:
 def largest_same_corpus(root: Path) -> tuple[Path, dict[str, Any]] | None:
     """The committed run whose student and tokenlearn share the most corpus sentences, and their pair."""
     found = [
-        (path, same_corpus(run)) for path in (WHOLE, SPEED) if (run := committed(root, path)) is not None
+        (path, same_corpus(run))
+        for path in (WHOLE, SPEED, WEIGHTED)
+        if (run := committed(root, path)) is not None
     ]
     pairs = [(path, pair) for path, pair in found if pair is not None]
-    return max(pairs, key=lambda item: item[1]["corpus"]) if pairs else None
+    return max(pairs, key=lambda item: (item[1]["corpus"], item[1]["gap"])) if pairs else None
 
 
 def tokenlearn_note(run: dict[str, Any]) -> str:
@@ -223,6 +227,17 @@ def static_section(root: Path, batch: int, frontier_avg: float | None = None) ->
     if whole is not None:
         text += (
             "### On the recipe's whole corpus\n\n" + run_text(whole, WHOLE) + tokenlearn_note(whole) + "\n\n"
+        )
+    weighted = committed(root, WEIGHTED)
+    if weighted is not None:
+        text += (
+            "### The weighted form, on the recipe's whole corpus\n\n"
+            "`weighted-256` is the recipe `distill_static_weighted` (a mean whose weights come from a small "
+            "attention over the rows: [static students](static-students-cpu.md)), beside the one-table recipe "
+            "and tokenlearn in one run.\n\n"
+            + run_text(weighted, WEIGHTED)
+            + tokenlearn_note(weighted)
+            + "\n\n"
         )
     if run is not None:
         if whole is not None:

@@ -88,3 +88,26 @@ def test_the_caption_says_how_the_peers_were_batched() -> None:
     assert peer_batch({"batch_size": 128, "peer_batch_size": 128}) == ""
     assert "each library's own default" in peer_batch({"batch_size": 128, "peer_batch_size": 0})
     assert peer_batch({"batch_size": 128, "peer_batch_size": 64}) == " (the peers: 64)"
+
+
+def test_the_tokenlearn_target_takes_the_best_student_of_the_largest_shared_corpus(tmp_path: Path) -> None:
+    """Two committed runs on the same corpus: the pair with the larger gap speaks for the target, whichever
+    file comes first; within a run, the stronger student against the stronger tokenlearn."""
+    import json
+
+    from bench.frontier_static import WEIGHTED, WHOLE, largest_same_corpus
+
+    def run(students: dict[str, float], peer: float) -> dict:
+        rows = {
+            n: {"family": "sentcl", "corpus_sentences": 500, "sts": {"avg": a}} for n, a in students.items()
+        }
+        rows["tokenlearn"] = {"family": "peer", "corpus_sentences": 500, "sts": {"avg": peer}}
+        rows["tokenlearn-weak"] = {"family": "peer", "corpus_sentences": 500, "sts": {"avg": peer - 5}}
+        return {"points": rows}
+
+    for path, body in ((WHOLE, run({"a": 71.0}, 70.0)), (WEIGHTED, run({"b": 72.0, "c": 73.0}, 70.0))):
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(json.dumps(body), encoding="utf-8")
+    path, pair = largest_same_corpus(tmp_path)  # type: ignore[misc]
+    assert path == WEIGHTED and pair["student"] == "c" and pair["peer"] == "tokenlearn"
+    assert pair["gap"] == pytest.approx(3.0)

@@ -78,3 +78,25 @@ def build_tiny_mlm(
     else:
         (folder / "vocab.txt").unlink()
     return folder
+
+
+def tiny_distilbert(layers: int):  # noqa: ANN201 - a DistilBertModel
+    """A random DistilBERT of ``layers`` layers, 16 wide, 32 feed-forward neurons, in eval mode."""
+    from transformers import DistilBertConfig, DistilBertModel
+
+    config = DistilBertConfig(
+        vocab_size=50, dim=16, n_layers=layers, n_heads=2, hidden_dim=32, max_position_embeddings=32
+    )
+    torch.manual_seed(0)
+    return DistilBertModel(config).eval()
+
+
+def assert_distilbert_reloads(model, folder: Path) -> None:  # noqa: ANN001 - a DistilBertModel
+    """``model`` saved to ``folder`` reloads in transformers to the same states."""
+    from transformers import DistilBertModel
+
+    model.save_pretrained(folder)
+    reloaded = DistilBertModel.from_pretrained(str(folder))
+    assert len(reloaded.transformer.layer) == len(model.transformer.layer)
+    ids = torch.tensor([[1, 5, 7, 2]])
+    torch.testing.assert_close(reloaded(ids).last_hidden_state, model(ids).last_hidden_state)

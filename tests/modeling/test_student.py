@@ -11,9 +11,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from helpers.tiny_bert import build_tiny_bert
+from helpers.tiny_bert import assert_distilbert_reloads, build_tiny_bert, tiny_distilbert
 from modeling_folders import SENTENCES, st_encode, st_folder
-from transformers import BertConfig, BertModel, DistilBertConfig, DistilBertModel
+from transformers import BertConfig, BertModel
 
 from sentcl.config import ModelConfig
 from sentcl.config.typed import ConfigError, from_dict
@@ -96,20 +96,12 @@ def test_saved_student_loads_in_sentence_transformers(bert4: Path, tmp_path: Pat
 
 
 def test_distilbert_layers(tmp_path: Path) -> None:
-    config = DistilBertConfig(
-        vocab_size=50, dim=16, n_layers=3, n_heads=2, hidden_dim=32, max_position_embeddings=32
-    )
-    torch.manual_seed(0)
-    model = DistilBertModel(config).eval()
+    model = tiny_distilbert(3)
     first = model.transformer.layer[2].ffn.lin1.weight.clone()
     keep_layers(model, [0, 2], "tiny-distilbert")
     assert model.config.n_layers == 2 and len(model.transformer.layer) == 2
     torch.testing.assert_close(model.transformer.layer[1].ffn.lin1.weight, first)
-    model.save_pretrained(tmp_path)
-    reloaded = DistilBertModel.from_pretrained(str(tmp_path))
-    assert len(reloaded.transformer.layer) == 2
-    ids = torch.tensor([[1, 5, 7, 2]])
-    torch.testing.assert_close(reloaded(ids).last_hidden_state, model(ids).last_hidden_state)
+    assert_distilbert_reloads(model, tmp_path)
 
 
 @pytest.mark.parametrize(
@@ -169,13 +161,13 @@ def test_output_dim_fit_sentences_from_every_kind_of_example() -> None:
 
     from sentcl.config import TrainConfig
     from sentcl.defaults import OUTPUT_DIM_PCA_SENTENCES
-    from sentcl.training.loop import output_dim_sentences
+    from sentcl.training.loop import fit_sentences
 
     cfg = from_dict(TrainConfig, {"model": {"output_dim": 4}})
     record = SimpleNamespace(text="a record", successors=("next",))
     corpus = SimpleNamespace(examples=["one", ("p", "e", "c"), " ", record])
-    assert output_dim_sentences(cfg, corpus) == ["one", "p", "e", "c", "a record"]
+    assert fit_sentences(cfg, corpus) == ["one", "p", "e", "c", "a record"]
     many = SimpleNamespace(examples=[f"s{i}" for i in range(OUTPUT_DIM_PCA_SENTENCES + 5)])
-    assert len(output_dim_sentences(cfg, many)) == OUTPUT_DIM_PCA_SENTENCES  # type: ignore[arg-type]
+    assert len(fit_sentences(cfg, many)) == OUTPUT_DIM_PCA_SENTENCES  # type: ignore[arg-type]
     cfg.model.output_dim_init = "random"
-    assert output_dim_sentences(cfg, corpus) is None
+    assert fit_sentences(cfg, corpus) is None

@@ -23,7 +23,14 @@ from transformers import AutoModel, AutoTokenizer
 from sentcl.cli import main
 from sentcl.modeling.open import open_model
 from sentcl.shrink.layer_choice import layer_subsets
-from sentcl.shrink.plan import PLAN_MARGIN, Target, TeacherShape, layer_counts, plan_candidates
+from sentcl.shrink.plan import (
+    PLAN_MARGIN,
+    Target,
+    TeacherShape,
+    every_candidate,
+    layer_counts,
+    plan_candidates,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 SENTENCES = ["a man plays the guitar", "the dog runs near the river", "stock price falls", "a"]
@@ -57,7 +64,7 @@ def small_run(teacher: Path, out: Path, root: Path, *extra: str) -> list[str]:
     """The arguments of a tiny shrink run (a hand-written pairs file, a few steps, one short timing round)."""
     return [
         "shrink", str(teacher), str(out), "--pairs", str(root / "pairs.tsv"),
-        "--corpus-sentences", "200", "--layer-steps", "6", "--static-steps", "6", "--batch-size", "16",
+        "--corpus-sentences", "200", "--layer-steps", "15", "--static-steps", "6", "--batch-size", "16",
         "--choice-texts", "40", "--time-texts", "48", "--rounds", "1", "--min-seconds", "0.02",
         "--teacher-cache", str(root / "cache"), *extra,
     ]  # fmt: skip
@@ -86,17 +93,23 @@ def shrunk(tiny_bert: Path, data_dir: Path, tmp_path_factory: pytest.TempPathFac
 
 
 def test_the_plan_keeps_what_can_meet_the_budget() -> None:
-    minilm = TeacherShape(layers=6, hidden=384, weights=22_700_000, vocab=30522, sentences_per_s=300.0)
+    minilm = TeacherShape(
+        layers=6, hidden=384, weights=22_700_000, vocab=30522, sentences_per_s=300.0, ffn=1536
+    )
     plan = plan_candidates(minilm, Target("speed", 10), ("layers", "int8", "static"))
     assert all(c.estimate >= 10 * PLAN_MARGIN or c.name in {d.source for d in plan} for c in plan)
-    assert {"l2-int8", "static-256", "static-128", "static-weighted-256"} <= {c.name for c in plan}
+    narrow = ["l1-ffn384", "l1-ffn384-int8"]  # a layer of 4 x 384^2 + 2 x 384 x 384 weights: half a full one
+    assert {"l2-int8", *narrow, "static-256", "static-128", "static-weighted-256"} <= {c.name for c in plan}
+    assert [c.estimate for c in plan if c.name in narrow] == [12.0, 24.0]
     six = [c.name for c in plan_candidates(minilm, Target("speed", 6), ("layers", "int8", "static"))]
     statics = ["static-256", "static-128", "static-weighted-256"]
-    assert six == ["l3", "l3-int8", "l2", "l2-int8", *statics]  # l3: l3-int8's source
+    assert six == ["l3", "l3-int8", "l2", "l2-int8", *narrow, *statics]  # l3: l3-int8's source
     far = plan_candidates(minilm, Target("speed", 1000), ("layers", "int8", "static"))
     assert [c.name for c in far] == ["static-256", "static-128"]  # none expected: the fastest family
     every = plan_candidates(minilm, Target("quality", 0.97), ("layers", "int8", "static"))
-    assert len(every) == 8 and every[0].name == "teacher-int8"
+    assert len(every) == 10 and every[0].name == "teacher-int8"
+    one = TeacherShape(layers=1, hidden=32, weights=1000, vocab=50, sentences_per_s=9.0, ffn=64)
+    assert not [c for c in every_candidate(one) if c.family == "layers"]  # nothing to choose from
     assert layer_counts(6) == [3, 2] and layer_counts(2) == [1] and layer_counts(12) == [6, 4]
     assert all(s[-1] == 5 and len(s) == 3 for s in layer_subsets(6, 3)) and len(layer_subsets(6, 3)) == 10
     assert len(layer_subsets(12, 6)) == 12  # C(11, 5) = 462 subsets, 12 spread over them
@@ -120,9 +133,14 @@ def test_a_killed_run_resumes_and_loses_nothing(shrunk: dict, capsys: pytest.Cap
     for step in ("teacher-int8", "teacher-vectors", "l1-layers"):  # finished before the kill: not redone
         assert f"{step}: done before, reused" in printed
     assert "l1: running" in printed  # killed mid-way: redone
+    trained = json.loads((shrunk["out"] / "work" / "l1-run" / "results.json").read_text(encoding="utf-8"))
+    assert trained["global_step"] == 15  # the steps asked, past one epoch (12 batches of 16 of 200)
     record = json.loads((shrunk["out"] / "shrink.json").read_text(encoding="utf-8"))
     statics = {"static-21", "static-10", "static-weighted-21"}
-    assert set(record["rows"]) == {"teacher", "teacher-int8", "l1", "l1-int8", *statics}
+    narrow = {"l1-ffn16", "l1-ffn16-int8"}  # the tiny BERT's 64 neurons a layer, a quarter kept
+    assert set(record["rows"]) == {"teacher", "teacher-int8", "l1", "l1-int8", *narrow, *statics}
+    narrow_folder = AutoModel.from_pretrained(str(shrunk["out"] / "candidates" / "l1-ffn16"))
+    assert narrow_folder.config.intermediate_size == 16 and narrow_folder.config.num_hidden_layers == 1
     pareto = json.loads((shrunk["out"] / "pareto.json").read_text(encoding="utf-8"))
     rows = pareto["rows"]
     meeting = [n for n, r in rows.items() if n != "teacher" and r["speed_vs_teacher"] >= 3]
@@ -150,14 +168,16 @@ def by_hand(folder: Path, sentences: list[str]) -> np.ndarray:
 def test_the_chosen_layer_student_equals_an_independent_encode(
     shrunk: dict, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Only the layer family: its steps are reused from the whole run, the choice is the layer student."""
+    """Only the layer family: its steps are reused from the whole run, the choice is a layer student (the
+    one-layer student or the narrow one: whichever its measurements favour)."""
     if not (shrunk["out"] / "shrink.json").is_file():
         assert main(shrunk["argv"]) == 0
     assert main([*shrunk["argv"], "--families", "layers"]) == 0
     printed = capsys.readouterr().out
     assert "l1: done before, reused" in printed and "eval-l1: done before, reused" in printed
     model = shrunk["out"] / "model"
-    assert json.loads((shrunk["out"] / "pareto.json").read_text(encoding="utf-8"))["chosen"] == "l1"
+    chosen = json.loads((shrunk["out"] / "pareto.json").read_text(encoding="utf-8"))["chosen"]
+    assert chosen in ("l1", "l1-ffn16") and "l1-ffn16: done before, reused" in printed
     got = open_model(str(model)).encode(SENTENCES, normalize=True)
     np.testing.assert_allclose(got, by_hand(model, SENTENCES), atol=1e-5)
     assert AutoModel.from_pretrained(str(model)).config.num_hidden_layers == 1
@@ -221,7 +241,11 @@ def test_the_int8_candidates_equal_onnxruntimes_own_session(shrunk: dict) -> Non
 
     if not (shrunk["out"] / "shrink.json").is_file():
         assert main(shrunk["argv"]) == 0
-    for name in ("teacher-int8", "l1-int8"):  # one sentence a pass: dynamic int8 scales a whole batch
+    for name in (
+        "teacher-int8",
+        "l1-int8",
+        "l1-ffn16-int8",
+    ):  # one sentence a pass: dynamic int8 scales a whole batch
         folder = shrunk["out"] / "candidates" / name
         tokenizer = AutoTokenizer.from_pretrained(str(folder))
         session = ort.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])

@@ -91,6 +91,12 @@ class ModelConfig:
         "A student of the start model's transformer layers at these indices, e.g. [0, 2, 4] (strictly "
         "increasing; as sentence-transformers' distillation example builds it). null: every layer.",
     )
+    student_ffn: int | None = opt(
+        None,
+        "A student whose every layer keeps this many of its feed-forward neurons (the intermediate width), "
+        "those of largest importance on the training corpus: their mean |activation| times their output "
+        "weights' norm (our reading of DynaBERT's neuron ranking, Hou et al. 2020). null: every neuron.",
+    )
     output_dim: int | None = opt(
         None,
         "Add a trainable Dense layer (identity activation) mapping the pooled vector to this size, saved as a "
@@ -153,6 +159,9 @@ class ModelConfig:
                 f"(it is {self.teacher_engine})"
             )
         check_positive("model.output_dim", self.output_dim, allow_none=True)
+        check_positive("model.student_ffn", self.student_ffn, allow_none=True)
+        if self.student_ffn is not None and self.two_encoders:
+            raise ConfigError("model.student_ffn applies to one encoder, not model.two_encoders")
         if self.student_layers is not None:
             ok = isinstance(self.student_layers, list) and all(
                 isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in self.student_layers

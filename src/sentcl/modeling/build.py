@@ -1,5 +1,6 @@
-"""The encoder a training config asks for: one SentenceEncoder, or f and g; a student's layer subset
-(``model.student_layers``, modeling/student.py) and its output Dense layer (``model.output_dim``)."""
+"""The encoder a training config asks for: one SentenceEncoder, or f and g; a student's layer subset and
+feed-forward width (``model.student_layers``, ``model.student_ffn``: modeling/student.py) and its output Dense
+layer (``model.output_dim``)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from sentcl.modeling.encoder import SentenceEncoder
 from sentcl.modeling.heads import DenseLayer
 from sentcl.modeling.loading import LoadOptions
 from sentcl.modeling.open import open_encoder
-from sentcl.modeling.student import keep_layers
+from sentcl.modeling.student import keep_ffn, keep_layers, neuron_importance
 
 if TYPE_CHECKING:  # type-only: modeling does not import the config's floor
     from sentcl.config import ModelConfig
@@ -20,10 +21,13 @@ if TYPE_CHECKING:  # type-only: modeling does not import the config's floor
 logger = logging.getLogger("sentcl")
 
 
-def start_encoder(cfg: ModelConfig, for_training: bool = True) -> SentenceEncoder:
+def start_encoder(
+    cfg: ModelConfig, for_training: bool = True, fit_sentences: Sequence[str] | None = None
+) -> SentenceEncoder:
     """The start model ``model.name_or_path`` with the config's pooler, head, truncation and prompts, cut to
-    ``model.student_layers`` if set: for training (its dropout; a missing MLP head may be new) or, with
-    ``for_training=False``, as it is evaluated before training (an evaluate-only grid point)."""
+    ``model.student_layers`` and narrowed to ``model.student_ffn`` (its neurons scored on ``fit_sentences``)
+    if set: for training (its dropout; a missing MLP head may be new) or, with ``for_training=False``, as it
+    is evaluated before training (an evaluate-only grid point)."""
     options = LoadOptions(
         pooler=cfg.pooler,
         mlp_only_train=cfg.mlp_only_train,
@@ -37,16 +41,28 @@ def start_encoder(cfg: ModelConfig, for_training: bool = True) -> SentenceEncode
     if cfg.student_layers is not None:
         keep_layers(encoder.backbone, cfg.student_layers, cfg.name_or_path)
         logger.info("%s: student of layers %s", cfg.name_or_path, cfg.student_layers)
+    if cfg.student_ffn is not None:
+        if not fit_sentences:
+            raise ValueError(
+                "model.student_ffn needs sentences to score the neurons on (the training corpus)"
+            )
+        importance = neuron_importance(encoder, fit_sentences)
+        keep_ffn(encoder.backbone, cfg.student_ffn, importance, cfg.name_or_path)
+        logger.info(
+            "%s: %d feed-forward neurons a layer kept, scored on %d training sentences",
+            cfg.name_or_path, cfg.student_ffn, len(fit_sentences),
+        )  # fmt: skip
     return encoder
 
 
 def build_encoder(
     cfg: ModelConfig, fit_sentences: Sequence[str] | None = None
 ) -> SentenceEncoder | DualEncoder:
-    """``fit_sentences``: the training sentences ``model.output_dim_init: pca`` is fitted on."""
+    """``fit_sentences``: the training sentences ``model.output_dim_init: pca`` is fitted on and
+    ``model.student_ffn`` scores its neurons on."""
     if cfg.two_encoders:
         return DualEncoder(start_encoder(cfg), start_encoder(cfg), cfg.dual_embedding)
-    encoder = start_encoder(cfg)
+    encoder = start_encoder(cfg, fit_sentences=fit_sentences)
     if cfg.output_dim is not None:
         add_output_dense(encoder, cfg.output_dim, cfg.output_dim_init, fit_sentences)
     return encoder

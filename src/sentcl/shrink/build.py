@@ -8,7 +8,8 @@
   the choice never sees the evaluation data, which then scores the students fairly.
 - ``lK``: ``distill_mse`` (Reimers & Gurevych 2020) from those layers, the recipe ``distill_minilm_l3``'s
   settings with the teacher, layers, corpus size and steps of the run (a training run folder under ``work/``:
-  a step killed mid-way resumes from its last checkpoint), its best model copied into ``candidates/lK``.
+  a step killed mid-way resumes from its last checkpoint), its best model copied into ``candidates/lK``;
+  ``l1-ffnF`` likewise from the one-layer choice, its feed-forward narrowed to F neurons (``model.student_ffn``).
 - ``...-int8``: ``sentcl.interop.onnx.export_onnx(int8=True)`` of the teacher or of a layer student.
 - ``static-W``: ``sentcl.methods.static_student.build_static_student`` at width W; ``static-weighted-W`` the
   weighted form (the static recipe's ``head: weights``).
@@ -19,6 +20,7 @@ mid-way leaves no half folder; its record (``steps/NAME.json``) is written last.
 
 from __future__ import annotations
 
+import math
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -94,7 +96,7 @@ def choose(ctx: Context, cand: Candidate, layers: int, sentences: list[str], row
         "texts": len(texts),
         "corpus": ctx.budget.corpus_sentences,
     }
-    return ctx.steps.run(f"{cand.name}-layers", inputs, work)["layers"]
+    return ctx.steps.run(f"l{cand.layers}-layers", inputs, work)["layers"]  # shared by the narrow student
 
 
 def train_layer_student(ctx: Context, cand: Candidate, kept: list[int]) -> dict[str, Any]:
@@ -102,6 +104,8 @@ def train_layer_student(ctx: Context, cand: Candidate, kept: list[int]) -> dict[
     b = ctx.budget
     inputs = {**ctx.base_inputs(), "layers": kept, "steps": b.layer_steps, "batch": b.batch_size}
     inputs["corpus"] = b.corpus_sentences
+    if cand.ffn is not None:  # the full-width students keep the inputs they had before the narrow one
+        inputs["ffn"] = cand.ffn
 
     def work() -> dict[str, Any]:
         from sentcl.config import TrainConfig, load_config
@@ -111,6 +115,8 @@ def train_layer_student(ctx: Context, cand: Candidate, kept: list[int]) -> dict[
 
         run_dir = ctx.root / WORK / f"{cand.name}-run"
         every = max(1, b.layer_steps // 3)
+        batch = min(b.batch_size, b.corpus_sentences)
+        epochs = math.ceil(b.layer_steps / (b.corpus_sentences // batch))  # the steps asked, past one epoch
         overrides = [
             f"model.name_or_path={ctx.teacher}",
             f"model.teacher={ctx.teacher}",
@@ -119,7 +125,8 @@ def train_layer_student(ctx: Context, cand: Candidate, kept: list[int]) -> dict[
             f"data.max_examples={b.corpus_sentences}",
             f"training.output_dir={run_dir}",
             f"training.max_steps={b.layer_steps}",
-            f"training.batch_size={min(b.batch_size, b.corpus_sentences)}",
+            f"training.batch_size={batch}",
+            f"training.epochs={epochs}",
             f"training.warmup_steps={min(20, b.layer_steps // 10)}",
             f"training.eval_steps={every}",
             f"training.save_steps={every}",
@@ -127,6 +134,8 @@ def train_layer_student(ctx: Context, cand: Candidate, kept: list[int]) -> dict[
             "eval.final_tasks=[]",
             "eval.compare_with_start=false",
         ]
+        if cand.ffn is not None:
+            overrides.append(f"model.student_ffn={cand.ffn}")
         if ctx.cache is not None:
             overrides.append(f"model.teacher_cache={ctx.cache}")
         cfg = load_config(TrainConfig, resolve_recipe(DISTILL_RECIPE), overrides)
@@ -139,6 +148,7 @@ def train_layer_student(ctx: Context, cand: Candidate, kept: list[int]) -> dict[
             "folder": str(ctx.folder(cand.name)),
             "digest": tree_fingerprint(ctx.folder(cand.name)),
             "layers": kept,
+            **({"ffn": cand.ffn} if cand.ffn is not None else {}),
             "best_step": result.best_step,
             "dev_score": result.best_score,
             "resumed": resume,

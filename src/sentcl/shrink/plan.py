@@ -5,12 +5,14 @@ the user's thread count) or a quality (``--keep 97%``: at least 97% of the teach
 evaluation data). The candidate families are what sentcl builds:
 
 - ``layers``: a student of k of the teacher's L layers (k = L/2 and L/3, at least 1), its layers chosen by
-  measurement, distilled with ``distill_mse`` (Reimers & Gurevych 2020) on the offline English corpus;
+  measurement, distilled with ``distill_mse`` (Reimers & Gurevych 2020) on the offline English corpus; and the
+  narrow student, one layer keeping ``1/NARROW_FFN_SHARE`` of its feed-forward neurons (``model.student_ffn``);
 - ``int8``: onnxruntime's dynamic int8 export of the teacher and of each layer student;
 - ``static``: a static student (Model2Vec's distillation then sentcl's fit, ``sentcl distill-static``) at two
   widths, and the weighted form (the recipe ``distill_static_weighted``) at the wider one.
 
-The speed of a candidate is only estimated before it exists (``ESTIMATES``: k-layer students at L/k, int8 at
+The speed of a candidate is only estimated before it exists (``ESTIMATES``: k-layer students at L/k, the
+narrow student at L times the ratio of a layer's weights to its own (``layer_weights``), int8 at
 ``INT8_GAIN`` times its source, static at ``STATIC_SPEED``, the weighted form at ``WEIGHTED_SPEED``; all against
 the teacher); every estimate is replaced by a measurement once the candidate is built. For a speed budget the
 plan keeps the candidates whose estimate reaches ``PLAN_MARGIN`` of the budget (the estimates are rough), and the
@@ -36,6 +38,9 @@ STATIC_SPEED = 100.0
 WEIGHTED_SPEED = 50.0
 ESTIMATES = {"int8_gain": INT8_GAIN, "static_speed": STATIC_SPEED, "weighted_speed": WEIGHTED_SPEED}
 PLAN_MARGIN = 0.5
+#: the narrow student keeps a quarter of its layer's feed-forward neurons (all-MiniLM-L6-v2: 384 of 1,536;
+#: measured by the 10x run, bench/results/shrink/minilm-10x-pareto.md)
+NARROW_FFN_SHARE = 4
 STATIC_WIDTHS = (256, 128)
 #: rough CPU costs of the steps that do not scale with the teacher's measured speed
 EXPORT_SECONDS_PER_MILLION_WEIGHTS = 0.6
@@ -76,8 +81,9 @@ def parse_keep(text: str) -> Target:
 class Candidate:
     """One model to build: ``family`` layers / int8 / static; ``layers`` the kept layer count (a layer student
     or its export); ``source`` the candidate an int8 export converts (``teacher`` or a layer student);
-    ``dim`` a static student's width and ``head`` its form (the static recipe's ``head``); ``estimate`` its
-    speed against the teacher before it is measured."""
+    ``ffn`` a narrow layer student's feed-forward neurons a layer; ``dim`` a static student's width and
+    ``head`` its form (the static recipe's ``head``); ``estimate`` its speed against the teacher before it is
+    measured."""
 
     name: str
     family: str
@@ -86,22 +92,36 @@ class Candidate:
     source: str | None = None
     dim: int | None = None
     head: str = "mean"
+    ffn: int | None = None
 
 
 @dataclass(frozen=True)
 class TeacherShape:
-    """What the plan needs of the teacher: its layer count, width, weights, vocabulary and measured speed."""
+    """What the plan needs of the teacher: its layer count, width, weights, vocabulary, measured speed and
+    feed-forward neurons a layer."""
 
     layers: int
     hidden: int
     weights: int
     vocab: int
     sentences_per_s: float
+    ffn: int
 
 
 def layer_counts(layers: int) -> list[int]:
     """The depths of the layer students: L/2 and L/3 (rounded up), at least 1, below L, distinct."""
     return sorted({max(1, math.ceil(layers / d)) for d in (2, 3)} - {layers}, reverse=True)
+
+
+def layer_weights(hidden: int, ffn: int) -> int:
+    """A transformer layer's weight count, which its speed follows: attention's four H x H maps and the
+    feed-forward's two H x F."""
+    return 4 * hidden * hidden + 2 * hidden * ffn
+
+
+def narrow_ffn(shape: TeacherShape) -> int:
+    """The narrow student's feed-forward neurons a layer."""
+    return max(1, shape.ffn // NARROW_FFN_SHARE)
 
 
 def static_widths(hidden: int) -> list[int]:
@@ -119,6 +139,12 @@ def every_candidate(shape: TeacherShape) -> list[Candidate]:
         speed = shape.layers / k
         out.append(Candidate(f"l{k}", "layers", speed, layers=k))
         out.append(Candidate(f"l{k}-int8", "int8", speed * INT8_GAIN, layers=k, source=f"l{k}"))
+    if shape.layers > 1:  # the narrow student: one of the teacher's layers, a quarter of its neurons
+        ffn = narrow_ffn(shape)
+        name = f"l1-ffn{ffn}"
+        speed = shape.layers * layer_weights(shape.hidden, shape.ffn) / layer_weights(shape.hidden, ffn)
+        out.append(Candidate(name, "layers", speed, layers=1, ffn=ffn))
+        out.append(Candidate(f"{name}-int8", "int8", speed * INT8_GAIN, layers=1, source=name))
     widths = static_widths(shape.hidden)
     out += [Candidate(f"static-{w}", "static", STATIC_SPEED, dim=w) for w in widths]
     out.append(
@@ -209,6 +235,8 @@ __all__ = [
     "estimate_seconds",
     "every_candidate",
     "layer_counts",
+    "layer_weights",
+    "narrow_ffn",
     "parse_budget",
     "parse_keep",
     "plan_candidates",

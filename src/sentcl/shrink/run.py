@@ -42,13 +42,13 @@ class ShrinkOptions:
 
 
 def teacher_shape(encoder: Any, rate: float) -> TeacherShape:
-    from sentcl.modeling.student import layer_list
+    from sentcl.modeling.student import ffn_linears, layer_list
 
     layers, _, _ = layer_list(encoder.backbone)
     weights = sum(p.numel() for p in encoder.parameters())
-    return TeacherShape(
-        len(layers), encoder.backbone.config.hidden_size, weights, len(encoder.tokenizer), rate
-    )
+    ffn = ffn_linears(encoder.backbone)[0][0][0].out_features
+    hidden = encoder.backbone.config.hidden_size
+    return TeacherShape(len(layers), hidden, weights, len(encoder.tokenizer), rate, ffn)
 
 
 def timing_sentences(opts: ShrinkOptions) -> list[str]:

@@ -95,7 +95,7 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
 
     # ---- model and method: identical initialisation on every rank, then per-rank dropout streams
     _seed_everything(t.seed)
-    model = build_encoder(cfg.model, output_dim_sentences(cfg, corpus)).to(run.device)
+    model = build_encoder(cfg.model, fit_sentences(cfg, corpus)).to(run.device)
     method = build_method(cfg, corpus, model.tokenizer)
     if len(method.examples) < run.global_batch:
         raise ValueError(
@@ -177,10 +177,12 @@ def train_in_folder(run: RunSetup, resume: bool) -> TrainResult:
     return result
 
 
-def output_dim_sentences(cfg: TrainConfig, corpus: Any) -> list[str] | None:
-    """The first training sentences ``model.output_dim_init: pca`` is fitted on (every sentence of an
-    example counts: a pair gives two); None when no PCA start is asked for."""
-    if cfg.model.output_dim is None or cfg.model.output_dim_init != "pca":
+def fit_sentences(cfg: TrainConfig, corpus: Any) -> list[str] | None:
+    """The first training sentences ``model.output_dim_init: pca`` is fitted on and ``model.student_ffn``
+    scores its neurons on (every sentence of an example counts: a pair gives two); None when neither is
+    asked for."""
+    pca = cfg.model.output_dim is not None and cfg.model.output_dim_init == "pca"
+    if not pca and cfg.model.student_ffn is None:
         return None
     sentences: list[str] = []
     for i in range(len(corpus.examples)):
