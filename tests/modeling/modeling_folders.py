@@ -81,3 +81,14 @@ def st_encode(folder: Path, sentences: list[str], normalize: bool = False):  # n
 
     model = SentenceTransformer(str(folder), device="cpu")
     return model.encode(sentences, normalize_embeddings=normalize, convert_to_numpy=True)
+
+
+def hf_mean_pooled(model, tokenizer, sentences: list[str]):  # noqa: ANN001, ANN201 - transformers objects
+    """The reference encode: transformers' ``model`` over the padded batch, mean over the mask by hand (N, H)."""
+    import torch
+
+    batch = tokenizer(sentences, padding=True, return_tensors="pt")
+    with torch.no_grad():
+        hidden = model(**batch).last_hidden_state  # (N, L, H)
+    mask = batch["attention_mask"].unsqueeze(-1).float()  # (N, L, 1)
+    return ((hidden * mask).sum(1) / mask.sum(1)).numpy()  # mean pooling, (N, H)

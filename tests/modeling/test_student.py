@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 from helpers.tiny_bert import assert_distilbert_reloads, build_tiny_bert, tiny_distilbert
-from modeling_folders import SENTENCES, st_encode, st_folder
+from modeling_folders import SENTENCES, hf_mean_pooled, st_encode, st_folder
 from transformers import BertConfig, BertModel
 
 from sentcl.config import ModelConfig
@@ -74,12 +74,8 @@ def test_cut_equals_a_model_built_at_the_new_depth(bert4: Path) -> None:
             state[f"encoder.layer.{(1, 3).index(int(match[1]))}.{match[2]}"] = value
     reference.load_state_dict(state)
     student = _student(bert4, [1, 3])
-    batch = student.tokenizer(SENTENCES, padding=True, return_tensors="pt")
-    with torch.no_grad():
-        hidden = reference(**batch).last_hidden_state  # (N, L, H)
-    mask = batch["attention_mask"].unsqueeze(-1).float()  # (N, L, 1)
-    expected = (hidden * mask).sum(1) / mask.sum(1)  # mean pooling, (N, H)
-    np.testing.assert_allclose(student.encode(SENTENCES), expected.numpy(), atol=1e-5)
+    expected = hf_mean_pooled(reference, student.tokenizer, SENTENCES)  # (N, H)
+    np.testing.assert_allclose(student.encode(SENTENCES), expected, atol=1e-5)
 
 
 def test_saved_student_loads_in_sentence_transformers(bert4: Path, tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from helpers.tiny_bert import assert_distilbert_reloads, build_tiny_bert, tiny_distilbert
-from modeling_folders import SENTENCES, st_encode
+from modeling_folders import SENTENCES, hf_mean_pooled, st_encode
 from transformers import BertConfig, BertModel, BertTokenizerFast
 
 from sentcl.config import ModelConfig
@@ -103,12 +103,8 @@ def test_narrow_student_equals_transformers_at_the_new_width(bert3: Path) -> Non
         state[key] = value
     reference = BertModel(BertConfig.from_pretrained(str(cut_folder), intermediate_size=WIDTH)).eval()
     reference.load_state_dict(state)
-    batch = student.tokenizer(SENTENCES, padding=True, return_tensors="pt")
-    with torch.no_grad():
-        hidden = reference(**batch).last_hidden_state  # (N, L, H)
-    mask = batch["attention_mask"].unsqueeze(-1).float()  # (N, L, 1)
-    expected = (hidden * mask).sum(1) / mask.sum(1)  # mean pooling, (N, H)
-    np.testing.assert_allclose(student.encode(SENTENCES), expected.numpy(), atol=1e-5)
+    expected = hf_mean_pooled(reference, student.tokenizer, SENTENCES)  # (N, H)
+    np.testing.assert_allclose(student.encode(SENTENCES), expected, atol=1e-5)
 
 
 def test_every_neuron_is_the_model_itself(bert3: Path) -> None:
