@@ -95,7 +95,6 @@ FFN_HOMES: tuple[tuple[tuple[str, ...], tuple[str, ...], str], ...] = (
     (("intermediate", "dense"), ("output", "dense"), "intermediate_size"),  # BERT, RoBERTa, XLM-R, MPNet
     (("ffn", "lin1"), ("ffn", "lin2"), "hidden_dim"),  # DistilBERT
 )
-FFN_HOMES_OF = {key: (first, second) for first, second, key in FFN_HOMES}
 
 
 def _attr(owner: Any, path: tuple[str, ...]) -> Any:
@@ -104,16 +103,20 @@ def _attr(owner: Any, path: tuple[str, ...]) -> Any:
     return owner
 
 
-def ffn_linears(backbone: nn.Module) -> tuple[list[tuple[nn.Linear, nn.Linear]], str]:
-    """Every layer's (first, second) feed-forward linear maps and the config attribute of their width; a
-    ConfigError for an architecture whose feed-forward block is elsewhere."""
+FfnHome = tuple[tuple[str, ...], tuple[str, ...], str]
+
+
+def ffn_linears(backbone: nn.Module) -> tuple[list[tuple[nn.Linear, nn.Linear]], FfnHome]:
+    """Every layer's (first, second) feed-forward linear maps and their home (``FFN_HOMES``: the maps' paths
+    and the config attribute of their width); a ConfigError for an architecture whose block is elsewhere."""
     layers, _, _ = layer_list(backbone)
-    for first, second, width_key in FFN_HOMES:
+    for home in FFN_HOMES:
+        first, second, width_key = home
         pairs = [(_attr(layer, first), _attr(layer, second)) for layer in layers]
         if hasattr(backbone.config, width_key) and all(
             isinstance(a, nn.Linear) and isinstance(b, nn.Linear) for a, b in pairs
         ):
-            return pairs, width_key
+            return pairs, home
     homes = " or ".join(f"{'.'.join(a)} and {'.'.join(b)}" for a, b, _ in FFN_HOMES)
     raise ConfigError(
         f"model.student_ffn: cannot narrow {type(backbone).__name__}: its layers' feed-forward maps are not "
@@ -163,7 +166,7 @@ def keep_ffn(
 ) -> nn.Module:
     """Cut every layer's feed-forward block in place to its ``width`` neurons of largest ``importance`` (in
     their order; ``neuron_importance``), the config's width updated (returned)."""
-    pairs, width_key = ffn_linears(backbone)
+    pairs, (first_path, second_path, width_key) = ffn_linears(backbone)
     current = pairs[0][0].out_features
     if isinstance(width, bool) or not isinstance(width, int) or not 1 <= width <= current:
         raise ConfigError(
@@ -171,7 +174,6 @@ def keep_ffn(
             f"{current} feed-forward neurons a layer (give 1 to {current})"
         )
     layers, _, _ = layer_list(backbone)
-    first_path, second_path = FFN_HOMES_OF[width_key]
     for layer, (first, second), score in zip(layers, pairs, importance, strict=True):
         kept = torch.sort(torch.topk(score, width).indices).values.to(first.weight.device)  # (width,)
         narrow_first = nn.Linear(first.in_features, width, bias=first.bias is not None)

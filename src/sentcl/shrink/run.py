@@ -46,9 +46,9 @@ def teacher_shape(encoder: Any, rate: float) -> TeacherShape:
 
     layers, _, _ = layer_list(encoder.backbone)
     weights = sum(p.numel() for p in encoder.parameters())
-    ffn = ffn_linears(encoder.backbone)[0][0][0].out_features
-    hidden = encoder.backbone.config.hidden_size
-    return TeacherShape(len(layers), hidden, weights, len(encoder.tokenizer), rate, ffn)
+    config = encoder.backbone.config
+    ffn = getattr(config, ffn_linears(encoder.backbone)[1][2])  # the feed-forward neurons a layer
+    return TeacherShape(len(layers), config.hidden_size, weights, len(encoder.tokenizer), rate, ffn)
 
 
 def timing_sentences(opts: ShrinkOptions) -> list[str]:
